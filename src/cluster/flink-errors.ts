@@ -1,0 +1,22 @@
+/**
+ * Flink puts a whole Java stack trace into `errors[0]`. Clients need the sentence, not the trace:
+ * keep the first line of each exception and its "Caused by" chain, without class-name prefixes
+ * that add nothing, and without `at ...` frames.
+ */
+export function summariseFlinkErrors(body: unknown): string {
+  const errors = (body as { errors?: unknown })?.errors;
+  if (!Array.isArray(errors) || errors.length === 0) return 'no error message';
+  const parts: string[] = [];
+  for (const raw of errors) {
+    if (typeof raw !== 'string') continue;
+    for (const line of raw.split('\n')) {
+      const l = line.trim();
+      if (l === '' || l.startsWith('at ') || /^\.\.\. \d+ more$/.test(l) || l.startsWith('<Exception on server side') || l.startsWith('End of exception')) continue;
+      const msg = l.replace(/^Caused by: /, '').replace(/^(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable): ?/, '').trim();
+      if (msg === '' || msg === 'Internal server error.') continue;
+      if (!parts.includes(msg)) parts.push(msg);
+    }
+  }
+  const text = parts.join(' Caused by: ');
+  return text.length > 2000 ? `${text.slice(0, 2000)}…` : text || 'no error message';
+}

@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import { PassThrough, type Readable } from 'node:stream';
+
+/**
+ * The body of a one-file multipart upload to the JobManager, written incrementally. The closing
+ * boundary is written only by `complete()`: until then the JobManager cannot consider the file
+ * received, so `abandon()` (after a failed check) guarantees that nothing is kept there.
+ *
+ * Hand-written rather than a form-data library: a single streamed part is a few lines, and the
+ * libraries buffer or need a known length.
+ */
+export class MultipartJarBody {
+  readonly boundary = `----flink-jar-gateway-${randomBytes(12).toString('hex')}`;
+  readonly stream = new PassThrough({ highWaterMark: 1024 * 1024 });
+
+  constructor(fileName: string) {
+    const safeName = fileName.replace(/["\r\n\\]/g, '_');
+    this.stream.write(
+      `--${this.boundary}\r\n` +
+        `Content-Disposition: form-data; name="jarfile"; filename="${safeName}"\r\n` +
+        'Content-Type: application/java-archive\r\n\r\n',
+    );
+  }
+
+  get contentType(): string {
+    return `multipart/form-data; boundary=${this.boundary}`;
+  }
+
+  /** Pipes the file bytes in (backpressure-aware) without ending the multipart body. */
+  feed(source: Readable): void {
+    source.pipe(this.stream, { end: false });
+  }
+
+  complete(): void {
+    this.stream.end(`\r\n--${this.boundary}--\r\n`);
+  }
+
+  abandon(reason: Error): void {
+    this.stream.destroy(reason);
+  }
+}

@@ -1,0 +1,73 @@
+import type { OptionDef, OptionType, OptionValueMap } from './types';
+
+/** Declares one option; the generic ties `default` to `type`. */
+function option<T extends OptionType>(def: OptionDef<T>): OptionDef<T> {
+  return def;
+}
+
+/**
+ * The gateway's own options. Plugins declare theirs next to their code and the composition root
+ * merges them into one registry (see `OptionsRegistry`). Keys follow Flink's names wherever Flink
+ * has one, so one YAML file can serve both the JobManager and the gateway.
+ */
+export const coreOptions = {
+  restBindAddress: option({
+    key: 'rest.bind-address', type: 'string', default: '127.0.0.1', section: 'Listening',
+    description: 'Address the gateway listens on (Flink\'s key). Binding a non-loopback address exposes the gateway; see the security notes.',
+  }),
+  restPort: option({
+    key: 'rest.port', type: 'int', default: 8081, min: 0, max: 65535, section: 'Listening',
+    description: 'Port the gateway listens on (Flink\'s key). 0 picks a free port; the chosen port is logged.',
+  }),
+  clusterRestUrl: option({
+    key: 'gateway.cluster.rest-url', type: 'string', section: 'Cluster',
+    description: 'REST URL of an existing JobManager to front, e.g. http://127.0.0.1:8082. When unset, the gateway launches the embedded Flink session cluster (needs Java 17 and Maven).',
+  }),
+  clusterRequestTimeout: option({
+    key: 'gateway.cluster.request-timeout', type: 'duration', default: 60_000, min: 1, section: 'Cluster',
+    description: 'Timeout of gateway-originated JobManager calls other than run/plan (upload, delete, list).',
+  }),
+  clusterRunTimeout: option({
+    key: 'gateway.cluster.run-timeout', type: 'duration', default: 600_000, min: 1, section: 'Cluster',
+    description: 'How long a run or plan may take on the JobManager (Flink\'s web.timeout default, and the operator\'s submission timeout).',
+  }),
+  embeddedUploadDir: option({
+    key: 'web.upload.dir', type: 'string', section: 'Cluster',
+    description: 'The JobManager\'s web.upload.dir as seen by the gateway (jars live in <dir>/flink-web-upload). For the embedded cluster, defaults to a fresh temporary directory that is removed on exit.',
+  }),
+  embeddedJava: option({
+    key: 'gateway.embedded.java', type: 'string', section: 'Embedded cluster',
+    description: 'Java executable for the embedded cluster. Default: $JAVA_HOME/bin/java, else java on PATH.',
+  }),
+  embeddedJvmOpts: option({
+    key: 'gateway.embedded.jvm-options', type: 'string', default: '-Xmx768m -XX:+UseSerialGC -XX:TieredStopAtLevel=1', section: 'Embedded cluster',
+    description: 'JVM options of the embedded cluster (space-separated). Never put secrets here: they are visible in the process list.',
+  }),
+  embeddedSlots: option({
+    key: 'gateway.embedded.slots', type: 'int', default: 4, min: 1, section: 'Embedded cluster',
+    description: 'Task slots of the embedded cluster\'s single TaskManager.',
+  }),
+  embeddedStartupTimeout: option({
+    key: 'gateway.embedded.startup-timeout', type: 'duration', default: 180_000, min: 1, section: 'Embedded cluster',
+    description: 'How long to wait for the embedded cluster (including a first-time Maven build) before giving up.',
+  }),
+  uploadMaxSize: option({
+    key: 'gateway.upload.max-size', type: 'memory', default: 1024 ** 3, min: 1, section: 'Jars',
+    description: 'Largest jar accepted by POST /jars/upload. Larger uploads are refused with 413 and nothing is kept on the JobManager.',
+  }),
+  runDedupeRetention: option({
+    key: 'gateway.run.dedupe-retention', type: 'duration', default: 3_600_000, min: 0, section: 'Jars',
+    description: 'How long an accepted run is remembered by jobId, so that a retried POST /jars/:jarid/run (the operator\'s client retries) returns the first result instead of starting a second job.',
+  }),
+  jarUriEnable: option({
+    key: 'web.submit.jar-uri.enable', type: 'boolean', default: false, section: 'Remote jars',
+    description: 'Accept user.artifacts.job-jar (a jar URI) in a run request\'s flinkConfiguration. Read only from the gateway\'s own configuration, never from a request.',
+  }),
+  logLevel: option({
+    key: 'gateway.log.level', type: 'enum', default: 'info', values: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], section: 'Logging',
+    description: 'Log level of the gateway\'s JSON logs (pino).',
+  }),
+} satisfies Record<string, OptionDef>;
+
+export type CoreOptions = typeof coreOptions;
+export type ValueOf<D> = D extends OptionDef<infer T> ? OptionValueMap[T] : never;

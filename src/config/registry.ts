@@ -1,0 +1,195 @@
+import type { OptionDef, OptionType, OptionValueMap } from './types';
+import { formatValue, parseValue } from './types';
+
+export interface ConfigProblem {
+  key: string;
+  source: string;
+  message: string;
+}
+
+/** Raised when start-up configuration is invalid; lists every problem at once. */
+export class ConfigError extends Error {
+  readonly code = 'GW_CONFIG_INVALID';
+  constructor(readonly problems: ConfigProblem[]) {
+    super(
+      `invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
+        problems.map((p) => `  - ${p.key} (from ${p.source}): ${p.message}`).join('\n'),
+    );
+  }
+}
+
+/** A raw value together with where it came from, for error messages. */
+export interface RawEntry {
+  value: unknown;
+  source: string;
+}
+
+function templateToRegExp(key: string): RegExp | undefined {
+  if (!key.includes('<')) return undefined;
+  const parts = key.split(/<[^>]+>/).map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${parts.join('(.+?)')}$`);
+}
+
+/**
+ * One registry for every option: validates, documents and drives redaction. Keys not declared here
+ * are kept as raw strings (a shared Flink config file carries many keys that are not ours), except in
+ * namespaces the gateway owns, where an unknown key is a typo and fails start-up.
+ */
+export class OptionsRegistry {
+  private readonly exact = new Map<string, OptionDef>();
+  private readonly templates: { re: RegExp; def: OptionDef }[] = [];
+
+  constructor(defs: Iterable<OptionDef>, private readonly ownedPrefixes: readonly string[] = ['gateway.', 'web.submit.jar-uri.', 'user.artifacts.']) {
+    for (const def of defs) this.add(def);
+  }
+
+  add(def: OptionDef): void {
+    const re = templateToRegExp(def.key);
+    if (this.exact.has(def.key) || this.templates.some((t) => t.def.key === def.key)) {
+      throw new Error(`option ${def.key} is declared twice`);
+    }
+    if (re) this.templates.push({ re, def });
+    else this.exact.set(def.key, def);
+  }
+
+  /** The definition for a concrete key (exact, or matching a `<name>` template). */
+  lookup(key: string): OptionDef | undefined {
+    return this.exact.get(key) ?? this.templates.find((t) => t.re.test(key))?.def;
+  }
+
+  all(): OptionDef[] {
+    return [...this.exact.values(), ...this.templates.map((t) => t.def)];
+  }
+
+  isSensitive(key: string): boolean {
+    return this.lookup(key)?.sensitive === true || looksSensitive(key);
+  }
+
+  /** Validates raw entries, collecting every problem, and returns the resolved configuration. */
+  resolve(raw: Map<string, RawEntry>): Configuration {
+    const problems: ConfigProblem[] = [];
+    const values = new Map<string, unknown>();
+    for (const [key, entry] of raw) {
+      const def = this.lookup(key);
+      if (!def) {
+        if (this.ownedPrefixes.some((p) => key.startsWith(p))) {
+          problems.push({ key, source: entry.source, message: `unknown option${suggest(key, this.all())}` });
+        } else {
+          values.set(key, entry.value === null || entry.value === undefined ? '' : String(entry.value));
+        }
+        continue;
+      }
+      try {
+        values.set(key, parseValue(def, entry.value));
+      } catch (err) {
+        problems.push({ key, source: entry.source, message: (err as Error).message });
+      }
+    }
+    if (problems.length > 0) throw new ConfigError(problems);
+    return new Configuration(this, values);
+  }
+
+  /** Markdown reference, generated so the docs cannot drift from the code. */
+  toMarkdown(): string {
+    const sections = new Map<string, OptionDef[]>();
+    for (const def of this.all()) {
+      const list = sections.get(def.section) ?? [];
+      list.push(def);
+      sections.set(def.section, list);
+    }
+    const lines = [
+      '# Configuration reference',
+      '',
+      '<!-- Generated from the options registry by `npm run docs:config`; a test fails when it is stale. -->',
+      '',
+      'Sources, lowest precedence first: defaults → YAML file (`--config <file>`) → environment',
+      '(`FLINK_GATEWAY_<KEY>`, the key upper-cased with `.` and `-` as `_`, e.g. `FLINK_GATEWAY_REST_PORT`) →',
+      '`-D key=value` on the command line. Every value is validated at start; all problems are reported together.',
+      'Keys marked *sensitive* are redacted in logs and never echoed; prefer a file or the environment for them,',
+      'since a `-D` value is visible in the process list.',
+      '',
+    ];
+    for (const [section, defs] of sections) {
+      lines.push(`## ${section}`, '', '| Key | Type | Default | Description |', '| --- | --- | --- | --- |');
+      for (const d of defs) {
+        const type = d.type === 'enum' ? `enum (${d.values?.join(', ')})` : d.type;
+        const desc = (d.sensitive ? '*sensitive.* ' : '') + d.description.replace(/\|/g, '\\|');
+        lines.push(`| \`${d.key}\` | ${type} | ${formatValue(d, d.default).replace(/\|/g, '\\|') || '""'} | ${desc} |`);
+      }
+      lines.push('');
+    }
+    return lines.join('\n');
+  }
+}
+
+const SENSITIVE_HINT = /(secret|password|passwd|token|credential|private[-_.]?key|access[-_.]?key|account\.key|sas|authorization|http[-_.]headers?|http\.header)/i;
+
+/** Heuristic for keys we do not declare (e.g. inside a request's flinkConfiguration). */
+export function looksSensitive(key: string): boolean {
+  return SENSITIVE_HINT.test(key);
+}
+
+function suggest(key: string, defs: OptionDef[]): string {
+  let best: string | undefined;
+  let bestScore = Infinity;
+  for (const d of defs) {
+    const score = distance(key, d.key);
+    if (score < bestScore) {
+      bestScore = score;
+      best = d.key;
+    }
+  }
+  return best && bestScore <= 4 ? `; did you mean '${best}'?` : '';
+}
+
+function distance(a: string, b: string): number {
+  const dp = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = dp[0]!;
+    dp[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = dp[j]!;
+      dp[j] = Math.min(dp[j]! + 1, dp[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return dp[b.length]!;
+}
+
+/** Resolved, immutable configuration. */
+export class Configuration {
+  constructor(
+    readonly registry: OptionsRegistry,
+    private readonly values: ReadonlyMap<string, unknown>,
+  ) {}
+
+  /** Typed read of a declared option that has a default. */
+  get<T extends OptionType>(def: OptionDef<T>): OptionValueMap[T] {
+    const v = this.getOptional(def);
+    if (v === undefined) throw new Error(`option ${def.key} has no value and no default`);
+    return v;
+  }
+
+  /** Typed read of a declared option that may be unset. */
+  getOptional<T extends OptionType>(def: OptionDef<T>): OptionValueMap[T] | undefined {
+    return (this.values.has(def.key) ? this.values.get(def.key) : def.default) as OptionValueMap[T] | undefined;
+  }
+
+  /** Raw read of any key (declared or not), as parsed. */
+  raw(key: string): unknown {
+    return this.values.get(key);
+  }
+
+  keys(): string[] {
+    return [...this.values.keys()];
+  }
+
+  /** Explicitly set keys matching a `<name>` template, e.g. all per-account keys. */
+  family(templateKey: string): Map<string, unknown> {
+    const re = templateToRegExp(templateKey);
+    const out = new Map<string, unknown>();
+    if (!re) return out;
+    for (const [k, v] of this.values) if (re.test(k)) out.set(k, v);
+    return out;
+  }
+}

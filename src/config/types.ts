@@ -1,0 +1,161 @@
+/**
+ * Flink-style option types. Values arrive as strings (YAML scalars, env vars, `-D` flags) and are
+ * parsed the way Flink parses them, so a key means the same thing in a Flink config file and here.
+ */
+export type OptionType = 'string' | 'int' | 'boolean' | 'duration' | 'memory' | 'map' | 'list' | 'enum';
+
+export interface OptionValueMap {
+  string: string;
+  int: number;
+  boolean: boolean;
+  /** milliseconds */
+  duration: number;
+  /** bytes */
+  memory: number;
+  map: Record<string, string>;
+  list: string[];
+  enum: string;
+}
+
+export interface OptionDef<T extends OptionType = OptionType> {
+  /** Exact key, or a template with one `<name>` placeholder for families such as per-account keys. */
+  key: string;
+  type: T;
+  /** Default in its parsed form; `undefined` means "no default" (the option is unset). */
+  default?: OptionValueMap[T];
+  /** Documentation shown in docs/configuration.md and `--help`. */
+  description: string;
+  /** Credentials and the like: never logged, never echoed, redacted everywhere. */
+  sensitive?: boolean;
+  /** For `enum` options. */
+  values?: readonly string[];
+  /** Lower bound for `int`/`duration`/`memory`. */
+  min?: number;
+  max?: number;
+  /** Section heading in the generated docs. */
+  section: string;
+}
+
+const DURATION_UNITS: Record<string, number> = {
+  ms: 1, milli: 1, millis: 1, millisecond: 1, milliseconds: 1,
+  s: 1000, sec: 1000, secs: 1000, second: 1000, seconds: 1000,
+  min: 60_000, m: 60_000, minute: 60_000, minutes: 60_000,
+  h: 3_600_000, hour: 3_600_000, hours: 3_600_000,
+  d: 86_400_000, day: 86_400_000, days: 86_400_000,
+};
+
+const MEMORY_UNITS: Record<string, number> = {
+  b: 1, bytes: 1,
+  k: 1024, kb: 1024, kibibytes: 1024,
+  m: 1024 ** 2, mb: 1024 ** 2, mebibytes: 1024 ** 2,
+  g: 1024 ** 3, gb: 1024 ** 3, gibibytes: 1024 ** 3,
+  t: 1024 ** 4, tb: 1024 ** 4, tebibytes: 1024 ** 4,
+};
+
+/** Parses Flink's duration syntax: `30 s`, `2min`, `500ms`; a bare number is milliseconds. */
+export function parseDuration(text: string): number {
+  const m = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(text);
+  if (!m) throw new Error(`'${text}' is not a duration (examples: 30 s, 2 min, 500 ms)`);
+  const unit = (m[2] ?? '').toLowerCase() || 'ms';
+  const factor = DURATION_UNITS[unit];
+  if (factor === undefined) throw new Error(`'${text}' has an unknown time unit '${unit}' (use ms, s, min, h, d)`);
+  return Number(m[1]) * factor;
+}
+
+/** Parses Flink's memory-size syntax: `100 mb`, `1g`, `512kb`; a bare number is bytes. */
+export function parseMemory(text: string): number {
+  const m = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(text);
+  if (!m) throw new Error(`'${text}' is not a memory size (examples: 512 mb, 1 gb)`);
+  const unit = (m[2] ?? '').toLowerCase() || 'b';
+  const factor = MEMORY_UNITS[unit];
+  if (factor === undefined) throw new Error(`'${text}' has an unknown size unit '${unit}' (use b, kb, mb, gb)`);
+  return Number(m[1]) * factor;
+}
+
+/** Flink's map syntax `k1:v1,k2:v2` (the value may contain further colons). */
+export function parseMap(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of text.split(',')) {
+    if (part.trim() === '') continue;
+    const i = part.indexOf(':');
+    if (i <= 0) throw new Error(`'${part}' is not a 'key:value' pair`);
+    out[part.slice(0, i).trim()] = part.slice(i + 1).trim();
+  }
+  return out;
+}
+
+export function parseValue<T extends OptionType>(def: OptionDef<T>, raw: unknown): OptionValueMap[T] {
+  const text = typeof raw === 'string' ? raw : raw === null || raw === undefined ? '' : String(raw);
+  let value: unknown;
+  switch (def.type) {
+    case 'string':
+      value = text;
+      break;
+    case 'int': {
+      if (!/^\s*-?\d+\s*$/.test(text)) throw new Error(`'${text}' is not an integer`);
+      value = Number(text);
+      break;
+    }
+    case 'boolean': {
+      const t = text.trim().toLowerCase();
+      if (t !== 'true' && t !== 'false') throw new Error(`'${text}' is not true or false`);
+      value = t === 'true';
+      break;
+    }
+    case 'duration':
+      value = parseDuration(text);
+      break;
+    case 'memory':
+      value = parseMemory(text);
+      break;
+    case 'map':
+      value = typeof raw === 'object' && raw !== null ? stringMap(raw) : parseMap(text);
+      break;
+    case 'list':
+      value = Array.isArray(raw) ? raw.map(String) : text.split(';').map((s) => s.trim()).filter(Boolean);
+      break;
+    case 'enum': {
+      const v = text.trim();
+      if (!def.values?.includes(v)) throw new Error(`'${text}' is not one of ${def.values?.join(', ')}`);
+      value = v;
+      break;
+    }
+  }
+  if (typeof value === 'number') {
+    if (def.min !== undefined && value < def.min) throw new Error(`${text} is below the minimum ${def.min}`);
+    if (def.max !== undefined && value > def.max) throw new Error(`${text} is above the maximum ${def.max}`);
+  }
+  return value as OptionValueMap[T];
+}
+
+function stringMap(raw: object): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(raw)) out[k] = String(v);
+  return out;
+}
+
+/** Renders a parsed value back into Flink syntax (for docs and `--help`). */
+export function formatValue(def: OptionDef, value: unknown): string {
+  if (value === undefined) return '(none)';
+  switch (def.type) {
+    case 'duration': {
+      const ms = value as number;
+      if (ms % 60_000 === 0 && ms !== 0) return `${ms / 60_000} min`;
+      if (ms % 1000 === 0 && ms !== 0) return `${ms / 1000} s`;
+      return `${ms} ms`;
+    }
+    case 'memory': {
+      const b = value as number;
+      for (const [u, f] of [['gb', 1024 ** 3], ['mb', 1024 ** 2], ['kb', 1024]] as const) {
+        if (b % f === 0 && b !== 0) return `${b / f} ${u}`;
+      }
+      return `${b} b`;
+    }
+    case 'map':
+      return Object.entries(value as Record<string, string>).map(([k, v]) => `${k}:${v}`).join(',');
+    case 'list':
+      return (value as string[]).join(';');
+    default:
+      return String(value);
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * The one registry of gateway error codes. A code is never reused for another meaning; retire a
+ * code by leaving it here with `retired: true`. Messages are templates: `{name}` is replaced by a
+ * parameter. They say what failed, why, and what to do.
+ */
+export interface ErrorSpec {
+  status: number;
+  template: string;
+  retired?: boolean;
+}
+
+export const ERROR_CODES = {
+  GW_ROUTE_NOT_FOUND: { status: 404, template: 'Not found: {uri}' },
+  GW_ROUTE_NONCANONICAL: {
+    status: 400,
+    template: 'The path {path} is percent-encoded in a way that changes its meaning on a jar route; send the plain path (for example /v1/jars/<jarid>/run).',
+  },
+  GW_ROUTE_UNSUPPORTED: { status: 400, template: '{route} is not supported by this gateway yet; {hint}' },
+  GW_REQUEST_MALFORMED: { status: 400, template: 'Request did not match expected format {type}: {reason}' },
+  GW_REQUEST_TOO_LARGE: { status: 413, template: 'The request body is larger than {limit} bytes.' },
+  GW_JAR_ID_INVALID: {
+    status: 400,
+    template: "Jar id '{jarId}' is not a bare file name; use the id returned by POST /jars/upload (the last '/' segment of 'filename').",
+  },
+  GW_JAR_NOT_FOUND: { status: 400, template: '{flinkMessage} Upload the jar first (POST /jars/upload) and use the id it returns.' },
+  GW_JAR_INVALID: { status: 400, template: 'The JobManager could not load the jar: {flinkMessage}' },
+  GW_RUN_REJECTED: { status: 400, template: 'The JobManager rejected the job: {flinkMessage}' },
+  GW_PLAN_REJECTED: { status: 400, template: 'The JobManager could not build the job plan: {flinkMessage}' },
+  GW_UPLOAD_NOT_MULTIPART: {
+    status: 400,
+    template: 'POST /jars/upload needs a multipart/form-data body with one .jar file, e.g. curl -X POST -H "Expect:" -F "jarfile=@app.jar" <gateway>/jars/upload',
+  },
+  GW_UPLOAD_FILE_COUNT: { status: 400, template: 'Exactly 1 file must be sent, received {count}.' },
+  GW_UPLOAD_UNKNOWN_ATTRIBUTE: { status: 400, template: "Received unknown attribute {name}. Only the file and an optional 'request' field are allowed." },
+  GW_UPLOAD_NOT_JAR_NAME: { status: 400, template: "Only Jar files are allowed. The file name '{name}' must end with .jar." },
+  GW_UPLOAD_NOT_ZIP: {
+    status: 400,
+    template: "The upload '{name}' is not a valid jar: {reason}. Nothing was kept on the JobManager; check that the file is a complete jar (unzip -t).",
+  },
+  GW_UPLOAD_TOO_LARGE: {
+    status: 413,
+    template: 'The jar is larger than gateway.upload.max-size ({limit} bytes). Nothing was kept on the JobManager; raise the limit or use a smaller jar.',
+  },
+  GW_UPLOAD_INCOMPLETE: { status: 400, template: 'The upload ended before the multipart body was complete: {reason}' },
+  GW_JAR_URI_DISABLED: {
+    status: 400,
+    template: "flinkConfiguration sets user.artifacts.job-jar, but this cluster does not accept jar URIs; set web.submit.jar-uri.enable: true in the gateway's configuration to allow remote jars, or upload the jar and remove the key.",
+  },
+  GW_JAR_URI_UNSUPPORTED: { status: 400, template: 'user.artifacts.job-jar is set but remote jar fetching is not available in this build: {reason}' },
+  GW_CLUSTER_UNAVAILABLE: {
+    status: 503,
+    template: 'The JobManager at {target} is not reachable ({reason}). It may be starting or restarting; retry shortly.',
+  },
+  GW_CLUSTER_BAD_RESPONSE: { status: 502, template: 'The JobManager at {target} sent an unusable response: {reason}' },
+  GW_CLUSTER_TIMEOUT: { status: 504, template: 'The JobManager at {target} did not answer within {timeoutMs} ms ({operation}).' },
+  GW_CLUSTER_ERROR: { status: 502, template: 'The JobManager failed the {operation} call with HTTP {status}: {flinkMessage}' },
+  GW_INTERNAL: { status: 500, template: 'Internal gateway error (request id {requestId}); the details are in the gateway log.' },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,0 +1,41 @@
+import { ERROR_CODES, type ErrorCode } from './codes';
+
+export type ErrorParams = Record<string, string | number>;
+
+/**
+ * The only error type the HTTP layer maps to a response. Callers match on `code`, never on
+ * `instanceof` (module sandboxes in tests can load two copies of this class).
+ */
+export class GatewayError extends Error {
+  readonly status: number;
+  /** Extra response headers, e.g. `Connection: close` after an aborted upload. */
+  headers?: Record<string, string>;
+
+  constructor(
+    readonly code: ErrorCode,
+    readonly params: ErrorParams = {},
+    options?: { cause?: unknown },
+  ) {
+    super(render(code, params), options);
+    this.name = 'GatewayError';
+    this.status = ERROR_CODES[code].status;
+  }
+}
+
+export function render(code: ErrorCode, params: ErrorParams): string {
+  return ERROR_CODES[code].template.replace(/\{(\w+)\}/g, (_, name: string) =>
+    params[name] !== undefined ? String(params[name]) : `{${name}}`,
+  );
+}
+
+export function isGatewayError(err: unknown): err is GatewayError {
+  return (
+    typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string' &&
+    (err as { code: string }).code in ERROR_CODES && typeof (err as { status?: unknown }).status === 'number'
+  );
+}
+
+/** Flink's error envelope: exactly one key, `errors`, so Flink's Java client recognises it. */
+export function errorBody(err: GatewayError): { errors: string[] } {
+  return { errors: [`${err.code}: ${err.message}`] };
+}

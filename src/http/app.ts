@@ -1,0 +1,33 @@
+import express, { type Express } from 'express';
+import type { Logger } from 'pino';
+import type { JobManagerClient } from '../cluster/jobmanager-client';
+import type { RunService } from '../submission/run-service';
+import { errorMiddleware } from './error-middleware';
+import { createGatewayRoutes } from './gateway-routes';
+import { createJarRoutes } from './jar-routes';
+import { createPassThrough } from './pass-through';
+import { requestContext } from './request-context';
+
+export interface AppDeps {
+  logger: Logger;
+  cluster: JobManagerClient;
+  runs: RunService;
+  uploadMaxBytes: number;
+  isDraining: () => boolean;
+}
+
+/**
+ * The HTTP surface: request context → gateway routes → jar routes (owned, decided on the canonical
+ * path) → pass-through to the JobManager → error mapping. No body parser runs before routing.
+ */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(requestContext(deps.logger));
+  app.use('/gateway/v1', createGatewayRoutes(deps));
+  app.use(createJarRoutes(deps));
+  app.use(createPassThrough(deps.cluster, deps.logger));
+  app.use(errorMiddleware(deps.logger));
+  return app;
+}

@@ -1,0 +1,85 @@
+/**
+ * Route ownership is decided on the path as Flink's router sees it, and on a stricter canonical
+ * form, so that no encoding trick turns a jar route into a pass-through (DESIGN.md, "Route ownership").
+ *
+ * Flink's RouterHandler decodes the path once (Netty's QueryStringDecoder), strips slashes at both
+ * ends and splits on '/'. The canonical form decodes until stable. When either view names a jar
+ * route, the gateway handles the request itself; when the two views disagree there, it refuses.
+ */
+
+export type JarRouteName = 'list' | 'upload' | 'delete' | 'plan' | 'run' | 'run-application';
+
+export type Classification =
+  | { kind: 'jar'; route: JarRouteName; jarId?: string; versioned: boolean }
+  | { kind: 'jar-not-found' }
+  | { kind: 'jar-noncanonical' }
+  | { kind: 'pass-through' };
+
+/** Decodes percent-escapes once; malformed escapes are kept literally (as Netty does). */
+export function decodeOnce(path: string): string {
+  return path.replace(/(?:%[0-9a-fA-F]{2})+/g, (seq) => {
+    try {
+      return decodeURIComponent(seq);
+    } catch {
+      return seq;
+    }
+  });
+}
+
+export function decodeUntilStable(path: string, maxRounds = 8): string {
+  let current = path;
+  for (let i = 0; i < maxRounds; i++) {
+    const next = decodeOnce(current);
+    if (next === current) return current;
+    current = next;
+  }
+  return current;
+}
+
+/** Splits like Flink's Router: drop slashes at both ends, then split on '/'. */
+export function tokens(path: string): string[] {
+  const trimmed = path.replace(/^\/+/, '').replace(/\/+$/, '');
+  return trimmed === '' ? [] : trimmed.split('/');
+}
+
+function stripVersion(t: string[]): { rest: string[]; versioned: boolean } {
+  return t[0] === 'v1' ? { rest: t.slice(1), versioned: true } : { rest: t, versioned: false };
+}
+
+function match(method: string, t: string[]): { route: JarRouteName; jarId?: string } | undefined {
+  if (t[0] !== 'jars') return undefined;
+  if (t.length === 1 && method === 'GET') return { route: 'list' };
+  if (t.length === 2 && t[1] === 'upload' && method === 'POST') return { route: 'upload' };
+  if (t.length === 2 && method === 'DELETE') return { route: 'delete', jarId: t[1]! };
+  if (t.length === 3 && t[2] === 'plan' && (method === 'GET' || method === 'POST')) return { route: 'plan', jarId: t[1]! };
+  if (t.length === 3 && t[2] === 'run' && method === 'POST') return { route: 'run', jarId: t[1]! };
+  if (t.length === 3 && t[2] === 'run-application' && method === 'POST') return { route: 'run-application', jarId: t[1]! };
+  return undefined;
+}
+
+/** Classifies a request by method and raw path (without the query string). */
+export function classify(method: string, rawPath: string): Classification {
+  const flinkView = stripVersion(tokens(decodeOnce(rawPath)));
+  const canonical = stripVersion(tokens(decodeUntilStable(rawPath)));
+  const touchesJars = flinkView.rest[0] === 'jars' || canonical.rest[0] === 'jars';
+  if (!touchesJars) return { kind: 'pass-through' };
+  const same =
+    flinkView.versioned === canonical.versioned &&
+    flinkView.rest.length === canonical.rest.length &&
+    flinkView.rest.every((s, i) => s === canonical.rest[i]);
+  if (!same) return { kind: 'jar-noncanonical' };
+  const m = match(method, flinkView.rest);
+  if (!m) return { kind: 'jar-not-found' };
+  return { kind: 'jar', route: m.route, versioned: flinkView.versioned, ...(m.jarId !== undefined ? { jarId: m.jarId } : {}) };
+}
+
+/**
+ * Flink's JarIdPathParameter accepts a value only if it has no parent directory. The gateway is
+ * stricter: a bare file name without separators, dot segments or control characters.
+ */
+export function isBareJarId(id: string): boolean {
+  return (
+    id.length > 0 && id.length <= 255 && id !== '.' && id !== '..' &&
+    !/[/\\\u0000-\u001f\u007f]/.test(id)
+  );
+}

@@ -1,0 +1,36 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { errorBody, GatewayError, isGatewayError } from '../errors/gateway-error';
+
+/**
+ * The one place that maps errors to HTTP. Gateway errors carry their status and a message meant
+ * for the client; anything else is a bug: 500 with the request id, the stack only in the log.
+ */
+export function errorMiddleware(fallbackLogger: Logger) {
+  // Express recognises error middleware by its four parameters.
+  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const log: Logger = res.locals.log ?? fallbackLogger;
+    let gw: GatewayError;
+    if (isGatewayError(err)) {
+      gw = err;
+      const entry = { code: gw.code, status: gw.status, path: req.originalUrl.split('?')[0] };
+      if (gw.status >= 500) log.warn(entry, gw.message);
+      else log.info(entry, gw.message);
+    } else {
+      gw = new GatewayError('GW_INTERNAL', { requestId: String(res.locals.reqId ?? 'unknown') });
+      log.error({ err }, 'unexpected error');
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const text = JSON.stringify(errorBody(gw));
+    res.writeHead(gw.status, {
+      'content-type': 'application/json; charset=UTF-8',
+      'content-length': Buffer.byteLength(text),
+      'access-control-allow-origin': '*',
+      ...gw.headers,
+    });
+    res.end(text);
+  };
+}

@@ -1,0 +1,79 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import type { JobManagerClient } from '../cluster/jobmanager-client';
+import { GatewayError } from '../errors/gateway-error';
+import { parseJarRequest } from '../submission/run-request';
+import type { RunService } from '../submission/run-service';
+import { classify, isBareJarId } from './canonical-path';
+import { uploadJar } from './jar-upload';
+import { readJsonObject } from './json-body';
+import { sendJson } from './responses';
+
+export interface JarRouteDeps {
+  cluster: JobManagerClient;
+  runs: RunService;
+  uploadMaxBytes: number;
+  /** Largest JSON body accepted on run/plan (Flink's rest.server.max-content-length default). */
+  jsonLimitBytes?: number;
+}
+
+/**
+ * Owns every Flink route under /jars (with and without /v1). Ownership is decided on the canonical
+ * path (see canonical-path.ts); everything else falls through to the pass-through.
+ */
+export function createJarRoutes(deps: JarRouteDeps) {
+  const jsonLimit = deps.jsonLimitBytes ?? 104_857_600;
+
+  return async function jarRoutes(req: Request, res: Response, next: NextFunction): Promise<void> {
+    const rawUrl = req.originalUrl;
+    const q = rawUrl.indexOf('?');
+    const rawPath = q >= 0 ? rawUrl.slice(0, q) : rawUrl;
+    const query = q >= 0 ? rawUrl.slice(q) : '';
+    const c = classify(req.method, rawPath);
+    if (c.kind === 'pass-through') return next();
+    const log: Logger = res.locals.log;
+    try {
+      if (c.kind === 'jar-noncanonical') throw new GatewayError('GW_ROUTE_NONCANONICAL', { path: rawPath });
+      if (c.kind === 'jar-not-found') throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: rawUrl });
+      if (c.jarId !== undefined && !isBareJarId(c.jarId)) throw new GatewayError('GW_JAR_ID_INVALID', { jarId: c.jarId.slice(0, 300) });
+      const jarId = c.jarId ?? '';
+      switch (c.route) {
+        case 'list': {
+          const r = await deps.cluster.json('GET', `/v1/jars${query}`, { operation: 'list jars' });
+          if (r.status !== 200) throw deps.cluster.failure('list jars', r);
+          return sendJson(res, 200, r.body);
+        }
+        case 'upload': {
+          const result = await uploadJar(req, deps.cluster, deps.uploadMaxBytes, log);
+          return sendJson(res, 200, result.body);
+        }
+        case 'delete': {
+          const r = await deps.cluster.json('DELETE', `/v1/jars/${encodeURIComponent(jarId)}${query}`, { operation: 'delete jar' });
+          if (r.status === 200) return sendJson(res, 200, r.body);
+          if (r.status === 400) {
+            // Flink answers 400 (not 404) for an unknown jar; keep that, the operator relies on it.
+            throw new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage: `File ${jarId} does not exist on the JobManager.` });
+          }
+          throw deps.cluster.failure('delete jar', r);
+        }
+        case 'plan': {
+          const request = req.method === 'POST' ? parseJarRequest(await readJsonObject(req, jsonLimit, 'JarPlanRequestBody'), 'JarPlanRequestBody') : undefined;
+          const plan = await deps.runs.plan(jarId, request, query, req.method as 'GET' | 'POST', log);
+          return sendJson(res, 200, plan);
+        }
+        case 'run': {
+          const request = parseJarRequest(await readJsonObject(req, jsonLimit, 'JarRunRequestBody'), 'JarRunRequestBody');
+          const { outcome } = await deps.runs.run(jarId, request, query, log);
+          return sendJson(res, 200, { jobid: outcome.jobid });
+        }
+        case 'run-application':
+          throw new GatewayError('GW_ROUTE_UNSUPPORTED', {
+            route: 'POST /jars/:jarid/run-application (Flink 2.3)',
+            hint: 'use POST /jars/:jarid/run, which submits the job to this session cluster.',
+          });
+      }
+    } catch (err) {
+      next(err);
+    }
+  };
+}

@@ -1,0 +1,143 @@
+import { basename } from 'node:path';
+import busboy from 'busboy';
+import type { Request } from 'express';
+import type { Logger } from 'pino';
+import { JarInspector } from '../artifacts/jar-inspector';
+import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
+import { MultipartJarBody } from '../cluster/multipart-jar-body';
+import { GatewayError } from '../errors/gateway-error';
+
+export interface UploadResult {
+  body: unknown;
+  sha256: string;
+  size: number;
+}
+
+/**
+ * POST /jars/upload with Flink's rules (any file field name, an optional `request` attribute,
+ * exactly one file ending in `.jar`), streamed to the JobManager while it is hashed and checked.
+ * The multipart body towards the JobManager is completed only after the checks pass, so a bad
+ * upload never lands there.
+ */
+export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: number, log: Logger): Promise<UploadResult> {
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  if (Number.isFinite(declared) && declared > maxBytes + 64 * 1024) {
+    return Promise.reject(closing(new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
+  }
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: req.headers, limits: { fileSize: maxBytes, files: 16, fields: 16, fieldSize: 1024 * 1024 } });
+  } catch {
+    return Promise.reject(new GatewayError('GW_UPLOAD_NOT_MULTIPART'));
+  }
+
+  return new Promise<UploadResult>((resolve, reject) => {
+    let files = 0;
+    let settled = false;
+    let upstream: Promise<JsonResponse> | undefined;
+    let body: MultipartJarBody | undefined;
+    let inspector: JarInspector | undefined;
+    let fileName = '';
+    let fileEnded = false;
+
+    const fail = (err: GatewayError) => {
+      if (settled) return;
+      settled = true;
+      body?.abandon(new Error(err.code));
+      upstream?.catch(() => undefined);
+      // Stop reading the rest of a rejected upload; the response closes the connection.
+      req.unpipe(parser);
+      req.resume();
+      reject(closing(err));
+    };
+
+    parser.on('field', (name) => {
+      if (name !== 'request') fail(new GatewayError('GW_UPLOAD_UNKNOWN_ATTRIBUTE', { name }));
+    });
+
+    parser.on('file', (_field, file, info) => {
+      files += 1;
+      if (files > 1 || settled) {
+        file.resume();
+        if (files > 1) fail(new GatewayError('GW_UPLOAD_FILE_COUNT', { count: `${files} or more` }));
+        return;
+      }
+      // Flink keeps only the last path segment of the client's file name.
+      fileName = basename((info.filename ?? '').replace(/\\/g, '/'));
+      if (!fileName.endsWith('.jar')) {
+        file.resume();
+        fail(new GatewayError('GW_UPLOAD_NOT_JAR_NAME', { name: fileName }));
+        return;
+      }
+      inspector = new JarInspector();
+      body = new MultipartJarBody(fileName);
+      upstream = cluster.upload(body.stream, body.contentType);
+      upstream.then(
+        (res) => {
+          // An early answer (before we completed the body) is always an error from the JobManager.
+          if (!settled && !fileEnded) fail(res.status === 200 ? badResponse(cluster) : cluster.failure('upload', res));
+        },
+        (err: unknown) => fail(asGatewayError(err, cluster)),
+      );
+      file.on('limit', () => fail(new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
+      file.on('end', () => {
+        fileEnded = true;
+      });
+      file.pipe(inspector);
+      body.feed(inspector);
+    });
+
+    parser.on('error', (err: Error) => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: err.message })));
+
+    parser.on('close', () => {
+      if (settled) return;
+      if (files !== 1 || !inspector || !body || !upstream) {
+        fail(new GatewayError('GW_UPLOAD_FILE_COUNT', { count: files }));
+        return;
+      }
+      const finish = () => {
+        if (settled) return;
+        const verdict = inspector!.verdict();
+        if (!verdict.ok) {
+          log.info({ jar: fileName, size: verdict.size, sha256: verdict.sha256 }, 'upload refused: not a zip');
+          fail(new GatewayError('GW_UPLOAD_NOT_ZIP', { name: fileName, reason: verdict.reason }));
+          return;
+        }
+        body!.complete();
+        upstream!.then(
+          (res) => {
+            if (settled) return;
+            settled = true;
+            if (res.status !== 200) reject(cluster.failure('upload', res));
+            else {
+              log.info({ jar: fileName, size: verdict.size, sha256: verdict.sha256 }, 'jar uploaded');
+              resolve({ body: res.body, sha256: verdict.sha256, size: verdict.size });
+            }
+          },
+          () => undefined, // already handled above
+        );
+      };
+      // Wait until every inspected byte has been handed to the multipart body: only then may the
+      // closing boundary be written after them.
+      if (inspector.readableEnded) finish();
+      else inspector.once('end', finish);
+    });
+
+    req.on('aborted', () => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: 'the client closed the connection' })));
+    req.pipe(parser);
+  });
+}
+
+function closing(err: GatewayError): GatewayError {
+  err.headers = { ...err.headers, connection: 'close' };
+  return err;
+}
+
+function badResponse(cluster: JobManagerClient): GatewayError {
+  return new GatewayError('GW_CLUSTER_BAD_RESPONSE', { target: cluster.baseUrl, reason: 'upload answered before the file was complete' });
+}
+
+function asGatewayError(err: unknown, cluster: JobManagerClient): GatewayError {
+  const e = cluster.translate(err, 'upload', 0);
+  return (e as { code?: string })?.code?.startsWith('GW_') ? (e as GatewayError) : new GatewayError('GW_CLUSTER_BAD_RESPONSE', { target: cluster.baseUrl, reason: String((err as Error)?.message ?? err) });
+}

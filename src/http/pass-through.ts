@@ -1,0 +1,84 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import type { JobManagerClient } from '../cluster/jobmanager-client';
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) plus ones undici sets itself. `expect` is dropped because
+// undici does not do 100-continue; Node has already answered it towards the client.
+const HOP_BY_HOP = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization',
+  'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'expect',
+]);
+
+function requestHeaders(req: Request): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const connectionTokens = tokensOf(req.headers.connection);
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || connectionTokens.has(name)) continue;
+    out[name] = value;
+  }
+  out['x-forwarded-for'] = [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', ');
+  out['x-forwarded-proto'] = req.protocol;
+  if (req.headers.host) out['x-forwarded-host'] = req.headers.host;
+  return out;
+}
+
+function responseHeaders(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const connectionTokens = tokensOf(headers.connection as string | undefined);
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || connectionTokens.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+function tokensOf(value: string | undefined): Set<string> {
+  return new Set((value ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
+}
+
+function hasBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+/**
+ * Forwards every request the gateway does not own to the JobManager: any method, the raw path and
+ * query unchanged, bodies streamed both ways with backpressure, status and end-to-end headers kept.
+ * The Flink Web UI is served this way.
+ */
+export function createPassThrough(cluster: JobManagerClient, logger: Logger) {
+  return async function passThrough(req: Request, res: Response, next: NextFunction): Promise<void> {
+    const abort = new AbortController();
+    // If the client goes away, stop the upstream exchange too (a pass-through owns nothing).
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    let upstream: Dispatcher.ResponseData;
+    try {
+      upstream = await cluster.dispatcher.request({
+        origin: new URL(cluster.baseUrl).origin,
+        path: cluster.target(req.originalUrl),
+        method: req.method as Dispatcher.HttpMethod,
+        headers: requestHeaders(req),
+        body: hasBody(req) ? req : null,
+        signal: abort.signal,
+      });
+    } catch (err) {
+      if (abort.signal.aborted) return;
+      next(cluster.translate(err, `${req.method} pass-through`, 0));
+      return;
+    }
+    // writeHead, not res.set: Express would append a charset to the upstream content type.
+    res.writeHead(upstream.statusCode, responseHeaders(upstream.headers));
+    try {
+      await pipeline(upstream.body, res);
+    } catch (err) {
+      // Headers are gone already; all we can do is cut the connection so the client sees a
+      // truncated response rather than a silently short one.
+      logger.warn({ err: (err as Error).message, path: req.path }, 'pass-through response stream failed');
+      res.destroy();
+    }
+  };
+}

@@ -1,0 +1,97 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRegistry, compose } from './composition';
+import { coreOptions } from './config/options';
+import { loadRaw, parseArgs } from './config/load';
+import { formatValue } from './config/types';
+import { createLogger } from './logging';
+
+const USAGE = `Usage: flink-jar-gateway [--config <file.yaml>] [-D<key>=<value> ...]
+
+A Flink REST gateway in front of one session cluster. Without gateway.cluster.rest-url it starts an
+embedded Flink session cluster (Java 17 + Maven). Options (defaults → YAML → FLINK_GATEWAY_* env → -D):
+`;
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const registry = createRegistry();
+  let args;
+  try {
+    args = parseArgs(argv);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    return 2;
+  }
+  if (args.printConfigDocs) {
+    process.stdout.write(registry.toMarkdown());
+    return 0;
+  }
+  if (args.help) {
+    const lines = registry.all().map((d) => `  ${d.key}  (${d.type}, default ${formatValue(d, d.default)})\n      ${d.description}`);
+    process.stdout.write(`${USAGE}\n${lines.join('\n')}\n`);
+    return 0;
+  }
+  let config;
+  let warnings: string[] = [];
+  try {
+    const loaded = loadRaw(registry, args, process.env);
+    warnings = loaded.sensitiveOnCommandLine;
+    config = registry.resolve(loaded.raw);
+  } catch (err) {
+    process.stderr.write(`flink-jar-gateway: ${(err as Error).message}\n`);
+    return 2;
+  }
+  const logger = createLogger(config.get(coreOptions.logLevel), registry);
+  for (const key of warnings) {
+    logger.warn({ key }, 'a sensitive option was given with -D and is visible in the process list; use the config file or the environment instead');
+  }
+  let gateway;
+  try {
+    gateway = await compose(config, logger);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'GW_EMBEDDED_UNAVAILABLE') {
+      process.stderr.write(`flink-jar-gateway: ${(err as Error).message}\n`);
+    } else {
+      logger.fatal({ err }, 'start-up failed');
+    }
+    return 1;
+  }
+  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, gateway.app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.get(coreOptions.restPort), config.get(coreOptions.restBindAddress), () => resolve());
+  }).catch(async (err: Error) => {
+    logger.fatal({ err: err.message }, 'cannot listen');
+    await gateway.close();
+    throw err;
+  });
+  const addr = server.address() as AddressInfo;
+  const url = `http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  logger.info({ url, jobManager: gateway.cluster.baseUrl, embedded: Boolean(gateway.embedded) }, 'flink-jar-gateway ready');
+  // One line on stdout for scripts and tests, independent of the log level.
+  process.stdout.write(`GATEWAY_URL=${url}\n`);
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'draining: no new connections, waiting for requests in flight');
+      gateway.close(server).then(
+        () => resolve(0),
+        (err: unknown) => {
+          logger.error({ err }, 'error while stopping');
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    () => process.exit(1),
+  );
+}

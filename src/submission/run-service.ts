@@ -1,0 +1,128 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { summariseFlinkErrors } from '../cluster/flink-errors';
+import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
+import { GatewayError } from '../errors/gateway-error';
+import { JOB_JAR_KEY, type JarRequest } from './run-request';
+import { SingleFlight } from './single-flight';
+
+/**
+ * The seam for remote jars (`user.artifacts.job-jar`): turns a URI into a jar id on the
+ * JobManager, and cleans it up afterwards. Implemented by the artifacts feature.
+ */
+export interface RemoteJarSource {
+  prepare(uri: string, ctx: { jobId?: string; log: Logger }): Promise<PreparedJar>;
+}
+
+export interface PreparedJar {
+  jarId: string;
+  /** Keys added to the forwarded configuration, e.g. gateway.artifact.{uri,sha256,version}. */
+  provenance: Record<string, string>;
+  /** Removes the transient jar from the JobManager; never throws. */
+  release(): Promise<void>;
+}
+
+export interface RunServiceOptions {
+  cluster: JobManagerClient;
+  jarUriEnabled: boolean;
+  remoteJars?: RemoteJarSource;
+  dedupeRetentionMs: number;
+  clock?: () => number;
+}
+
+export interface RunOutcome {
+  jobid: string;
+}
+
+/** The run and plan pipelines: resolve the jar, gate remote jars, forward to the JobManager. */
+export class RunService {
+  private readonly flights: SingleFlight<RunOutcome>;
+
+  constructor(private readonly opts: RunServiceOptions) {
+    this.flights = new SingleFlight(opts.dedupeRetentionMs, opts.clock);
+  }
+
+  async run(jarId: string, request: JarRequest, query: string, log: Logger): Promise<{ outcome: RunOutcome; shared: boolean }> {
+    // The JobManager always gets a jobId, so that retries can be recognised.
+    const jobId = request.jobId ?? randomBytes(16).toString('hex');
+    request.body.jobId = jobId;
+    const jobLog = log.child({ jobId });
+    // Not tied to the HTTP request: a client disconnect must not cancel a run in progress.
+    const result = await this.flights.run(jobId, () => this.runOnce(jarId, jobId, request, query, jobLog));
+    if (result.shared) jobLog.info('run for this jobId already in flight or accepted; returning its result');
+    return { outcome: result.value, shared: result.shared };
+  }
+
+  private async runOnce(jarId: string, jobId: string, request: JarRequest, query: string, log: Logger): Promise<RunOutcome> {
+    return this.withJar(jarId, request, log, async (effectiveJarId) => {
+      const res = await this.opts.cluster.json('POST', `/v1/jars/${encodeURIComponent(effectiveJarId)}/run${query}`, {
+        body: request.body,
+        timeoutMs: this.opts.cluster.runTimeoutMs(),
+        operation: 'run',
+      });
+      if (res.status === 200 && typeof (res.body as { jobid?: unknown }).jobid === 'string') {
+        log.info({ jarId: effectiveJarId }, 'job submitted');
+        return { jobid: (res.body as { jobid: string }).jobid };
+      }
+      if (res.status === 400 && (await this.jobExists(jobId))) {
+        // A run that reached the JobManager earlier (before a gateway restart, say) under this id.
+        log.info('JobManager already has this jobId; treating the run as accepted');
+        return { jobid: jobId };
+      }
+      throw this.runFailure('run', res);
+    });
+  }
+
+  async plan(jarId: string, request: JarRequest | undefined, query: string, method: 'GET' | 'POST', log: Logger): Promise<unknown> {
+    const doPlan = async (effectiveJarId: string) => {
+      const res = await this.opts.cluster.json(method, `/v1/jars/${encodeURIComponent(effectiveJarId)}/plan${query}`, {
+        ...(request ? { body: request.body } : {}),
+        timeoutMs: this.opts.cluster.runTimeoutMs(),
+        operation: 'plan',
+      });
+      if (res.status === 200) return res.body;
+      throw this.runFailure('plan', res);
+    };
+    return request ? this.withJar(jarId, request, log, doPlan) : doPlan(jarId);
+  }
+
+  /** Resolves the jar to run: the uploaded one, or a fetched one when the request names a URI. */
+  private async withJar<T>(jarId: string, request: JarRequest, log: Logger, fn: (jarId: string) => Promise<T>): Promise<T> {
+    const uri = request.flinkConfiguration[JOB_JAR_KEY];
+    if (uri === undefined || uri.trim() === '') return fn(jarId);
+    if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
+    if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
+    const prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(request.jobId ? { jobId: request.jobId } : {}), log });
+    // A future Flink that honours the key must not fetch a second time.
+    const config = { ...request.flinkConfiguration, ...prepared.provenance };
+    delete config[JOB_JAR_KEY];
+    request.body.flinkConfiguration = config;
+    try {
+      return await fn(prepared.jarId);
+    } finally {
+      await prepared.release();
+    }
+  }
+
+  private async jobExists(jobId: string): Promise<boolean> {
+    try {
+      const res = await this.opts.cluster.json('GET', `/v1/jobs/${jobId}/status`, { operation: 'job status' });
+      return res.status === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Flink answers 500 when the jar is missing or its manifest names no entry class (the exception
+   * escapes its handler synchronously). Those are the client's mistakes, so the gateway answers 400
+   * with Flink's message — a deliberate, documented deviation.
+   */
+  private runFailure(operation: 'run' | 'plan', res: JsonResponse): GatewayError {
+    const flinkMessage = summariseFlinkErrors(res.body);
+    if (/Jar file .* does not exist/.test(flinkMessage)) return new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage });
+    if (res.status === 500) return new GatewayError('GW_JAR_INVALID', { flinkMessage });
+    if (res.status === 400) return new GatewayError(operation === 'run' ? 'GW_RUN_REJECTED' : 'GW_PLAN_REJECTED', { flinkMessage });
+    return this.opts.cluster.failure(operation, res);
+  }
+}

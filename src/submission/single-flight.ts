@@ -1,0 +1,45 @@
+export type Clock = () => number;
+
+/**
+ * Runs are single-flight by jobId: while a run is in flight, or after it was accepted (for
+ * `retentionMs`), another run with the same id gets the first result instead of starting a second
+ * job. Failed runs are forgotten at once so that a retry really retries (the operator reuses its
+ * jobId after a failure).
+ */
+export class SingleFlight<T> {
+  private readonly inflight = new Map<string, Promise<T>>();
+  private readonly accepted = new Map<string, { value: T; at: number }>();
+
+  constructor(
+    private readonly retentionMs: number,
+    private readonly clock: Clock = () => performance.now(),
+    private readonly maxAccepted = 100_000,
+  ) {}
+
+  /** Returns `{ value, shared }`: `shared` is true when an earlier run's result was reused. */
+  async run(key: string, fn: () => Promise<T>): Promise<{ value: T; shared: boolean }> {
+    this.prune();
+    const done = this.accepted.get(key);
+    if (done) return { value: done.value, shared: true };
+    const pending = this.inflight.get(key);
+    if (pending) return { value: await pending, shared: true };
+    const p = fn();
+    this.inflight.set(key, p);
+    try {
+      const value = await p;
+      this.accepted.set(key, { value, at: this.clock() });
+      return { value, shared: false };
+    } finally {
+      this.inflight.delete(key);
+    }
+  }
+
+  private prune(): void {
+    const cutoff = this.clock() - this.retentionMs;
+    // Map iteration is insertion order, i.e. oldest first.
+    for (const [k, v] of this.accepted) {
+      if (v.at >= cutoff && this.accepted.size <= this.maxAccepted) break;
+      this.accepted.delete(k);
+    }
+  }
+}
