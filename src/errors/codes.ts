@@ -54,7 +54,7 @@ export const ERROR_CODES = {
   GW_CLUSTER_BAD_RESPONSE: { status: 502, template: 'The JobManager at {target} sent an unusable response: {reason}' },
   GW_CLUSTER_TIMEOUT: { status: 504, template: 'The JobManager at {target} did not answer within {timeoutMs} ms ({operation}).' },
   GW_CLUSTER_ERROR: { status: 502, template: 'The JobManager failed the {operation} call with HTTP {status}: {flinkMessage}' },
-  GW_INTERNAL: { status: 500, template: 'Internal gateway error (request id {requestId}); the details are in the gateway log.' },
+  GW_INTERNAL_ERROR: { status: 500, template: 'Internal gateway error (request id {requestId}); the details are in the gateway log.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

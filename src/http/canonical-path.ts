@@ -61,7 +61,8 @@ function match(method: string, t: string[]): { route: JarRouteName; jarId?: stri
 export function classify(method: string, rawPath: string): Classification {
   const flinkView = stripVersion(tokens(decodeOnce(rawPath)));
   const canonical = stripVersion(tokens(decodeUntilStable(rawPath)));
-  const touchesJars = flinkView.rest[0] === 'jars' || canonical.rest[0] === 'jars';
+  // Empty segments ("//") do not hide a jar route: they are ignored when deciding ownership.
+  const touchesJars = [flinkView, canonical].some((v) => stripVersion(tokens(v.rest.filter(Boolean).join('/'))).rest[0] === 'jars' || v.rest.filter(Boolean)[0] === 'jars');
   if (!touchesJars) return { kind: 'pass-through' };
   const same =
     flinkView.versioned === canonical.versioned &&

@@ -17,7 +17,7 @@ export function errorMiddleware(fallbackLogger: Logger) {
       if (gw.status >= 500) log.warn(entry, gw.message);
       else log.info(entry, gw.message);
     } else {
-      gw = new GatewayError('GW_INTERNAL', { requestId: String(res.locals.reqId ?? 'unknown') });
+      gw = new GatewayError('GW_INTERNAL_ERROR', { requestId: String(res.locals.reqId ?? 'unknown') });
       log.error({ err }, 'unexpected error');
     }
     if (res.headersSent) {

@@ -1,0 +1,52 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import pino, { type Logger } from 'pino';
+import { compose, createRegistry, type Gateway } from '../../src/composition';
+import type { RawEntry } from '../../src/config/registry';
+
+export interface TestGateway {
+  url: string;
+  gateway: Gateway;
+  server: Server;
+  /** Log lines the gateway wrote, as parsed JSON (for redaction checks). */
+  logs: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+/** Starts an in-process gateway on 127.0.0.1:0 in front of `clusterUrl`. */
+export async function startGateway(clusterUrl: string, options: Record<string, string> = {}): Promise<TestGateway> {
+  const registry = createRegistry();
+  const raw = new Map<string, RawEntry>();
+  raw.set('gateway.cluster.rest-url', { value: clusterUrl, source: 'test' });
+  for (const [k, v] of Object.entries(options)) raw.set(k, { value: v, source: 'test' });
+  const config = registry.resolve(raw);
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const logger: Logger = pino({ level: 'debug' }, sink);
+  const gateway = await compose(config, logger);
+  const server = createServer({ requestTimeout: 0 }, gateway.app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    gateway,
+    server,
+    logs,
+    async close() {
+      server.closeAllConnections();
+      await gateway.close(server);
+    },
+  };
+}
+
+export function flinkUrl(): string {
+  const url = process.env.E2E_FLINK_URL;
+  if (!url) throw new Error('the embedded Flink cluster is not running (SKIP_EMBEDDED_FLINK=1?)');
+  return url;
+}

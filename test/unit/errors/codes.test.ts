@@ -1,0 +1,19 @@
+import { ERROR_CODES } from '../../../src/errors/codes';
+import { errorBody, GatewayError, isGatewayError } from '../../../src/errors/gateway-error';
+
+describe('error registry', () => {
+  it('uses GW_<AREA>_<WHAT> codes with HTTP error statuses', () => {
+    for (const [code, spec] of Object.entries(ERROR_CODES)) {
+      expect(code).toMatch(/^GW_[A-Z]+_[A-Z_]+$/);
+      expect(spec.status).toBeGreaterThanOrEqual(400);
+      expect(spec.status).toBeLessThan(600);
+    }
+  });
+
+  it('renders Flink\'s envelope with the code first and nothing else', () => {
+    const err = new GatewayError('GW_UPLOAD_FILE_COUNT', { count: 2 });
+    expect(errorBody(err)).toEqual({ errors: ['GW_UPLOAD_FILE_COUNT: Exactly 1 file must be sent, received 2.'] });
+    expect(isGatewayError(err)).toBe(true);
+    expect(isGatewayError(new Error('x'))).toBe(false);
+  });
+});
