@@ -1,0 +1,104 @@
+import { createServer } from 'node:net';
+import { request } from 'undici';
+import { startGateway, type TestGateway } from '../../helpers/gateway';
+import { startOrigin, type Origin } from '../../helpers/origin';
+
+const GiB = 1024 ** 3;
+
+/** Streams `total` bytes in 1 MiB chunks without ever holding more than one chunk. */
+async function* zeros(total: number): AsyncGenerator<Buffer> {
+  const chunk = Buffer.alloc(1024 * 1024, 7);
+  for (let sent = 0; sent < total; sent += chunk.length) yield chunk;
+}
+
+describe('pass-through to the JobManager (a real node:http origin standing in for it)', () => {
+  let origin: Origin;
+  let gw: TestGateway;
+  const seen: { method: string; url: string; headers: Record<string, unknown>; bytes: number }[] = [];
+
+  beforeAll(async () => {
+    origin = await startOrigin((req, res) => {
+      let bytes = 0;
+      req.on('data', (c: Buffer) => (bytes += c.length));
+      req.on('end', () => {
+        seen.push({ method: req.method!, url: req.url!, headers: req.headers, bytes });
+        if (req.url === '/v1/big-download') {
+          res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(GiB) });
+          (async () => {
+            for await (const c of zeros(GiB)) if (!res.write(c)) await new Promise((r) => res.once('drain', r));
+            res.end();
+          })();
+          return;
+        }
+        res.writeHead(req.url === '/missing' ? 404 : 200, { 'content-type': 'application/json; charset=UTF-8', 'x-flink': 'yes', 'set-cookie': ['a=1', 'b=2'] });
+        res.end(JSON.stringify({ method: req.method, url: req.url, bytes }));
+      });
+    });
+    gw = await startGateway(origin.url);
+  });
+
+  afterAll(async () => {
+    await gw.close();
+    await origin.close();
+  });
+
+  it.each(['GET', 'POST', 'PATCH', 'DELETE', 'PUT'])('forwards %s with path, query, status and headers', async (method) => {
+    const res = await request(`${gw.url}/v1/jobs/abc?mode=cancel&x=%2F`, { method: method as 'GET', body: method === 'GET' ? null : '{"a":1}', headers: { 'x-custom': 'v' } });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-flink']).toBe('yes');
+    expect(res.headers['set-cookie']).toEqual(['a=1', 'b=2']);
+    expect(await res.body.json()).toEqual({ method, url: '/v1/jobs/abc?mode=cancel&x=%2F', bytes: method === 'GET' ? 0 : 7 });
+    const last = seen[seen.length - 1]!;
+    expect(last.headers['x-custom']).toBe('v');
+    expect(last.headers['x-forwarded-for']).toContain('127.0.0.1');
+  });
+
+  it('keeps error statuses of the JobManager', async () => {
+    const res = await request(`${gw.url}/missing`);
+    expect(res.statusCode).toBe(404);
+    await res.body.dump();
+  });
+
+  it('streams a 1 GiB request and a 1 GiB response with flat memory', async () => {
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+    try {
+      const up = await request(`${gw.url}/v1/big-upload`, { method: 'POST', body: zeros(GiB) });
+      expect(await up.body.json()).toMatchObject({ bytes: GiB });
+      const down = await request(`${gw.url}/v1/big-download`);
+      let received = 0;
+      for await (const c of down.body) received += (c as Buffer).length;
+      expect(received).toBe(GiB);
+    } finally {
+      clearInterval(sampler);
+    }
+    // Generator, gateway and consumer all live in this process: 2 GiB moved, memory must not follow.
+    expect(peak - before).toBeLessThan(160 * 1024 * 1024);
+  }, 180_000);
+});
+
+describe('pass-through when the JobManager is unreachable', () => {
+  it('answers 503 in Flink\'s envelope', async () => {
+    // Reserve a port, then close it, so nothing listens there.
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const gw = await startGateway(`http://127.0.0.1:${port}`);
+    try {
+      const res = await request(`${gw.url}/v1/overview`);
+      expect(res.statusCode).toBe(503);
+      expect(res.headers['content-type']).toBe('application/json; charset=UTF-8');
+      const body = (await res.body.json()) as { errors: string[] };
+      expect(Object.keys(body)).toEqual(['errors']);
+      expect(body.errors[0]).toMatch(/^GW_CLUSTER_UNAVAILABLE: The JobManager at http:\/\/127\.0\.0\.1:\d+ is not reachable \(ECONNREFUSED\)/);
+      // The gateway keeps serving.
+      expect((await request(`${gw.url}/gateway/v1/health`)).statusCode).toBe(200);
+    } finally {
+      await gw.close();
+    }
+  });
+});
