@@ -11,4 +11,5 @@ module.exports = {
   maxWorkers: 2,
   testTimeout: 120000,
   watchman: false,
+  reporters: ['default', '<rootDir>/test/summary-reporter.js'],
 };

@@ -1,0 +1,69 @@
+import { randomBytes } from 'node:crypto';
+import { openAsBlob, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { FormData, request } from 'undici';
+import { projectRoot } from '../../src/project-root';
+
+/** `org.apache.flink:flink-examples-streaming:2.1.x:WordCount`, fetched from Maven Central by the embedded-flink build. */
+export const WORDCOUNT_JAR = join(projectRoot(__dirname), 'embedded-flink', 'target', 'test-jars', 'WordCount.jar');
+export const WORDCOUNT_CLASS = 'org.apache.flink.streaming.examples.wordcount.WordCount';
+
+export function newJobId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+export async function uploadFile(baseUrl: string, path: string, name: string, field = 'jarfile'): Promise<{ status: number; body: Record<string, unknown> }> {
+  const form = new FormData();
+  form.append(field, await openAsBlob(path), name);
+  const res = await request(`${baseUrl}/jars/upload`, { method: 'POST', body: form });
+  return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
+}
+
+export async function uploadBytes(baseUrl: string, files: { name: string; bytes: Buffer; field?: string }[], fields: Record<string, string> = {}) {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) form.append(k, v);
+  for (const f of files) form.append(f.field ?? 'jarfile', new Blob([f.bytes]), f.name);
+  const res = await request(`${baseUrl}/jars/upload`, { method: 'POST', body: form });
+  return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
+}
+
+export async function json(method: string, url: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown>; headers: Record<string, unknown> }> {
+  const res = await request(url, {
+    method: method as 'GET',
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, headers: res.headers };
+}
+
+/** Polls a job through `baseUrl` until it reaches one of `states`. */
+export async function waitForJobState(baseUrl: string, jobId: string, states: string[], timeoutMs = 90_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  let last = 'unknown';
+  while (Date.now() < deadline) {
+    const r = await json('GET', `${baseUrl}/v1/jobs/${jobId}`);
+    if (r.status === 200) {
+      last = String(r.body.state);
+      if (states.includes(last)) return last;
+    }
+    await new Promise((res) => setTimeout(res, 250));
+  }
+  throw new Error(`job ${jobId} did not reach ${states.join('/')} within ${timeoutMs} ms (last state ${last})`);
+}
+
+/** Every file name under the JobManager's upload directory (to prove nothing was left behind). */
+export function filesUnder(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(join(d, e.name));
+      else out.push(e.name);
+    }
+  };
+  try {
+    walk(dir);
+  } catch {
+    /* missing dir: nothing there */
+  }
+  return out;
+}
