@@ -12,9 +12,16 @@ export function summariseFlinkErrors(body: unknown): string {
     for (const line of raw.split('\n')) {
       const l = line.trim();
       if (l === '' || l.startsWith('at ') || /^\.\.\. \d+ more$/.test(l) || l.startsWith('<Exception on server side') || l.startsWith('End of exception')) continue;
-      const msg = l.replace(/^Caused by: /, '').replace(/^(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable): ?/, '').trim();
+      let msg = l.replace(/^Caused by: /, '');
+      // Wrappers stack class names: "CompletionException: RestHandlerException: message".
+      for (let prev = ''; prev !== msg; ) {
+        prev = msg;
+        msg = msg.replace(/^(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable): ?/, '');
+      }
+      // The JobManager's directory layout is none of the client's business.
+      msg = msg.replace(/(?:\/[^\s/]+)*\/flink-web-upload\//g, '').trim();
       if (msg === '' || msg === 'Internal server error.') continue;
-      if (!parts.includes(msg)) parts.push(msg);
+      if (!parts.some((p) => p.includes(msg))) parts.push(msg);
     }
   }
   const text = parts.join(' Caused by: ');

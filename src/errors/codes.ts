@@ -22,7 +22,7 @@ export const ERROR_CODES = {
     status: 400,
     template: "Jar id '{jarId}' is not a bare file name; use the id returned by POST /jars/upload (the last '/' segment of 'filename').",
   },
-  GW_JAR_NOT_FOUND: { status: 400, template: '{flinkMessage} Upload the jar first (POST /jars/upload) and use the id it returns.' },
+  GW_JAR_NOT_FOUND: { status: 400, template: '{flinkMessage}; upload the jar first (POST /jars/upload) and use the id it returns.' },
   GW_JAR_INVALID: { status: 400, template: 'The JobManager could not load the jar: {flinkMessage}' },
   GW_RUN_REJECTED: { status: 400, template: 'The JobManager rejected the job: {flinkMessage}' },
   GW_PLAN_REJECTED: { status: 400, template: 'The JobManager could not build the job plan: {flinkMessage}' },

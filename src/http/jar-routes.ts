@@ -52,7 +52,7 @@ export function createJarRoutes(deps: JarRouteDeps) {
           if (r.status === 200) return sendJson(res, 200, r.body);
           if (r.status === 400) {
             // Flink answers 400 (not 404) for an unknown jar; keep that, the operator relies on it.
-            throw new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage: `File ${jarId} does not exist on the JobManager.` });
+            throw new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage: `File ${jarId} does not exist` });
           }
           throw deps.cluster.failure('delete jar', r);
         }

@@ -7,6 +7,9 @@ import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-clien
 import { MultipartJarBody } from '../cluster/multipart-jar-body';
 import { GatewayError } from '../errors/gateway-error';
 
+/** How much of a refused upload is read before answering (see `fail`). */
+const DRAIN_LIMIT = 8 * 1024 * 1024;
+
 export interface UploadResult {
   body: unknown;
   sha256: string;
@@ -40,15 +43,32 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
     let fileName = '';
     let fileEnded = false;
 
-    const fail = (err: GatewayError) => {
+    const fail = (err: GatewayError, drain = true) => {
       if (settled) return;
       settled = true;
       body?.abandon(new Error(err.code));
       upstream?.catch(() => undefined);
-      // Stop reading the rest of a rejected upload; the response closes the connection.
       req.unpipe(parser);
+      parser.removeAllListeners('file');
+      // Answering while the client is still sending makes many clients (undici, the JDK) see
+      // EPIPE instead of the answer. Like Flink, read the rest first — but only up to a bound, then
+      // answer and close the connection.
+      if (!drain || req.readableEnded) {
+        reject(closing(err));
+        return;
+      }
+      let drained = 0;
+      const onData = (chunk: Buffer) => {
+        drained += chunk.length;
+        if (drained > DRAIN_LIMIT) {
+          req.off('data', onData);
+          req.pause();
+          reject(closing(err));
+        }
+      };
+      req.on('data', onData);
+      req.once('end', () => reject(err));
       req.resume();
-      reject(closing(err));
     };
 
     parser.on('field', (name) => {
@@ -123,7 +143,7 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
       else inspector.once('end', finish);
     });
 
-    req.on('aborted', () => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: 'the client closed the connection' })));
+    req.on('aborted', () => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: 'the client closed the connection' }), false));
     req.pipe(parser);
   });
 }

@@ -1,9 +1,10 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/project-root';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { newJobId, WORDCOUNT_JAR } from '../helpers/flink';
+import { runProcess } from '../helpers/run-process';
 
 const root = projectRoot(__dirname);
 const moduleDir = join(root, 'test', 'java-client');
@@ -37,9 +38,8 @@ describe.each(['2.1', '1.20'] as const)("the operator's sequence with Flink %s c
   beforeAll(async () => {
     const dir = build(line);
     gw = await startGateway(flinkUrl());
-    const r = spawnSync('java', ['-cp', `${dir}/compat.jar:${dir}/lib/*`, 'dev.flinkjargateway.compat.OperatorSequence', '--url', gw.url, '--jar', WORDCOUNT_JAR, '--job-id', jobId], {
-      encoding: 'utf8',
-      timeout: 300_000,
+    const r = await runProcess('java', ['-cp', `${dir}/compat.jar:${dir}/lib/*`, 'dev.flinkjargateway.compat.OperatorSequence', '--url', gw.url, '--jar', WORDCOUNT_JAR, '--job-id', jobId], {
+      timeoutMs: 300_000,
     });
     if (r.status !== 0) throw new Error(`compat program exited ${r.status}: ${r.stderr}`);
     out = JSON.parse(r.stdout) as typeof out;

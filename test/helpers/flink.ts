@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { openAsBlob, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { FormData, request } from 'undici';
+import { FormData, getGlobalDispatcher, request } from 'undici';
 import { projectRoot } from '../../src/project-root';
 
-/** `org.apache.flink:flink-examples-streaming:2.1.x:WordCount`, fetched from Maven Central by the embedded-flink build. */
+/**
+ * Flink's own WordCount example (`org.apache.flink:flink-examples-streaming:2.3.0:WordCount`; no 2.1.x
+ * build is published), fetched from Maven Central by the embedded-flink build.
+ */
 export const WORDCOUNT_JAR = join(projectRoot(__dirname), 'embedded-flink', 'target', 'test-jars', 'WordCount.jar');
 export const WORDCOUNT_CLASS = 'org.apache.flink.streaming.examples.wordcount.WordCount';
 
@@ -27,8 +30,16 @@ export async function uploadBytes(baseUrl: string, files: { name: string; bytes:
   return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
 }
 
+/**
+ * A JSON call with the path sent exactly as written: WHATWG URL parsing would turn `%2e%2e` into a
+ * dot segment and remove it, hiding what the gateway must handle.
+ */
 export async function json(method: string, url: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown>; headers: Record<string, unknown> }> {
-  const res = await request(url, {
+  const m = /^(https?:\/\/[^/]+)(\/.*)$/.exec(url);
+  if (!m) throw new Error(`bad url ${url}`);
+  const res = await getGlobalDispatcher().request({
+    origin: m[1]!,
+    path: m[2]!,
     method: method as 'GET',
     ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
   });

@@ -7,9 +7,10 @@ import { projectRoot } from '../../src/project-root';
 
 /**
  * Reads `openapi.yaml` and checks real bodies against its schemas with ajv (JSON Schema 2020-12,
- * the dialect of OpenAPI 3.1). Component schemas are registered once under `SPEC_ID#/$defs/<name>`,
- * so `$ref`s between them resolve, and ajv runs in strict mode so that a typo in a schema keyword
- * fails loudly instead of silently accepting everything.
+ * the dialect of OpenAPI 3.1). Component schemas are registered once under `SPEC_ID#/$defs/<name>`
+ * so that `$ref`s between them resolve. ajv runs in strict mode, so a typo in a schema keyword fails
+ * loudly instead of silently accepting everything; union types are allowed because OpenAPI 3.1
+ * writes nullable as `type: [string, 'null']`.
  */
 
 export const OPENAPI_FILE = join(projectRoot(__dirname), 'openapi.yaml');
@@ -44,7 +45,7 @@ export function loadSpec(): OpenApiDoc {
 
 /** An ajv for OpenAPI 3.1 schemas: draft 2020-12, strict, formats, OpenAPI's extra annotation keywords. */
 export function createAjv(): Ajv2020 {
-  const ajv = new Ajv2020({ strict: true, allErrors: true, validateFormats: true });
+  const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true, validateFormats: true });
   addFormats(ajv);
   // OpenAPI 3.1's own Schema Object keywords (annotations only).
   ajv.addVocabulary(['example', 'xml', 'externalDocs']);
@@ -77,6 +78,11 @@ function compile(key: string, schema: Json): ValidateFunction {
     validators.set(key, v);
   }
   return v;
+}
+
+/** Compiles a Schema Object from the spec (its `#/components/schemas/...` refs resolved); throws if invalid. */
+export function compileSchema(key: string, schema: Json): ValidateFunction {
+  return compile(`inline:${key}`, schema);
 }
 
 /** Validator for `#/components/schemas/<name>`. */

@@ -1,4 +1,5 @@
 import { createServer } from 'node:net';
+import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { startGateway, type TestGateway } from '../../helpers/gateway';
 import { startOrigin, type Origin } from '../../helpers/origin';
@@ -64,7 +65,7 @@ describe('pass-through to the JobManager (a real node:http origin standing in fo
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
     try {
-      const up = await request(`${gw.url}/v1/big-upload`, { method: 'POST', body: zeros(GiB) });
+      const up = await request(`${gw.url}/v1/big-upload`, { method: 'POST', body: Readable.from(zeros(GiB)) });
       expect(await up.body.json()).toMatchObject({ bytes: GiB });
       const down = await request(`${gw.url}/v1/big-download`);
       let received = 0;

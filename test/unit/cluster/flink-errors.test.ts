@@ -18,3 +18,10 @@ describe('summariseFlinkErrors', () => {
     expect(summariseFlinkErrors(body)).not.toContain('Internal server error');
   });
 });
+
+describe('summariseFlinkErrors on stacked wrappers', () => {
+  it('strips every class-name prefix, the upload directory and repeated causes', () => {
+    const body = { errors: ['Internal server error.', '<Exception on server side:\njava.util.concurrent.CompletionException: org.apache.flink.runtime.rest.handler.RestHandlerException: Jar file /tmp/a/flink-web-upload/0000_missing.jar does not exist\n\tat x.y(Z.java:1)\nCaused by: org.apache.flink.runtime.rest.handler.RestHandlerException: Jar file /tmp/a/flink-web-upload/0000_missing.jar does not exist\nEnd of exception on server side>'] };
+    expect(summariseFlinkErrors(body)).toBe('Jar file 0000_missing.jar does not exist');
+  });
+});

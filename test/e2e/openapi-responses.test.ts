@@ -1,0 +1,156 @@
+import { openAsBlob } from 'node:fs';
+import { FormData, request } from 'undici';
+import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
+import { json, newJobId, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
+import { assertMatchesSchema, assertMatchesSpec } from '../helpers/openapi';
+
+interface Reply {
+  status: number;
+  body: Record<string, unknown>;
+  headers: Record<string, unknown>;
+}
+
+/** A multipart upload the way Flink's RestClient (the operator) sends it: `request={}` + `file_0`. */
+async function upload(url: string, name: string): Promise<Reply> {
+  const form = new FormData();
+  form.append('request', '{}');
+  form.append('file_0', await openAsBlob(WORDCOUNT_JAR), name);
+  const res = await request(url, { method: 'POST', body: form });
+  return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown>, headers: res.headers };
+}
+
+function jarIdOf(r: Reply): string {
+  const filename = String(r.body.filename);
+  return filename.substring(filename.lastIndexOf('/') + 1);
+}
+
+function expectCode(r: Reply, status: number, code: string): void {
+  expect(r.status).toBe(status);
+  expect((r.body.errors as string[] | undefined)?.[0]).toMatch(new RegExp(`^${code}: `));
+}
+
+describe('real responses of the jar routes match openapi.yaml', () => {
+  let gw: TestGateway;
+  const jars = new Set<string>();
+  const jobs = new Set<string>();
+
+  /** Calls the gateway and checks the response against the spec before handing it back. */
+  async function call(method: string, path: string, body?: unknown): Promise<Reply> {
+    const r = await json(method, `${gw.url}${path}`, body);
+    assertMatchesSpec(method, path, r);
+    return r;
+  }
+
+  beforeAll(async () => {
+    gw = await startGateway(flinkUrl());
+  });
+
+  afterAll(async () => {
+    // Leave the shared cluster as we found it: no running job of ours, no jar of ours.
+    for (const jobId of jobs) {
+      const s = await json('GET', `${gw.url}/v1/jobs/${jobId}`);
+      if (s.status === 200 && !['FINISHED', 'FAILED', 'CANCELED'].includes(String(s.body.state))) {
+        await json('PATCH', `${gw.url}/v1/jobs/${jobId}?mode=cancel`);
+        await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'CANCELED']).catch(() => undefined);
+      }
+    }
+    for (const jarId of jars) await json('DELETE', `${gw.url}/jars/${jarId}`);
+    await gw.close();
+  });
+
+  it('upload, list, plan, run and delete answer with the documented 200 bodies', async () => {
+    const up = await upload(`${gw.url}/v1/jars/upload`, 'WordCount.jar');
+    assertMatchesSpec('POST', '/v1/jars/upload', up);
+    expect(up.status).toBe(200);
+    const jarId = jarIdOf(up);
+    jars.add(jarId);
+
+    const list = await call('GET', '/jars');
+    expect(list.status).toBe(200);
+    expect((list.body.files as { id: string }[]).map((f) => f.id)).toContain(jarId);
+    expect((await call('GET', '/v1/jars')).status).toBe(200);
+
+    const planPost = await call('POST', `/v1/jars/${jarId}/plan`, {});
+    expect(planPost.status).toBe(200);
+    const planGet = await call('GET', `/jars/${jarId}/plan?parallelism=1`);
+    expect(planGet.status).toBe(200);
+
+    const jobId = newJobId();
+    jobs.add(jobId);
+    const run = await call('POST', `/v1/jars/${jarId}/run`, { jobId, programArgsList: [], claimMode: 'NO_CLAIM', flinkConfiguration: { 'parallelism.default': 1 } });
+    expect(run).toMatchObject({ status: 200, body: { jobid: jobId } });
+    // A retry with the same jobId is answered with the same documented body.
+    expect(await call('POST', `/jars/${jarId}/run`, { jobId })).toMatchObject({ status: 200, body: { jobid: jobId } });
+    expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
+
+    const del = await call('DELETE', `/v1/jars/${jarId}`);
+    expect(del).toMatchObject({ status: 200, body: {} });
+    jars.delete(jarId);
+  });
+
+  it('error responses are ErrorResponse envelopes with the documented status', async () => {
+    const up = await upload(`${gw.url}/jars/upload`, 'WordCount.jar');
+    assertMatchesSpec('POST', '/jars/upload', up);
+    const jarId = jarIdOf(up);
+    jars.add(jarId);
+
+    // Unknown jar: 400 on delete (as Flink), 400 on run/plan (Flink: 500).
+    expectCode(await call('DELETE', '/jars/0000_missing.jar'), 400, 'GW_JAR_NOT_FOUND');
+    expectCode(await call('DELETE', '/v1/jars/0000_missing.jar'), 400, 'GW_JAR_NOT_FOUND');
+    expectCode(await call('POST', '/v1/jars/0000_missing.jar/run', {}), 400, 'GW_JAR_NOT_FOUND');
+    expectCode(await call('POST', '/jars/0000_missing.jar/plan', {}), 400, 'GW_JAR_NOT_FOUND');
+
+    // Malformed run bodies never reach the JobManager.
+    expectCode(await call('POST', `/v1/jars/${jarId}/run`, '{"jobId": '), 400, 'GW_REQUEST_MALFORMED');
+    expectCode(await call('POST', `/v1/jars/${jarId}/run`, '[]'), 400, 'GW_REQUEST_MALFORMED');
+    expectCode(await call('POST', `/jars/${jarId}/run`, { jobId: 'not-a-job-id' }), 400, 'GW_REQUEST_MALFORMED');
+    expectCode(await call('POST', `/jars/${jarId}/run`, { parallelism: 'four' }), 400, 'GW_REQUEST_MALFORMED');
+    expectCode(await call('POST', `/jars/${jarId}/plan`, { programArgsList: 'a b' }), 400, 'GW_REQUEST_MALFORMED');
+
+    // Remote jars are off by default.
+    expectCode(await call('POST', `/v1/jars/${jarId}/run`, { flinkConfiguration: { 'user.artifacts.job-jar': 'https://example.invalid/app.jar' } }), 400, 'GW_JAR_URI_DISABLED');
+
+    // Flink 2.3's run-application is not supported.
+    expectCode(await call('POST', `/v1/jars/${jarId}/run-application`, {}), 400, 'GW_ROUTE_UNSUPPORTED');
+
+    // An upload that is not a jar. Sent as one buffer with a Content-Length: the gateway refuses
+    // it as soon as it sees the file name and closes the connection, so a client still streaming
+    // the rest of the multipart body (undici's FormData does) can get EPIPE instead of the answer.
+    const boundary = 'openapi-test-boundary';
+    const multipart = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="jarfile"; filename="notes.txt"\r\nContent-Type: text/plain\r\n\r\nhello\r\n--${boundary}--\r\n`,
+    );
+    const res = await request(`${gw.url}/jars/upload`, { method: 'POST', body: multipart, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+    const notJar = { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown>, headers: res.headers };
+    assertMatchesSpec('POST', '/jars/upload', notJar);
+    expectCode(notJar, 400, 'GW_UPLOAD_NOT_JAR_NAME');
+
+    // Unknown paths and methods under /jars are the gateway's 404, not a pass-through.
+    for (const [method, path] of [['GET', '/jars/a/b/c'], ['GET', `/v1/jars/${jarId}`], ['PUT', '/jars'], ['GET', `/jars/${jarId}/run`]] as const) {
+      const r = await json(method, `${gw.url}${path}`);
+      expectCode(r, 404, 'GW_ROUTE_NOT_FOUND');
+      expect(String(r.headers['content-type'])).toMatch(/^application\/json/);
+      assertMatchesSchema('ErrorResponse', r.body);
+    }
+  });
+
+  it('the gateway routes answer as documented', async () => {
+    expect((await call('GET', '/gateway/v1/health')).status).toBe(200);
+    expect((await call('GET', '/gateway/v1/ready')).status).toBe(200);
+  });
+
+  it('the JobManager\'s own success bodies match the same schemas (the spec models Flink\'s contract)', async () => {
+    const flink = flinkUrl();
+    const up = await upload(`${flink}/v1/jars/upload`, 'WordCount.jar');
+    const jarId = jarIdOf(up);
+    try {
+      assertMatchesSpec('POST', '/v1/jars/upload', up);
+      for (const [method, path, body] of [['GET', '/v1/jars', undefined], ['POST', `/v1/jars/${jarId}/plan`, {}], ['GET', `/v1/jars/${jarId}/plan`, undefined]] as const) {
+        assertMatchesSpec(method, path, await json(method, `${flink}${path}`, body));
+      }
+    } finally {
+      const del = await json('DELETE', `${flink}/v1/jars/${jarId}`);
+      assertMatchesSpec('DELETE', `/v1/jars/${jarId}`, del);
+    }
+  });
+});
