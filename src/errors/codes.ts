@@ -47,6 +47,42 @@ export const ERROR_CODES = {
     template: "flinkConfiguration sets user.artifacts.job-jar, but this cluster does not accept jar URIs; set web.submit.jar-uri.enable: true in the gateway's configuration to allow remote jars, or upload the jar and remove the key.",
   },
   GW_JAR_URI_UNSUPPORTED: { status: 400, template: 'user.artifacts.job-jar is set but remote jar fetching is not available in this build: {reason}' },
+  GW_FETCH_URI_INVALID: { status: 400, template: "'{uri}' is not a usable jar URI: {reason}" },
+  GW_FETCH_SCHEME_UNSUPPORTED: {
+    status: 400,
+    template: "The scheme '{scheme}' of {uri} is not enabled on this cluster; enabled schemes: {schemes}. {hint}",
+  },
+  GW_FETCH_URI_NOT_ALLOWED: {
+    status: 400,
+    template: '{uri} is not allowed by user.artifacts.allowed-uris on this cluster; ask the cluster administrator to allow it.',
+  },
+  GW_FETCH_RESTRICTED_HOST: {
+    status: 400,
+    template: '{uri} resolves to the restricted address {address}; list {hostPort} in user.artifacts.restricted-hosts.allowed if this cluster may fetch from it.',
+  },
+  GW_FETCH_NOT_FOUND: { status: 400, template: '{uri} does not exist ({detail}); check the bucket/container and the path.' },
+  GW_FETCH_DENIED: {
+    status: 400,
+    template: "The cluster's credentials for {uri} were rejected ({detail}); check the {plugin} credentials in the gateway's configuration.",
+  },
+  GW_FETCH_TOO_LARGE: {
+    status: 413,
+    template: '{uri} is larger than user.artifacts.max-size ({limit} bytes); raise the limit or use a smaller jar.',
+  },
+  GW_FETCH_TIMEOUT: {
+    status: 504,
+    template: 'Fetching {uri} did not finish within user.artifacts.fetch-timeout ({timeoutMs} ms); check the store or raise the timeout.',
+  },
+  GW_FETCH_UNAVAILABLE: { status: 502, template: 'The store for {uri} is not reachable or failed ({detail}); retry later.' },
+  GW_FETCH_DIGEST_MISMATCH: {
+    status: 400,
+    template: '{uri} has SHA-256 {actual}, not the expected {expected}; the object changed or the digest is wrong. Nothing was run.',
+  },
+  GW_FETCH_NOT_JAR: { status: 400, template: '{uri} is not a valid jar: {reason}. Nothing was run.' },
+  GW_FETCH_BUSY: {
+    status: 503,
+    template: 'Too many jar fetches are waiting (user.artifacts.max-concurrent-fetches = {limit}); retry shortly.',
+  },
   GW_CLUSTER_UNAVAILABLE: {
     status: 503,
     template: 'The JobManager at {target} is not reachable ({reason}). It may be starting or restarting; retry shortly.',

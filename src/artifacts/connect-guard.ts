@@ -1,0 +1,87 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { GatewayError } from '../errors/gateway-error';
+import type { ConnectGuard } from './fs-plugin';
+
+// Addresses a fetch must not reach unless exempted: the server-side request forgery guard.
+const V4_RESTRICTED: [string, number][] = [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
+  ['224.0.0.0', 4], ['240.0.0.0', 4],
+];
+const V6_RESTRICTED: [string, number][] = [
+  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64],
+];
+
+const blocked = new BlockList();
+for (const [net, prefix] of V4_RESTRICTED) blocked.addSubnet(net, prefix, 'ipv4');
+for (const [net, prefix] of V6_RESTRICTED) blocked.addSubnet(net, prefix, 'ipv6');
+
+/** The IPv4 address embedded in an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::/96) IPv6 address. */
+function embeddedV4(address: string): string | undefined {
+  const lower = address.toLowerCase();
+  const mapped = /^(?:0{0,4}:){0,5}(?::|ffff:)(?:ffff:)?(\d+\.\d+\.\d+\.\d+)$/.exec(lower) ?? /^64:ff9b::(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+  if (mapped) return mapped[1];
+  const hex = /^(?:::ffff:|64:ff9b::|64:ff9b:0:0:0:0:)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
+  if (hex) {
+    const hi = parseInt(hex[1]!, 16);
+    const lo = parseInt(hex[2]!, 16);
+    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  }
+  return undefined;
+}
+
+/** True when `address` (an IP literal) is in a restricted range, including its mapped forms. */
+export function isRestrictedAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return blocked.check(address, 'ipv4');
+  if (family === 6) {
+    const v4 = embeddedV4(address);
+    if (v4 !== undefined) return blocked.check(v4, 'ipv4');
+    if (address.toLowerCase().startsWith('64:ff9b:1:')) return true; // local-use NAT64 (RFC 8215)
+    return blocked.check(address, 'ipv6');
+  }
+  return true; // not an IP: refuse rather than guess
+}
+
+export interface ConnectGuardOptions {
+  /** `user.artifacts.disallow-restricted-hosts`. */
+  enabled: boolean;
+  /** `host:port` entries of `user.artifacts.restricted-hosts.allowed`. */
+  allowed: readonly string[];
+}
+
+/** See `ConnectGuard`. */
+export function createConnectGuard(opts: ConnectGuardOptions): ConnectGuard {
+  const allowed = new Set(opts.allowed.map((e) => e.trim().toLowerCase()).filter(Boolean));
+  const exempt = (host: string, port: number) => {
+    const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+    return allowed.has(`${h}:${port}`) || allowed.has(`[${h}]:${port}`);
+  };
+  const refuse = (host: string, port: number, address: string) =>
+    new GatewayError('GW_FETCH_RESTRICTED_HOST', { uri: `${host}:${port}`, address, hostPort: `${host}:${port}` });
+
+  const checkHost = (host: string, port: number) => {
+    if (!opts.enabled) return;
+    const bare = host.replace(/^\[|\]$/g, '');
+    if (isIP(bare) && isRestrictedAddress(bare) && !exempt(bare, port)) throw refuse(bare, port, bare);
+  };
+
+  const lookupFor = (port: number): LookupFunction =>
+    ((hostname: string, options: { all?: boolean; family?: number }, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+      dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+        if (err) return callback(err, options.all ? [] : '', 0);
+        if (opts.enabled && !exempt(hostname, port)) {
+          const bad = addresses.find((a) => isRestrictedAddress(a.address) && !exempt(a.address, port));
+          if (bad) return callback(refuse(hostname, port, bad.address) as unknown as NodeJS.ErrnoException, options.all ? [] : '', 0);
+        }
+        if (options.all) return callback(null, addresses);
+        const first = addresses[0];
+        if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+        callback(null, first.address, first.family);
+      });
+    }) as unknown as LookupFunction;
+
+  // Without a port the exemption list cannot match; plugins should prefer lookupFor(port).
+  return { checkHost, lookupFor, lookup: lookupFor(-1) };
+}

@@ -1,0 +1,89 @@
+import type { Readable } from 'node:stream';
+import type { LookupFunction } from 'node:net';
+import type { Logger } from 'pino';
+import type { Configuration } from '../config/registry';
+import type { OptionDef } from '../config/types';
+
+/**
+ * What a store says about an object before (or while) it is read. Every field is optional
+ * because stores differ; the cache uses `version`, then `etag`, to decide whether a cached copy
+ * is still current.
+ */
+export interface ObjectStat {
+  /** Size in bytes, when the store reports it (used to refuse oversized jars before reading). */
+  size?: number;
+  /** The store's entity tag, without quotes. */
+  etag?: string;
+  /** An immutable version id (S3 `versionId`, Azure `versionId`), when the URI or the store has one. */
+  version?: string;
+  /** Last modification, epoch milliseconds. */
+  lastModified?: number;
+}
+
+export interface OpenOptions {
+  /** Aborts the read (fetch timeout, shutdown). Implementations must stop network I/O promptly. */
+  signal: AbortSignal;
+  /** Inclusive byte range, for plugins that declare `supportsRange`. */
+  range?: { start: number; end: number };
+}
+
+export interface OpenedObject {
+  stream: Readable;
+  stat: ObjectStat;
+}
+
+/**
+ * One filesystem (S3, Azure Blob, HTTP(S), ...). Implementations translate their SDK's errors into
+ * gateway errors at this edge (`GW_FETCH_*` codes; see `fetchError`): no SDK error type escapes.
+ * Messages name the URI without query string or userinfo (`redactUri`), never a credential.
+ *
+ * @example
+ * const fs = plugin.create(ctx);
+ * const { stream } = await fs.open(new URL('s3://team-a/app.jar'), { signal });
+ */
+export interface FileSystem {
+  /** Metadata of the object; `GW_FETCH_NOT_FOUND` when it does not exist. */
+  stat(uri: URL, signal: AbortSignal): Promise<ObjectStat>;
+  /** Opens the object for streaming. The stream must be destroyed on `signal` abort. */
+  open(uri: URL, options: OpenOptions): Promise<OpenedObject>;
+  /** Whether `open` honours `range`. */
+  readonly supportsRange: boolean;
+  /** Releases pooled connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * Enforces the restricted-address policy (SSRF guard) when a plugin connects: loopback,
+ * link-local, private, unique-local, multicast and unspecified addresses are refused unless the
+ * `host:port` is listed in `user.artifacts.restricted-hosts.allowed`. Plugins wire `lookup` into
+ * their sockets (it checks every resolved address) and call `checkHost` for IP-literal hosts, which
+ * Node connects to without a lookup.
+ */
+export interface ConnectGuard {
+  lookup: LookupFunction;
+  /** Throws `GW_FETCH_RESTRICTED_HOST` when `host:port` may not be contacted. */
+  checkHost(host: string, port: number): void;
+  /** `lookup` for a specific port (the exemption list is per host:port). */
+  lookupFor(port: number): LookupFunction;
+}
+
+export interface PluginContext {
+  config: Configuration;
+  log: Logger;
+  guard: ConnectGuard;
+  /** PEM CA bundle from `user.artifacts.ca-bundle`, for private endpoints; undefined = system CAs. */
+  ca?: string;
+}
+
+/**
+ * A filesystem plugin: one folder under fs-plugins/, exporting one definition. It owns its SDK,
+ * its option keys (declared in `options`, so the registry validates, documents and redacts them)
+ * and its error translation.
+ */
+export interface FsPluginDefinition {
+  name: string;
+  /** Lower-case URI schemes this plugin serves, e.g. ['s3', 's3a', 's3p']. */
+  schemes: readonly string[];
+  options: readonly OptionDef[];
+  create(ctx: PluginContext): FileSystem;
+}

@@ -1,0 +1,111 @@
+import { createHash } from 'node:crypto';
+import type { FileSystem } from '../../src/artifacts/fs-plugin';
+
+/**
+ * What every fs-plugin must do, run against each plugin's real server (Azurite, the SigV4-checking
+ * S3 server, node:http(s) origins). A plugin's test file calls `fsPluginContract` with a fixture.
+ */
+export interface ContractFixture {
+  /** Configured with the right credentials; may reach the test server (exempted from the SSRF guard). */
+  fs: FileSystem;
+  /** Same store, wrong credentials (or none where the object needs them). */
+  wrongCredentialsFs: FileSystem;
+  /** Same plugin and credentials, but the test server is NOT exempted from the restricted-host guard. */
+  guardedFs: FileSystem;
+  /** A small object and its exact bytes. */
+  small: { uri: URL; content: Buffer };
+  /** A large object (tens of MiB) and its SHA-256. */
+  large: { uri: URL; size: number; sha256: string };
+  /** A URI in an existing bucket/container/origin whose object does not exist. */
+  missing: URL;
+  /** Strings that must never appear in an error message (secrets, SAS signatures). */
+  secrets: string[];
+  close(): Promise<void>;
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function expectCode(err: unknown, code: string, secrets: string[]): void {
+  expect((err as { code?: string }).code).toBe(code);
+  const text = `${(err as Error).message} ${JSON.stringify(err)}`;
+  for (const s of secrets) expect(text).not.toContain(s);
+}
+
+export function fsPluginContract(name: string, setup: () => Promise<ContractFixture>): void {
+  describe(`fs-plugin contract: ${name}`, () => {
+    let fx: ContractFixture;
+    const signal = () => AbortSignal.timeout(60_000);
+
+    beforeAll(async () => {
+      fx = await setup();
+    }, 120_000);
+    afterAll(async () => fx?.close());
+
+    it('stat reports the size of an existing object', async () => {
+      const st = await fx.fs.stat(fx.small.uri, signal());
+      expect(st.size).toBe(fx.small.content.length);
+    });
+
+    it('open streams the exact bytes', async () => {
+      const { stream } = await fx.fs.open(fx.small.uri, { signal: signal() });
+      expect((await readAll(stream)).equals(fx.small.content)).toBe(true);
+    });
+
+    it('stat and open of a missing object → GW_FETCH_NOT_FOUND', async () => {
+      await fx.fs.stat(fx.missing, signal()).then(() => fail('stat resolved'), (e) => expectCode(e, 'GW_FETCH_NOT_FOUND', fx.secrets));
+      await fx.fs.open(fx.missing, { signal: signal() }).then(() => fail('open resolved'), (e) => expectCode(e, 'GW_FETCH_NOT_FOUND', fx.secrets));
+    });
+
+    it('wrong credentials → GW_FETCH_DENIED, with no secret in the message', async () => {
+      await fx.wrongCredentialsFs.stat(fx.small.uri, signal()).then(() => fail('stat resolved'), (e) => expectCode(e, 'GW_FETCH_DENIED', fx.secrets));
+      await fx.wrongCredentialsFs.open(fx.small.uri, { signal: signal() }).then(() => fail('open resolved'), (e) => expectCode(e, 'GW_FETCH_DENIED', fx.secrets));
+    });
+
+    it('a restricted address is refused at connect time unless exempted', async () => {
+      await fx.guardedFs.open(fx.small.uri, { signal: signal() }).then(() => fail('open resolved'), (e) => expectCode(e, 'GW_FETCH_RESTRICTED_HOST', fx.secrets));
+    });
+
+    it('streams a large object with the right digest and flat memory', async () => {
+      const before = process.memoryUsage().rss;
+      let peak = before;
+      const { stream } = await fx.fs.open(fx.large.uri, { signal: signal() });
+      const hash = createHash('sha256');
+      let size = 0;
+      for await (const c of stream) {
+        hash.update(c as Buffer);
+        size += (c as Buffer).length;
+        peak = Math.max(peak, process.memoryUsage().rss);
+      }
+      expect(size).toBe(fx.large.size);
+      expect(hash.digest('hex')).toBe(fx.large.sha256);
+      expect(peak - before).toBeLessThan(Math.max(64 * 1024 * 1024, fx.large.size / 2));
+    }, 120_000);
+
+    it('abort mid-stream ends the stream promptly with an error', async () => {
+      const ac = new AbortController();
+      const { stream } = await fx.fs.open(fx.large.uri, { signal: ac.signal });
+      let received = 0;
+      const started = Date.now();
+      await expect(
+        (async () => {
+          for await (const c of stream) {
+            received += (c as Buffer).length;
+            if (received > 1024 * 1024 && !ac.signal.aborted) ac.abort();
+          }
+        })(),
+      ).rejects.toBeDefined();
+      expect(received).toBeLessThan(fx.large.size);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    });
+
+    it('ranged reads return exactly the requested bytes (when supported)', async () => {
+      if (!fx.fs.supportsRange) return;
+      const { stream } = await fx.fs.open(fx.small.uri, { signal: signal(), range: { start: 2, end: 5 } });
+      expect((await readAll(stream)).equals(fx.small.content.subarray(2, 6))).toBe(true);
+    });
+  });
+}
