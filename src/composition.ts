@@ -1,17 +1,28 @@
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
+import { ArtifactFetcher } from './artifacts/artifact-fetcher';
+import { createConnectGuard } from './artifacts/connect-guard';
+import { FetchProgress } from './artifacts/fetch-progress';
+import type { FsPluginDefinition } from './artifacts/fs-plugin';
+import { JarCache } from './artifacts/jar-cache';
+import { artifactOptions } from './artifacts/options';
+import { PluginRegistry } from './artifacts/plugin-registry';
+import { Semaphore } from './artifacts/semaphore';
 import { EmbeddedCluster } from './cluster/embedded-cluster';
+import { JarHandoff } from './cluster/jar-handoff';
 import { JobManagerClient } from './cluster/jobmanager-client';
 import { coreOptions } from './config/options';
 import { Configuration, OptionsRegistry } from './config/registry';
 import { createApp } from './http/app';
 import { projectRoot } from './project-root';
+import { RemoteJars } from './submission/remote-jars';
 import { RunService } from './submission/run-service';
 
-/** Every option the gateway knows: core options plus each plugin's (added as plugins arrive). */
-export function createRegistry(): OptionsRegistry {
-  return new OptionsRegistry(Object.values(coreOptions));
+/** Every option the gateway knows: core, artifacts, and each plugin's own. */
+export function createRegistry(plugins: readonly FsPluginDefinition[] = []): OptionsRegistry {
+  return new OptionsRegistry([...Object.values(coreOptions), ...Object.values(artifactOptions), ...plugins.flatMap((p) => p.options)]);
 }
 
 export interface Gateway {
@@ -19,6 +30,7 @@ export interface Gateway {
   config: Configuration;
   cluster: JobManagerClient;
   embedded?: EmbeddedCluster;
+  fetches: FetchProgress;
   /** Stops accepting work, waits for in-flight requests, stops the embedded cluster. */
   close(server?: Server): Promise<void>;
 }
@@ -27,11 +39,11 @@ export interface Gateway {
  * The composition root: the one place that constructs services and wires them together.
  * Everything else receives what it needs.
  */
-export async function compose(config: Configuration, logger: Logger): Promise<Gateway> {
+export async function compose(config: Configuration, logger: Logger, plugins: readonly FsPluginDefinition[] = []): Promise<Gateway> {
   let embedded: EmbeddedCluster | undefined;
   let restUrl = config.getOptional(coreOptions.clusterRestUrl);
+  let uploadDir = config.getOptional(coreOptions.embeddedUploadDir);
   if (!restUrl) {
-    const uploadDir = config.getOptional(coreOptions.embeddedUploadDir);
     embedded = await EmbeddedCluster.start({
       rootDir: projectRoot(),
       ...(config.getOptional(coreOptions.embeddedJava) ? { java: config.getOptional(coreOptions.embeddedJava)! } : {}),
@@ -42,15 +54,46 @@ export async function compose(config: Configuration, logger: Logger): Promise<Ga
       log: logger,
     });
     restUrl = embedded.restUrl;
+    uploadDir = embedded.uploadDir;
   }
   const cluster = new JobManagerClient({
     baseUrl: restUrl,
     requestTimeoutMs: config.get(coreOptions.clusterRequestTimeout),
     runTimeoutMs: config.get(coreOptions.clusterRunTimeout),
   });
+
+  const shutdown = new AbortController();
+  const guard = createConnectGuard({
+    enabled: config.get(artifactOptions.disallowRestrictedHosts),
+    allowed: config.get(artifactOptions.restrictedHostsAllowed),
+  });
+  const caPath = config.getOptional(artifactOptions.caBundle);
+  const ca = caPath ? readFileSync(caPath, 'utf8') : undefined;
+  const registry = new PluginRegistry(plugins, (p) => ({ config, log: logger.child({ plugin: p.name }), guard, ...(ca ? { ca } : {}) }));
+  const cache = new JarCache(config.get(artifactOptions.cacheDir), config.get(artifactOptions.cacheMaxSize), logger.child({ component: 'jar-cache' }));
+  await cache.init();
+  const fetches = new FetchProgress();
+  const fetcher = new ArtifactFetcher({
+    plugins: registry,
+    cache,
+    slots: new Semaphore(config.get(artifactOptions.maxConcurrentFetches), config.get(artifactOptions.fetchQueueSize)),
+    progress: fetches,
+    allowedSchemes: config.get(artifactOptions.allowedSchemes),
+    maxBytes: config.get(artifactOptions.maxSize),
+    timeoutMs: config.get(artifactOptions.fetchTimeout),
+    retries: config.get(artifactOptions.fetchRetries),
+    progressIntervalMs: config.get(artifactOptions.progressInterval),
+    log: logger,
+    shutdown: shutdown.signal,
+  });
+  const handoffSetting = config.get(artifactOptions.handoff);
+  const handoffMode = handoffSetting === 'auto' ? (uploadDir ? 'shared-dir' : 'upload') : handoffSetting;
+  const handoff = new JarHandoff(handoffMode as 'upload' | 'shared-dir', cluster, uploadDir, logger.child({ component: 'handoff' }));
+
   const runs = new RunService({
     cluster,
     jarUriEnabled: config.get(coreOptions.jarUriEnable),
+    ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff) } : {}),
     dedupeRetentionMs: config.get(coreOptions.runDedupeRetention),
   });
   let draining = false;
@@ -60,11 +103,13 @@ export async function compose(config: Configuration, logger: Logger): Promise<Ga
     runs,
     uploadMaxBytes: config.get(coreOptions.uploadMaxSize),
     isDraining: () => draining,
+    fetches,
   });
   return {
     app,
     config,
     cluster,
+    fetches,
     ...(embedded ? { embedded } : {}),
     async close(server?: Server) {
       draining = true;
@@ -74,6 +119,8 @@ export async function compose(config: Configuration, logger: Logger): Promise<Ga
           server.closeIdleConnections();
         });
       }
+      shutdown.abort();
+      await registry.close();
       await cluster.close();
       await embedded?.stop();
     },

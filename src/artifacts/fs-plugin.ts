@@ -18,6 +18,12 @@ export interface ObjectStat {
   version?: string;
   /** Last modification, epoch milliseconds. */
   lastModified?: number;
+  /**
+   * A checksum the store vouches for, verified end to end while streaming (e.g. the MD5 in a
+   * single-part S3 ETag, an Azure Content-MD5, an S3 CRC32). Leave it out when unsure: a wrong
+   * expectation fails good downloads.
+   */
+  integrity?: { algorithm: 'md5' | 'crc32'; /** hex */ expected: string };
 }
 
 export interface OpenOptions {

@@ -51,6 +51,10 @@ export const coreOptions = {
     key: 'gateway.embedded.startup-timeout', type: 'duration', default: 180_000, min: 1, section: 'Embedded cluster',
     description: 'How long to wait for the embedded cluster (including a first-time Maven build) before giving up.',
   }),
+  pluginsDir: option({
+    key: 'gateway.plugins.dir', type: 'string', section: 'Remote jars',
+    description: 'Directory of third-party filesystem plugins: each sub-folder holds a manifest.json ({"name","schemes","entry","contractVersion"}). A plugin that fails to load stops start-up.',
+  }),
   uploadMaxSize: option({
     key: 'gateway.upload.max-size', type: 'memory', default: 1024 ** 3, min: 1, section: 'Jars',
     description: 'Largest jar accepted by POST /jars/upload. Larger uploads are refused with 413 and nothing is kept on the JobManager.',

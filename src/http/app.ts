@@ -1,5 +1,6 @@
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
+import type { FetchProgress } from '../artifacts/fetch-progress';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import type { RunService } from '../submission/run-service';
 import { errorMiddleware } from './error-middleware';
@@ -14,6 +15,7 @@ export interface AppDeps {
   runs: RunService;
   uploadMaxBytes: number;
   isDraining: () => boolean;
+  fetches?: FetchProgress;
 }
 
 /**

@@ -7,7 +7,7 @@
  * route, the gateway handles the request itself; when the two views disagree there, it refuses.
  */
 
-export type JarRouteName = 'list' | 'upload' | 'delete' | 'plan' | 'run' | 'run-application';
+export type JarRouteName = 'list' | 'upload' | 'fetch' | 'delete' | 'plan' | 'run' | 'run-application';
 
 export type Classification =
   | { kind: 'jar'; route: JarRouteName; jarId?: string; versioned: boolean }
@@ -50,6 +50,7 @@ function match(method: string, t: string[]): { route: JarRouteName; jarId?: stri
   if (t[0] !== 'jars') return undefined;
   if (t.length === 1 && method === 'GET') return { route: 'list' };
   if (t.length === 2 && t[1] === 'upload' && method === 'POST') return { route: 'upload' };
+  if (t.length === 2 && t[1] === 'fetch' && method === 'POST') return { route: 'fetch' };
   if (t.length === 2 && method === 'DELETE') return { route: 'delete', jarId: t[1]! };
   if (t.length === 3 && t[2] === 'plan' && (method === 'GET' || method === 'POST')) return { route: 'plan', jarId: t[1]! };
   if (t.length === 3 && t[2] === 'run' && method === 'POST') return { route: 'run', jarId: t[1]! };

@@ -1,10 +1,13 @@
 import { Router } from 'express';
+import type { FetchProgress } from '../artifacts/fetch-progress';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
+import { GatewayError } from '../errors/gateway-error';
 import { sendJson } from './responses';
 
 export interface GatewayRouteDeps {
   cluster: JobManagerClient;
   isDraining: () => boolean;
+  fetches?: FetchProgress;
 }
 
 /** The gateway's own routes under /gateway/v1 (not Flink paths). */
@@ -20,6 +23,13 @@ export function createGatewayRoutes(deps: GatewayRouteDeps): Router {
     } catch {
       return sendJson(res, 503, { ready: false, reason: 'JobManager unreachable' });
     }
+  });
+  // Progress of jar fetches (URIs redacted): phase, bytes done/total, result.
+  router.get('/fetches', (_req, res) => sendJson(res, 200, { fetches: deps.fetches?.list() ?? [] }));
+  router.get('/fetches/:id', (req, res, next) => {
+    const rec = deps.fetches?.get(req.params.id);
+    if (!rec) return next(new GatewayError('GW_ROUTE_NOT_FOUND', { uri: req.originalUrl }));
+    sendJson(res, 200, rec);
   });
   return router;
 }

@@ -47,6 +47,16 @@ export function createJarRoutes(deps: JarRouteDeps) {
           const result = await uploadJar(req, deps.cluster, deps.uploadMaxBytes, log);
           return sendJson(res, 200, result.body);
         }
+        case 'fetch': {
+          const body = await readJsonObject(req, 64 * 1024, 'JarFetchRequestBody');
+          if (typeof body.uri !== 'string' || body.uri.trim() === '') {
+            throw new GatewayError('GW_REQUEST_MALFORMED', { type: 'JarFetchRequestBody', reason: 'uri must be a non-empty string, e.g. {"uri":"s3://bucket/app.jar"}' });
+          }
+          if (body.sha256 !== undefined && body.sha256 !== null && typeof body.sha256 !== 'string') {
+            throw new GatewayError('GW_REQUEST_MALFORMED', { type: 'JarFetchRequestBody', reason: 'sha256 must be a string of 64 hexadecimal characters' });
+          }
+          return sendJson(res, 200, await deps.runs.fetchJar(body.uri, (body.sha256 as string | undefined) ?? undefined, log));
+        }
         case 'delete': {
           const r = await deps.cluster.json('DELETE', `/v1/jars/${encodeURIComponent(jarId)}${query}`, { operation: 'delete jar' });
           if (r.status === 200) return sendJson(res, 200, r.body);

@@ -1,6 +1,8 @@
 import { GatewayError } from '../errors/gateway-error';
 
 export const JOB_JAR_KEY = 'user.artifacts.job-jar';
+/** Optional SHA-256 pin of the job jar: a mismatch fails the run before anything starts. */
+export const JOB_JAR_SHA256_KEY = 'user.artifacts.job-jar.sha256';
 const HEX32 = /^[0-9a-fA-F]{32}$/;
 const CLAIM_MODES = ['CLAIM', 'NO_CLAIM', 'LEGACY'];
 

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { summariseFlinkErrors } from '../cluster/flink-errors';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
-import { JOB_JAR_KEY, type JarRequest } from './run-request';
+import { JOB_JAR_KEY, JOB_JAR_SHA256_KEY, type JarRequest } from './run-request';
 import { SingleFlight } from './single-flight';
 
 /**
@@ -11,15 +11,19 @@ import { SingleFlight } from './single-flight';
  * JobManager, and cleans it up afterwards. Implemented by the artifacts feature.
  */
 export interface RemoteJarSource {
-  prepare(uri: string, ctx: { jobId?: string; log: Logger }): Promise<PreparedJar>;
+  prepare(uri: string, ctx: { jobId?: string; sha256?: string; log: Logger }): Promise<PreparedJar>;
 }
 
 export interface PreparedJar {
   jarId: string;
+  /** Absolute JobManager path, as Flink's upload answers it. */
+  filename: string;
   /** Keys added to the forwarded configuration, e.g. gateway.artifact.{uri,sha256,version}. */
   provenance: Record<string, string>;
   /** Removes the transient jar from the JobManager; never throws. */
   release(): Promise<void>;
+  /** Keeps the jar on the JobManager (POST /jars/fetch) and only frees the local cache hold. */
+  detach(): void;
 }
 
 export interface RunServiceOptions {
@@ -73,6 +77,16 @@ export class RunService {
     });
   }
 
+  /** POST /jars/fetch: fetch a jar by URI and register it with the JobManager, like an upload. */
+  async fetchJar(uri: string, sha256: string | undefined, log: Logger): Promise<{ filename: string; status: 'success' }> {
+    if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
+    if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
+    const prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(sha256 ? { sha256 } : {}), log });
+    // The jar now belongs to the JobManager like an uploaded one: the caller deletes it.
+    prepared.detach();
+    return { filename: prepared.filename, status: 'success' };
+  }
+
   async plan(jarId: string, request: JarRequest | undefined, query: string, method: 'GET' | 'POST', log: Logger): Promise<unknown> {
     const doPlan = async (effectiveJarId: string) => {
       const res = await this.opts.cluster.json(method, `/v1/jars/${encodeURIComponent(effectiveJarId)}/plan${query}`, {
@@ -92,10 +106,16 @@ export class RunService {
     if (uri === undefined || uri.trim() === '') return fn(jarId);
     if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
-    const prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(request.jobId ? { jobId: request.jobId } : {}), log });
+    const pin = request.flinkConfiguration[JOB_JAR_SHA256_KEY];
+    const prepared = await this.opts.remoteJars.prepare(uri.trim(), {
+      ...(request.jobId ? { jobId: request.jobId } : {}),
+      ...(pin ? { sha256: pin } : {}),
+      log,
+    });
     // A future Flink that honours the key must not fetch a second time.
     const config = { ...request.flinkConfiguration, ...prepared.provenance };
     delete config[JOB_JAR_KEY];
+    delete config[JOB_JAR_SHA256_KEY];
     request.body.flinkConfiguration = config;
     try {
       return await fn(prepared.jarId);

@@ -1,7 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
+import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
 import { compose, createRegistry, type Gateway } from '../../src/composition';
 import type { RawEntry } from '../../src/config/registry';
 
@@ -14,11 +18,16 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-/** Starts an in-process gateway on 127.0.0.1:0 in front of `clusterUrl`. */
-export async function startGateway(clusterUrl: string, options: Record<string, string> = {}): Promise<TestGateway> {
-  const registry = createRegistry();
+/**
+ * Starts an in-process gateway on 127.0.0.1:0 in front of `clusterUrl`, with its own jar cache
+ * directory (removed on close) unless `gateway.artifacts.cache-dir` is given.
+ */
+export async function startGateway(clusterUrl: string, options: Record<string, string> = {}, plugins: readonly FsPluginDefinition[] = []): Promise<TestGateway> {
+  const registry = createRegistry(plugins);
   const raw = new Map<string, RawEntry>();
   raw.set('gateway.cluster.rest-url', { value: clusterUrl, source: 'test' });
+  const ownCache = options['gateway.artifacts.cache-dir'] === undefined ? mkdtempSync(join(tmpdir(), 'gw-test-cache-')) : undefined;
+  if (ownCache) raw.set('gateway.artifacts.cache-dir', { value: ownCache, source: 'test' });
   for (const [k, v] of Object.entries(options)) raw.set(k, { value: v, source: 'test' });
   const config = registry.resolve(raw);
   const logs: Record<string, unknown>[] = [];
@@ -29,7 +38,7 @@ export async function startGateway(clusterUrl: string, options: Record<string, s
     },
   });
   const logger: Logger = pino({ level: 'debug' }, sink);
-  const gateway = await compose(config, logger);
+  const gateway = await compose(config, logger, plugins);
   const server = createServer({ requestTimeout: 0 }, gateway.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;
@@ -41,6 +50,7 @@ export async function startGateway(clusterUrl: string, options: Record<string, s
     async close() {
       server.closeAllConnections();
       await gateway.close(server);
+      if (ownCache) rmSync(ownCache, { recursive: true, force: true });
     },
   };
 }

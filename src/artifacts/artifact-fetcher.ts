@@ -1,0 +1,184 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { GatewayError } from '../errors/gateway-error';
+import { downloadTo } from './download';
+import type { FetchProgress, FetchRecord } from './fetch-progress';
+import type { ObjectStat } from './fs-plugin';
+import type { CacheEntry, JarCache } from './jar-cache';
+import type { PluginRegistry } from './plugin-registry';
+import type { Semaphore } from './semaphore';
+import { checkUri, handoffName } from './uri-policy';
+import { redactUri } from './uri';
+import { zipProblem } from './zip-verify';
+
+export interface FetcherOptions {
+  plugins: PluginRegistry;
+  cache: JarCache;
+  slots: Semaphore;
+  progress: FetchProgress;
+  allowedSchemes: readonly string[];
+  maxBytes: number;
+  timeoutMs: number;
+  retries: number;
+  progressIntervalMs: number;
+  log: Logger;
+  /** Aborted at shutdown. */
+  shutdown?: AbortSignal;
+}
+
+/** A verified jar in the cache, held (not evictable) until `release()`. */
+export interface FetchedJar {
+  path: string;
+  sha256: string;
+  size: number;
+  version?: string;
+  /** Redacted URI, for provenance and logs. */
+  uri: string;
+  /** Hand-off file name derived from the URI. */
+  name: string;
+  fromCache: boolean;
+  release(): void;
+}
+
+const TRANSIENT = new Set(['GW_FETCH_UNAVAILABLE']);
+
+/**
+ * URI → verified jar on local disk. Policy first; then one shared download per URI at a time,
+ * revalidated against the cache by version, ETag or Last-Modified; streamed to a temp file while
+ * hashed; verified (size, store checksum, optional SHA-256 pin, zip structure); then renamed into
+ * the content-addressed cache.
+ */
+export class ArtifactFetcher {
+  private readonly inflight = new Map<string, Promise<CacheEntry & { fromCache: boolean }>>();
+
+  constructor(private readonly o: FetcherOptions) {}
+
+  async fetch(rawUri: string, opts: { sha256?: string; log?: Logger } = {}): Promise<FetchedJar> {
+    const uri = checkUri(rawUri, this.o.allowedSchemes, this.o.plugins);
+    const pin = opts.sha256?.trim().toLowerCase();
+    if (pin !== undefined && !/^[0-9a-f]{64}$/.test(pin)) {
+      throw new GatewayError('GW_FETCH_URI_INVALID', { uri: redactUri(uri), reason: 'the sha256 pin must be 64 hexadecimal characters' });
+    }
+    const key = createHash('sha256').update(uri.href).digest('hex');
+    let shared = this.inflight.get(key);
+    if (!shared) {
+      shared = this.fetchOnce(uri, key, pin, opts.log ?? this.o.log).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, shared);
+    }
+    const entry = await shared;
+    if (pin !== undefined && entry.sha256 !== pin) {
+      throw new GatewayError('GW_FETCH_DIGEST_MISMATCH', { uri: redactUri(uri), actual: entry.sha256, expected: pin });
+    }
+    const release = this.o.cache.hold(entry.sha256);
+    return {
+      path: this.o.cache.blobPath(entry.sha256),
+      sha256: entry.sha256,
+      size: entry.size,
+      ...(entry.version !== undefined ? { version: entry.version } : {}),
+      uri: redactUri(uri),
+      name: handoffName(uri),
+      fromCache: entry.fromCache,
+      release,
+    };
+  }
+
+  private async fetchOnce(uri: URL, key: string, pin: string | undefined, log: Logger): Promise<CacheEntry & { fromCache: boolean }> {
+    const fs = this.o.plugins.fileSystemFor(uri.protocol.replace(/:$/, '').toLowerCase())!;
+    const rec = this.o.progress.start(redactUri(uri));
+    const flog = log.child({ fetchId: rec.id, uri: rec.uri });
+    const timeout = AbortSignal.timeout(this.o.timeoutMs);
+    const signal = this.o.shutdown ? AbortSignal.any([timeout, this.o.shutdown]) : timeout;
+    const release = await this.o.slots.acquire().catch((err: unknown) => {
+      this.o.progress.finish(rec, { phase: 'failed', error: (err as Error).message });
+      throw err;
+    });
+    try {
+      rec.phase = 'checking';
+      const stat = await this.retrying(() => fs.stat(uri, signal), signal, flog);
+      if (stat.size !== undefined && stat.size > this.o.maxBytes) {
+        throw new GatewayError('GW_FETCH_TOO_LARGE', { uri: rec.uri, limit: this.o.maxBytes });
+      }
+      const cached = this.o.cache.lookup(key);
+      if (cached && (isCurrent(cached, stat) || (pin !== undefined && cached.sha256 === pin))) {
+        flog.info({ sha256: cached.sha256 }, 'jar unchanged; using the cached copy');
+        this.o.progress.finish(rec, { phase: 'cached', sha256: cached.sha256 });
+        return { ...cached, fromCache: true };
+      }
+      rec.total = stat.size;
+      const entry = await this.retrying(() => this.download(uri, key, rec, stat, signal, flog), signal, flog);
+      this.o.progress.finish(rec, { phase: 'done', sha256: entry.sha256 });
+      void this.o.cache.evict().catch((err: unknown) => flog.warn({ err: (err as Error).message }, 'cache eviction failed'));
+      return { ...entry, fromCache: false };
+    } catch (err) {
+      const e = timeout.aborted ? new GatewayError('GW_FETCH_TIMEOUT', { uri: rec.uri, timeoutMs: this.o.timeoutMs }, { cause: err }) : err;
+      this.o.progress.finish(rec, { phase: 'failed', error: (e as Error).message });
+      throw e;
+    } finally {
+      release();
+    }
+  }
+
+  private async download(uri: URL, key: string, rec: FetchRecord, stat: ObjectStat, signal: AbortSignal, log: Logger): Promise<CacheEntry> {
+    const tmp = join(this.o.cache.tmpDir, `${randomUUID()}.part`);
+    rec.phase = 'downloading';
+    rec.bytes = 0;
+    const started = performance.now();
+    const timer = setInterval(() => {
+      const secs = (performance.now() - started) / 1000;
+      log.info({ bytes: rec.bytes, total: rec.total, mibPerSec: Math.round((rec.bytes / 1048576 / secs) * 10) / 10 }, 'fetch in progress');
+    }, this.o.progressIntervalMs).unref();
+    try {
+      const result = await downloadTo(this.o.plugins.fileSystemFor(uri.protocol.replace(/:$/, ''))!, uri, tmp, {
+        signal,
+        maxBytes: this.o.maxBytes,
+        onProgress: (b) => (rec.bytes = b),
+      });
+      rec.phase = 'verifying';
+      const problem = await zipProblem(tmp);
+      if (problem) throw new GatewayError('GW_FETCH_NOT_JAR', { uri: rec.uri, reason: problem });
+      const st = { ...stat, ...result.stat };
+      const entry = await this.o.cache.commit(key, tmp, {
+        uri: rec.uri,
+        sha256: result.sha256,
+        size: result.size,
+        ...(st.etag !== undefined ? { etag: st.etag } : {}),
+        ...(st.version !== undefined ? { version: st.version } : {}),
+        ...(st.lastModified !== undefined ? { lastModified: st.lastModified } : {}),
+      });
+      const ms = performance.now() - started;
+      log.info({ sha256: result.sha256, bytes: result.size, ms: Math.round(ms), mibPerSec: Math.round((result.size / 1048576 / (ms / 1000)) * 10) / 10 }, 'jar fetched');
+      return entry;
+    } catch (err) {
+      await unlink(tmp).catch(() => undefined); // no partial file is ever used
+      throw err;
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  /** Retries transient store failures with exponential backoff; everything else fails at once. */
+  private async retrying<T>(fn: () => Promise<T>, signal: AbortSignal, log: Logger): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        const code = (err as { code?: string }).code ?? '';
+        if (signal.aborted || attempt >= this.o.retries || !TRANSIENT.has(code)) throw err;
+        const delay = 500 * 2 ** attempt;
+        log.warn({ attempt: attempt + 1, delayMs: delay, code }, 'transient fetch failure; retrying');
+        await sleep(delay, undefined, { signal });
+      }
+    }
+  }
+}
+
+/** Is a cached copy still what the store holds? Version beats ETag beats Last-Modified + size. */
+function isCurrent(cached: CacheEntry, stat: ObjectStat): boolean {
+  if (stat.version !== undefined) return cached.version === stat.version;
+  if (stat.etag !== undefined) return cached.etag === stat.etag;
+  if (stat.lastModified !== undefined && stat.size !== undefined) return cached.lastModified === stat.lastModified && cached.size === stat.size;
+  return false;
+}

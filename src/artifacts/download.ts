@@ -1,0 +1,67 @@
+import { createHash, type Hash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { crc32 } from 'node:zlib';
+import { GatewayError } from '../errors/gateway-error';
+import type { FileSystem, ObjectStat } from './fs-plugin';
+import { redactUri } from './uri';
+
+/**
+ * Hashes (SHA-256, plus the store's own checksum when it offers one), counts and bounds the bytes
+ * of a download as they stream to disk.
+ */
+class Meter extends Transform {
+  readonly sha = createHash('sha256');
+  private readonly md5?: Hash;
+  private crc = 0;
+  bytes = 0;
+
+  constructor(private readonly maxBytes: number, private readonly uri: URL, private readonly integrity: ObjectStat['integrity'], private readonly onProgress: (bytes: number) => void) {
+    super({ highWaterMark: 1024 * 1024 });
+    if (integrity?.algorithm === 'md5') this.md5 = createHash('md5');
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.maxBytes) {
+      done(new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(this.uri), limit: this.maxBytes }));
+      return;
+    }
+    this.sha.update(chunk);
+    this.md5?.update(chunk);
+    if (this.integrity?.algorithm === 'crc32') this.crc = crc32(chunk, this.crc);
+    this.onProgress(this.bytes);
+    done(null, chunk);
+  }
+
+  /** The store checksum's mismatch, if any. */
+  integrityProblem(): string | undefined {
+    if (!this.integrity) return undefined;
+    const actual = this.integrity.algorithm === 'md5' ? this.md5!.digest('hex') : (this.crc >>> 0).toString(16).padStart(8, '0');
+    return actual === this.integrity.expected.toLowerCase() ? undefined : `${this.integrity.algorithm} ${actual} ≠ ${this.integrity.expected}`;
+  }
+}
+
+export interface DownloadResult {
+  sha256: string;
+  size: number;
+  stat: ObjectStat;
+}
+
+/** Streams one object to `file` (a fresh temporary name), checking size and store checksum. */
+export async function downloadTo(fs: FileSystem, uri: URL, file: string, opts: { signal: AbortSignal; maxBytes: number; onProgress: (bytes: number) => void }): Promise<DownloadResult> {
+  const { stream, stat } = await fs.open(uri, { signal: opts.signal });
+  if (stat.size !== undefined && stat.size > opts.maxBytes) {
+    stream.destroy();
+    throw new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(uri), limit: opts.maxBytes });
+  }
+  const meter = new Meter(opts.maxBytes, uri, stat.integrity, opts.onProgress);
+  await pipeline(stream, meter, createWriteStream(file, { flags: 'wx' }), { signal: opts.signal });
+  if (stat.size !== undefined && meter.bytes !== stat.size) {
+    throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the store announced ${stat.size} bytes but sent ${meter.bytes}` });
+  }
+  const problem = meter.integrityProblem();
+  if (problem) throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the bytes do not match the store's checksum (${problem})` });
+  return { sha256: meter.sha.digest('hex'), size: meter.bytes, stat };
+}

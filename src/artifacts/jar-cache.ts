@@ -1,0 +1,120 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+
+/** What the cache remembers about one URI (never the URI's query: it may hold a signature). */
+export interface CacheEntry {
+  uri: string;
+  sha256: string;
+  size: number;
+  etag?: string;
+  version?: string;
+  lastModified?: number;
+  fetchedAt: number;
+  lastUsed: number;
+}
+
+/**
+ * Content-addressed jar cache: `blobs/<sha256>.jar`, an index by URI key in `index/<key>.json`,
+ * downloads in `tmp/` (renamed into blobs only when complete and verified). The index is rebuilt
+ * from disk at start; eviction is least-recently-used and never removes a blob in use.
+ */
+export class JarCache {
+  private readonly entries = new Map<string, CacheEntry>();
+  private readonly inUse = new Map<string, number>();
+
+  constructor(
+    readonly dir: string,
+    private readonly maxBytes: number,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get tmpDir(): string {
+    return join(this.dir, 'tmp');
+  }
+
+  blobPath(sha256: string): string {
+    return join(this.dir, 'blobs', `${sha256}.jar`);
+  }
+
+  async init(): Promise<void> {
+    await rm(this.tmpDir, { recursive: true, force: true }); // leftovers of interrupted downloads
+    for (const d of ['blobs', 'index', 'tmp']) await mkdir(join(this.dir, d), { recursive: true });
+    for (const name of await readdir(join(this.dir, 'index'))) {
+      if (!name.endsWith('.json')) continue;
+      try {
+        const entry = JSON.parse(await readFile(join(this.dir, 'index', name), 'utf8')) as CacheEntry;
+        if (existsSync(this.blobPath(entry.sha256))) this.entries.set(name.slice(0, -5), entry);
+        else await unlink(join(this.dir, 'index', name));
+      } catch {
+        await unlink(join(this.dir, 'index', name)).catch(() => undefined);
+      }
+    }
+    this.log.info({ dir: this.dir, entries: this.entries.size }, 'jar cache ready');
+  }
+
+  lookup(key: string): CacheEntry | undefined {
+    const e = this.entries.get(key);
+    return e && existsSync(this.blobPath(e.sha256)) ? e : undefined;
+  }
+
+  hasBlob(sha256: string): boolean {
+    return existsSync(this.blobPath(sha256));
+  }
+
+  /** Moves a verified download into place and records it. */
+  async commit(key: string, tmpFile: string, entry: Omit<CacheEntry, 'fetchedAt' | 'lastUsed'>): Promise<CacheEntry> {
+    const target = this.blobPath(entry.sha256);
+    if (existsSync(target)) await unlink(tmpFile);
+    else await rename(tmpFile, target);
+    const full: CacheEntry = { ...entry, fetchedAt: this.now(), lastUsed: this.now() };
+    this.entries.set(key, full);
+    await writeFile(join(this.dir, 'index', `${key}.json`), JSON.stringify(full));
+    return full;
+  }
+
+  /** Marks a blob in use until the returned function is called. */
+  hold(sha256: string): () => void {
+    this.inUse.set(sha256, (this.inUse.get(sha256) ?? 0) + 1);
+    for (const e of this.entries.values()) if (e.sha256 === sha256) e.lastUsed = this.now();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const n = (this.inUse.get(sha256) ?? 1) - 1;
+      if (n <= 0) this.inUse.delete(sha256);
+      else this.inUse.set(sha256, n);
+    };
+  }
+
+  /** Evicts least recently used blobs until the cache fits, skipping blobs in use. */
+  async evict(): Promise<void> {
+    const blobs = new Map<string, { size: number; lastUsed: number; keys: string[] }>();
+    for (const [key, e] of this.entries) {
+      const b = blobs.get(e.sha256) ?? { size: e.size, lastUsed: 0, keys: [] };
+      b.lastUsed = Math.max(b.lastUsed, e.lastUsed);
+      b.keys.push(key);
+      blobs.set(e.sha256, b);
+    }
+    let total = 0;
+    for (const sha of blobs.keys()) total += (await stat(this.blobPath(sha)).catch(() => ({ size: 0 }))).size;
+    const order = [...blobs.entries()].sort((a, b) => a[1].lastUsed - b[1].lastUsed);
+    for (const [sha, b] of order) {
+      if (total <= this.maxBytes) break;
+      if (this.inUse.has(sha)) continue;
+      await unlink(this.blobPath(sha)).catch(() => undefined);
+      for (const key of b.keys) {
+        this.entries.delete(key);
+        await unlink(join(this.dir, 'index', `${key}.json`)).catch(() => undefined);
+      }
+      total -= b.size;
+      this.log.info({ sha256: sha, size: b.size }, 'evicted jar from cache');
+    }
+  }
+
+  stats(): { entries: number; inUse: number } {
+    return { entries: this.entries.size, inUse: this.inUse.size };
+  }
+}

@@ -1,0 +1,74 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { OptionDef, OptionType } from '../config/types';
+
+function option<T extends OptionType>(def: OptionDef<T>): OptionDef<T> {
+  return def;
+}
+
+const section = 'Remote jars';
+
+/** Options of the artifacts feature (fetching, cache, policy). Plugin options live in fs-plugins/. */
+export const artifactOptions = {
+  fetchTimeout: option({
+    key: 'user.artifacts.fetch-timeout', type: 'duration', default: 120_000, min: 1, section,
+    description: 'Longest time one jar fetch may take (request and transfer). Stays below the Flink client\'s 5 min idleness timeout, so a slow store fails the run with a clear error instead of a dropped connection.',
+  }),
+  maxSize: option({
+    key: 'user.artifacts.max-size', type: 'memory', default: 512 * 1024 ** 2, min: 1, section,
+    description: 'Largest jar the gateway fetches: the declared size is checked first, then the bytes while streaming.',
+  }),
+  maxConcurrentFetches: option({
+    key: 'user.artifacts.max-concurrent-fetches', type: 'int', default: 4, min: 1, section,
+    description: 'Fetches running at once; further fetches wait in a queue.',
+  }),
+  fetchQueueSize: option({
+    key: 'gateway.artifacts.fetch-queue-size', type: 'int', default: 32, min: 0, section,
+    description: 'Fetches allowed to wait for a slot; beyond that a request gets 503 with Retry-After.',
+  }),
+  fetchRetries: option({
+    key: 'gateway.artifacts.fetch-retries', type: 'int', default: 2, min: 0, max: 10, section,
+    description: 'Retries of a fetch after a transient store failure (unreachable, 5xx, reset), with exponential backoff from 500 ms; never after not-found, denied or too-large.',
+  }),
+  progressInterval: option({
+    key: 'gateway.artifacts.progress-interval', type: 'duration', default: 5000, min: 100, section,
+    description: 'How often a running fetch logs its progress (bytes, total, rate).',
+  }),
+  disallowRestrictedHosts: option({
+    key: 'user.artifacts.disallow-restricted-hosts', type: 'boolean', default: true, section,
+    description: 'Refuse to connect to loopback, link-local, private, unique-local, multicast and unspecified addresses (checked on the resolved address at connect time and after every redirect, for every plugin).',
+  }),
+  restrictedHostsAllowed: option({
+    key: 'user.artifacts.restricted-hosts.allowed', type: 'list', default: [], section,
+    description: 'host:port entries exempt from user.artifacts.disallow-restricted-hosts, separated by ";" (a private MinIO, an internal Artifactory). List the storage endpoints you configure here.',
+  }),
+  allowedSchemes: option({
+    key: 'user.artifacts.allowed-schemes', type: 'list', default: ['https', 's3', 's3a', 's3p', 'wasbs', 'abfss'], section,
+    description: 'URI schemes a run may name, separated by ";". Plain http, wasb, abfs and file must be added explicitly (and http also needs user.artifacts.raw-http-enabled, file user.artifacts.local-file.enabled).',
+  }),
+  caBundle: option({
+    key: 'user.artifacts.ca-bundle', type: 'string', section,
+    description: 'Path of a PEM file with extra CA certificates trusted by the HTTP, S3 and Azure plugins (private endpoints). System CAs stay trusted.',
+  }),
+  cacheDir: option({
+    key: 'gateway.artifacts.cache-dir', type: 'string', default: join(tmpdir(), 'flink-jar-gateway-cache'), section,
+    description: 'Content-addressed jar cache (blobs named by SHA-256 plus an index by URI). Leftover temporary files are removed at start. Put it on the volume shared with the JobManager for zero-copy hand-off.',
+  }),
+  cacheMaxSize: option({
+    key: 'gateway.artifacts.cache.max-size', type: 'memory', default: 10 * 1024 ** 3, min: 0, section,
+    description: 'Size bound of the jar cache; least recently used jars are evicted, never one in use.',
+  }),
+  handoff: option({
+    key: 'gateway.artifacts.handoff', type: 'enum', default: 'auto', values: ['auto', 'upload', 'shared-dir'], section,
+    description: 'How a fetched jar reaches the JobManager: "upload" (multipart to /v1/jars/upload, works anywhere), "shared-dir" (hard link into <web.upload.dir>/flink-web-upload, no second copy; needs web.upload.dir shared with the JobManager), "auto" (shared-dir when web.upload.dir is known, else upload).',
+  }),
+  // Flink's own artifact keys: accepted so that one config file serves Flink and the gateway.
+  baseDir: option({
+    key: 'user.artifacts.base-dir', type: 'string', section,
+    description: 'Flink\'s application-mode artifact directory. Not used by the gateway (see gateway.artifacts.cache-dir); accepted so a shared Flink config file loads.',
+  }),
+  artifactList: option({
+    key: 'user.artifacts.artifact-list', type: 'list', section,
+    description: 'Flink\'s extra application-mode artifacts. Not used by the gateway yet; accepted so a shared Flink config file loads.',
+  }),
+} satisfies Record<string, OptionDef>;

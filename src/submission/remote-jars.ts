@@ -1,0 +1,42 @@
+import type { Logger } from 'pino';
+import type { ArtifactFetcher } from '../artifacts/artifact-fetcher';
+import type { HandedOffJar, JarHandoff } from '../cluster/jar-handoff';
+import type { PreparedJar, RemoteJarSource } from './run-service';
+
+/**
+ * The remote-jar seam of the run pipeline: fetch (policy, cache, verify) → hand the jar to the
+ * JobManager → provenance for the forwarded configuration. The cached blob stays held until the
+ * transient jar is released.
+ */
+export class RemoteJars implements RemoteJarSource {
+  constructor(private readonly fetcher: ArtifactFetcher, private readonly handoff: JarHandoff) {}
+
+  async prepare(uri: string, ctx: { jobId?: string; sha256?: string; log: Logger }): Promise<PreparedJar> {
+    const jar = await this.fetcher.fetch(uri, { ...(ctx.sha256 !== undefined ? { sha256: ctx.sha256 } : {}), log: ctx.log });
+    let handed: HandedOffJar;
+    try {
+      handed = await this.handoff.handOff(jar.path, jar.name);
+    } catch (err) {
+      jar.release();
+      throw err;
+    }
+    ctx.log.info({ jarId: handed.jarId, sha256: jar.sha256, fromCache: jar.fromCache, handoff: this.handoff.mode }, 'remote jar handed to the JobManager');
+    return {
+      jarId: handed.jarId,
+      filename: handed.filename,
+      provenance: {
+        'gateway.artifact.uri': jar.uri,
+        'gateway.artifact.sha256': jar.sha256,
+        ...(jar.version !== undefined ? { 'gateway.artifact.version': jar.version } : {}),
+      },
+      detach: () => jar.release(),
+      release: async () => {
+        try {
+          await handed.release();
+        } finally {
+          jar.release();
+        }
+      },
+    };
+  }
+}

@@ -1,0 +1,176 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import pino from 'pino';
+import { ArtifactFetcher } from '../../../src/artifacts/artifact-fetcher';
+import { fetchError } from '../../../src/artifacts/fetch-error';
+import { FetchProgress } from '../../../src/artifacts/fetch-progress';
+import type { FileSystem, FsPluginDefinition, ObjectStat } from '../../../src/artifacts/fs-plugin';
+import { JarCache } from '../../../src/artifacts/jar-cache';
+import { PluginRegistry } from '../../../src/artifacts/plugin-registry';
+import { Semaphore } from '../../../src/artifacts/semaphore';
+import { buildJar } from '../../helpers/jars';
+
+/**
+ * A fake store (in memory) standing in for a plugin, to exercise the fetcher's own logic: policy,
+ * single-flight, cache revalidation, pins, limits, retries. Real stores are covered by the
+ * contract suite and the e2e tests.
+ */
+class MemoryStore implements FileSystem {
+  readonly supportsRange = false;
+  objects = new Map<string, { bytes: Buffer; stat: ObjectStat }>();
+  opens = 0;
+  failNextOpens = 0;
+  gate?: Promise<void>;
+
+  put(path: string, bytes: Buffer, stat: ObjectStat = {}) {
+    this.objects.set(path, { bytes, stat: { size: bytes.length, ...stat } });
+  }
+  async stat(uri: URL): Promise<ObjectStat> {
+    const o = this.objects.get(uri.pathname);
+    if (!o) throw fetchError.notFound(uri, '404');
+    return o.stat;
+  }
+  async open(uri: URL) {
+    this.opens++;
+    if (this.failNextOpens > 0) {
+      this.failNextOpens--;
+      throw fetchError.unavailable(uri, '503 SlowDown');
+    }
+    await this.gate;
+    const o = this.objects.get(uri.pathname);
+    if (!o) throw fetchError.notFound(uri, '404');
+    return { stream: Readable.from([o.bytes.subarray(0, 10), o.bytes.subarray(10)]), stat: o.stat };
+  }
+  async close() {}
+}
+
+describe('ArtifactFetcher', () => {
+  let dir: string;
+  let store: MemoryStore;
+  let fetcher: ArtifactFetcher;
+  const jar = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n', 'a/B.class': randomBytes(500) });
+  const sha = createHash('sha256').update(jar).digest('hex');
+
+  const make = (over: Partial<{ maxBytes: number; max: number; queue: number }> = {}) => {
+    const plugin: FsPluginDefinition = { name: 'mem', schemes: ['mem'], options: [], create: () => store };
+    const cache = new JarCache(join(dir, 'cache'), 1024 ** 3, pino({ level: 'silent' }));
+    return cache.init().then(
+      () =>
+        new ArtifactFetcher({
+          plugins: new PluginRegistry([plugin], () => ({}) as never),
+          cache,
+          slots: new Semaphore(over.max ?? 4, over.queue ?? 32),
+          progress: new FetchProgress(),
+          allowedSchemes: ['mem'],
+          maxBytes: over.maxBytes ?? 1024 * 1024,
+          timeoutMs: 10_000,
+          retries: 2,
+          progressIntervalMs: 1000,
+          log: pino({ level: 'silent' }),
+        }),
+    );
+  };
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'fetcher-test-'));
+    store = new MemoryStore();
+    store.put('/app.jar', jar, { etag: 'v1' });
+    fetcher = await make();
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('downloads, verifies and names the jar after the URI', async () => {
+    const got = await fetcher.fetch('mem://bucket/app.jar');
+    expect(got).toMatchObject({ sha256: sha, size: jar.length, name: 'app.jar', uri: 'mem://bucket/app.jar', fromCache: false });
+    got.release();
+  });
+
+  it('does not download an unchanged object again (same ETag)', async () => {
+    (await fetcher.fetch('mem://bucket/app.jar')).release();
+    const again = await fetcher.fetch('mem://bucket/app.jar');
+    expect(again.fromCache).toBe(true);
+    expect(store.opens).toBe(1);
+    store.put('/app.jar', jar, { etag: 'v2' });
+    expect((await fetcher.fetch('mem://bucket/app.jar')).fromCache).toBe(false);
+    expect(store.opens).toBe(2);
+  });
+
+  it('shares one download among concurrent requests for one URI', async () => {
+    let open!: () => void;
+    store.gate = new Promise((r) => (open = r));
+    const all = Array.from({ length: 10 }, () => fetcher.fetch('mem://bucket/app.jar'));
+    setTimeout(open, 50);
+    const got = await Promise.all(all);
+    expect(new Set(got.map((g) => g.sha256))).toEqual(new Set([sha]));
+    expect(store.opens).toBe(1);
+  });
+
+  it('re-fetches an object without ETag or version unless a pin matches the cached digest', async () => {
+    store.put('/plain.jar', jar, {});
+    (await fetcher.fetch('mem://bucket/plain.jar')).release();
+    (await fetcher.fetch('mem://bucket/plain.jar')).release();
+    expect(store.opens).toBe(2);
+    expect((await fetcher.fetch('mem://bucket/plain.jar', { sha256: sha })).fromCache).toBe(true);
+    expect(store.opens).toBe(2);
+  });
+
+  it('refuses a pin mismatch', async () => {
+    await expect(fetcher.fetch('mem://bucket/app.jar', { sha256: 'a'.repeat(64) })).rejects.toMatchObject({ code: 'GW_FETCH_DIGEST_MISMATCH' });
+  });
+
+  it('refuses an object whose declared size is over the limit, without reading it', async () => {
+    store.put('/big.jar', jar, { size: 10 * 1024 * 1024 });
+    await expect(fetcher.fetch('mem://bucket/big.jar')).rejects.toMatchObject({ code: 'GW_FETCH_TOO_LARGE' });
+    expect(store.opens).toBe(0);
+  });
+
+  it('refuses bytes over the limit while streaming, and keeps no partial file', async () => {
+    const f = await make({ maxBytes: 100 });
+    store.put('/liar.jar', jar, { size: undefined });
+    await expect(f.fetch('mem://bucket/liar.jar')).rejects.toMatchObject({ code: 'GW_FETCH_TOO_LARGE' });
+    expect(readdirSync(join(dir, 'cache', 'tmp'))).toEqual([]);
+    expect(readdirSync(join(dir, 'cache', 'blobs'))).toEqual([]);
+  });
+
+  it('refuses something that is not a jar', async () => {
+    store.put('/x.jar', randomBytes(1000), { etag: 'x' });
+    await expect(fetcher.fetch('mem://bucket/x.jar')).rejects.toMatchObject({ code: 'GW_FETCH_NOT_JAR' });
+    expect(readdirSync(join(dir, 'cache', 'blobs'))).toEqual([]);
+  });
+
+  it('retries transient failures, not permanent ones', async () => {
+    store.failNextOpens = 2;
+    expect((await fetcher.fetch('mem://bucket/app.jar')).sha256).toBe(sha);
+    expect(store.opens).toBe(3);
+    await expect(fetcher.fetch('mem://bucket/missing.jar')).rejects.toMatchObject({ code: 'GW_FETCH_NOT_FOUND' });
+  });
+
+  it('verifies the store checksum end to end', async () => {
+    store.put('/md5.jar', jar, { etag: 'm', integrity: { algorithm: 'md5', expected: createHash('md5').update(jar).digest('hex') } });
+    expect((await fetcher.fetch('mem://bucket/md5.jar')).sha256).toBe(sha);
+    store.put('/bad.jar', jar, { etag: 'b', integrity: { algorithm: 'crc32', expected: 'deadbeef' } });
+    await expect(fetcher.fetch('mem://bucket/bad.jar')).rejects.toMatchObject({ code: 'GW_FETCH_UNAVAILABLE' });
+  });
+
+  it('refuses disallowed schemes, credentials in the URI and directories', async () => {
+    await expect(fetcher.fetch('ftp://host/app.jar')).rejects.toMatchObject({ code: 'GW_FETCH_SCHEME_UNSUPPORTED' });
+    await expect(fetcher.fetch('mem://user:pw@bucket/app.jar')).rejects.toMatchObject({ code: 'GW_FETCH_URI_INVALID' });
+    await expect(fetcher.fetch('mem://bucket/dir/')).rejects.toMatchObject({ code: 'GW_FETCH_URI_INVALID' });
+    await expect(fetcher.fetch('not a uri')).rejects.toMatchObject({ code: 'GW_FETCH_URI_INVALID' });
+  });
+
+  it('answers 503 with Retry-After when the wait queue is full', async () => {
+    const f = await make({ max: 1, queue: 0 });
+    let open!: () => void;
+    store.gate = new Promise((r) => (open = r));
+    store.put('/other.jar', jar, { etag: 'o' });
+    const first = f.fetch('mem://bucket/app.jar');
+    await new Promise((r) => setTimeout(r, 20));
+    await expect(f.fetch('mem://bucket/other.jar')).rejects.toMatchObject({ code: 'GW_FETCH_BUSY', status: 503, headers: { 'retry-after': '5' } });
+    open();
+    await first;
+  });
+});
