@@ -4,6 +4,7 @@ import { createRegistry, compose } from './composition';
 import { coreOptions } from './config/options';
 import { loadRaw, parseArgs } from './config/load';
 import { formatValue } from './config/types';
+import { errorsMarkdown } from './errors/docs';
 import { createLogger } from './logging';
 
 const USAGE = `Usage: flink-jar-gateway [--config <file.yaml>] [-D<key>=<value> ...]
@@ -20,6 +21,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;
+  }
+  if (args.printErrorDocs) {
+    process.stdout.write(errorsMarkdown());
+    return 0;
   }
   if (args.printConfigDocs) {
     process.stdout.write(registry.toMarkdown());

@@ -8,15 +8,17 @@ export interface CliArgs {
   dynamic: Map<string, string>;
   help: boolean;
   printConfigDocs: boolean;
+  printErrorDocs: boolean;
 }
 
 /** Parses Flink-CLI-style arguments: `-Dkey=value`, `-D key=value`, `--config <file>`, `--help`. */
 export function parseArgs(argv: readonly string[]): CliArgs {
-  const out: CliArgs = { dynamic: new Map(), help: false, printConfigDocs: false };
+  const out: CliArgs = { dynamic: new Map(), help: false, printConfigDocs: false, printErrorDocs: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--help' || a === '-h') out.help = true;
     else if (a === '--print-config-docs') out.printConfigDocs = true;
+    else if (a === '--print-error-docs') out.printErrorDocs = true;
     else if (a === '--config' || a === '-c') out.configFile = requireNext(argv, i++, a);
     else if (a.startsWith('--config=')) out.configFile = a.slice('--config='.length);
     else if (a === '-D') addDynamic(out, requireNext(argv, i++, a));

@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ERROR_CODES } from '../../../src/errors/codes';
+import { errorsMarkdown } from '../../../src/errors/docs';
 import { errorBody, GatewayError, isGatewayError } from '../../../src/errors/gateway-error';
 
 describe('error registry', () => {
@@ -15,5 +18,11 @@ describe('error registry', () => {
     expect(errorBody(err)).toEqual({ errors: ['GW_UPLOAD_FILE_COUNT: Exactly 1 file must be sent, received 2.'] });
     expect(isGatewayError(err)).toBe(true);
     expect(isGatewayError(new Error('x'))).toBe(false);
+  });
+});
+
+describe('docs/errors.md', () => {
+  it('is generated from the registry (run npm run docs:errors)', () => {
+    expect(readFileSync(join(__dirname, '..', '..', '..', 'docs', 'errors.md'), 'utf8')).toBe(errorsMarkdown());
   });
 });

@@ -1,0 +1,76 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../../src/project-root';
+import { startOrigin } from '../helpers/origin';
+import { runProcess } from '../helpers/run-process';
+
+// Runs the built CLI (npm test builds dist/ first), as a user would.
+const root = projectRoot(__dirname);
+const bin = join(root, 'bin', 'flink-jar-gateway.js');
+
+describe('the command line', () => {
+  it('refuses a Node older than 24 with one line', async () => {
+    const systemNode = '/usr/bin/node';
+    const major = existsSync(systemNode) ? Number(execFileSync(systemNode, ['-p', 'process.versions.node.split(".")[0]']).toString().trim()) : 99;
+    if (major >= 24) {
+      // Nothing older to try here; the check itself is a plain comparison in bin/.
+      expect(major).toBeGreaterThanOrEqual(24);
+      return;
+    }
+    const r = await runProcess(systemNode, [bin, '--help'], { timeoutMs: 20_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/needs Node\.js 24 or newer, but this is v\d+/);
+  });
+
+  it('prints the options from the registry with --help', async () => {
+    const r = await runProcess(process.execPath, [bin, '--help'], { timeoutMs: 20_000 });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('gateway.cluster.rest-url');
+    expect(r.stdout).toContain('rest.port');
+  });
+
+  it('reports every configuration problem at once and exits 2', async () => {
+    const r = await runProcess(process.execPath, [bin, '-Drest.port=high', '-Dgateway.upload.max-size=lots'], { timeoutMs: 20_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('2 problems');
+    expect(r.stderr).toContain('rest.port');
+    expect(r.stderr).toContain('gateway.upload.max-size');
+  });
+
+  it('says in one line what to do when Java is missing', async () => {
+    const r = await runProcess(process.execPath, [bin, '-Dgateway.embedded.java=/nonexistent/java', '-Drest.port=0'], { timeoutMs: 20_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/needs Java 17\+.*gateway\.cluster\.rest-url/);
+  });
+
+  it('fronts an existing JobManager, warns about secrets on the command line without printing them, and drains on SIGTERM', async () => {
+    const origin = await startOrigin((_req, res) => res.end('{}'));
+    const child = spawn(process.execPath, [bin, `-Dgateway.cluster.rest-url=${origin.url}`, '-Drest.port=0', '-Ds3.secret-key=cli-secret-987'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`not ready: ${out}`)), 20_000);
+        child.stdout.on('data', () => {
+          const m = /GATEWAY_URL=(\S+)/.exec(out);
+          if (m) {
+            clearTimeout(t);
+            resolve(m[1]!);
+          }
+        });
+      });
+      expect((await fetch(`${url}/gateway/v1/health`)).status).toBe(200);
+      const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      expect(await exit).toBe(0);
+      expect(out).toContain('a sensitive option was given with -D');
+      expect(out).not.toContain('cli-secret-987');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await origin.close();
+    }
+  });
+});
