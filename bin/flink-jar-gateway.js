@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-'use strict';
+
 // Plain JavaScript on purpose: this check must run before any dependency that needs Node 24 loads.
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 24) {

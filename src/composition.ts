@@ -14,7 +14,7 @@ import { EmbeddedCluster } from './cluster/embedded-cluster';
 import { JarHandoff } from './cluster/jar-handoff';
 import { JobManagerClient } from './cluster/jobmanager-client';
 import { coreOptions } from './config/options';
-import { Configuration, OptionsRegistry } from './config/registry';
+import { type Configuration, OptionsRegistry } from './config/registry';
 import { createApp } from './http/app';
 import { projectRoot } from './project-root';
 import { RemoteJars } from './submission/remote-jars';

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRegistry, compose } from './composition';
+import { compose, createRegistry, type Gateway } from './composition';
+import type { Configuration } from './config/registry';
 import { coreOptions } from './config/options';
 import { loadRaw, parseArgs } from './config/load';
 import { formatValue } from './config/types';
@@ -15,7 +16,7 @@ embedded Flink session cluster (Java 17 + Maven). Options (defaults → YAML →
 
 export async function main(argv: readonly string[]): Promise<number> {
   const registry = createRegistry();
-  let args;
+  let args: ReturnType<typeof parseArgs>;
   try {
     args = parseArgs(argv);
   } catch (err) {
@@ -35,7 +36,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n${lines.join('\n')}\n`);
     return 0;
   }
-  let config;
+  let config: Configuration;
   let warnings: string[] = [];
   try {
     const loaded = loadRaw(registry, args, process.env);
@@ -49,7 +50,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   for (const key of warnings) {
     logger.warn({ key }, 'a sensitive option was given with -D and is visible in the process list; use the config file or the environment instead');
   }
-  let gateway;
+  let gateway: Gateway;
   try {
     gateway = await compose(config, logger);
   } catch (err) {
