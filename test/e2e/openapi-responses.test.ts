@@ -1,5 +1,9 @@
-import { openAsBlob } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { openAsBlob, readFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { FormData, request } from 'undici';
+import { fetchError } from '../../src/artifacts/fetch-error';
+import type { FileSystem, FsPluginDefinition } from '../../src/artifacts/fs-plugin';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { json, newJobId, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
 import { assertMatchesSchema, assertMatchesSpec } from '../helpers/openapi';
@@ -17,6 +21,23 @@ async function upload(url: string, name: string): Promise<Reply> {
   form.append('file_0', await openAsBlob(WORDCOUNT_JAR), name);
   const res = await request(url, { method: 'POST', body: form });
   return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown>, headers: res.headers };
+}
+
+/** A store in memory (scheme `mem`) holding Flink's WordCount jar, for the remote-jar answers. */
+function memoryPlugin(jar: Buffer): FsPluginDefinition {
+  const fs: FileSystem = {
+    supportsRange: false,
+    async stat(uri) {
+      if (uri.pathname !== '/WordCount.jar') throw fetchError.notFound(uri, 'no such key');
+      return { size: jar.length, etag: 'v1' };
+    },
+    async open(uri) {
+      if (uri.pathname !== '/WordCount.jar') throw fetchError.notFound(uri, 'no such key');
+      return { stream: Readable.from([jar]), stat: { size: jar.length, etag: 'v1' } };
+    },
+    async close() {},
+  };
+  return { name: 'mem', schemes: ['mem'], options: [], create: () => fs };
 }
 
 function jarIdOf(r: Reply): string {
@@ -110,6 +131,11 @@ describe('real responses of the jar routes match openapi.yaml', () => {
     // Remote jars are off by default.
     expectCode(await call('POST', `/v1/jars/${jarId}/run`, { flinkConfiguration: { 'user.artifacts.job-jar': 'https://example.invalid/app.jar' } }), 400, 'GW_JAR_URI_DISABLED');
 
+    // POST /jars/fetch: the body is checked first, then the feature (off by default).
+    expectCode(await call('POST', '/jars/fetch', { uri: 's3://bucket/app.jar' }), 400, 'GW_JAR_URI_DISABLED');
+    expectCode(await call('POST', '/v1/jars/fetch', { uri: 'https://example.invalid/app.jar', sha256: 'ab'.repeat(32) }), 400, 'GW_JAR_URI_DISABLED');
+    expectCode(await call('POST', '/v1/jars/fetch', {}), 400, 'GW_REQUEST_MALFORMED');
+
     // Flink 2.3's run-application is not supported.
     expectCode(await call('POST', `/v1/jars/${jarId}/run-application`, {}), 400, 'GW_ROUTE_UNSUPPORTED');
 
@@ -137,6 +163,55 @@ describe('real responses of the jar routes match openapi.yaml', () => {
   it('the gateway routes answer as documented', async () => {
     expect((await call('GET', '/gateway/v1/health')).status).toBe(200);
     expect((await call('GET', '/gateway/v1/ready')).status).toBe(200);
+    const fetches = await call('GET', '/gateway/v1/fetches');
+    expect(fetches.status).toBe(200);
+    expect(Array.isArray(fetches.body.fetches)).toBe(true);
+    const unknown = await call('GET', `/gateway/v1/fetches/${randomUUID()}`);
+    expectCode(unknown, 404, 'GW_ROUTE_NOT_FOUND');
+  });
+
+  it('remote jars (POST /jars/fetch, run/plan by URI, fetch progress) answer as documented', async () => {
+    const jar = readFileSync(WORDCOUNT_JAR);
+    const sha256 = createHash('sha256').update(jar).digest('hex');
+    const remote = await startGateway(flinkUrl(), { 'web.submit.jar-uri.enable': 'true', 'user.artifacts.allowed-schemes': 'mem' }, [memoryPlugin(jar)]);
+    const fetched: string[] = [];
+    const rcall = async (method: string, path: string, body?: unknown): Promise<Reply> => {
+      const r = await json(method, `${remote.url}${path}`, body);
+      assertMatchesSpec(method, path, r);
+      return r;
+    };
+    try {
+      const ok = await rcall('POST', '/v1/jars/fetch', { uri: 'mem://bucket/WordCount.jar?token=secret', sha256: sha256.toUpperCase() });
+      expect(ok).toMatchObject({ status: 200, body: { status: 'success' } });
+      fetched.push(jarIdOf(ok));
+      const again = await rcall('POST', '/jars/fetch', { uri: 'mem://bucket/WordCount.jar' });
+      expect(again.status).toBe(200);
+      fetched.push(jarIdOf(again));
+
+      expectCode(await rcall('POST', '/jars/fetch', { uri: 'mem://bucket/WordCount.jar', sha256: '0'.repeat(64) }), 400, 'GW_FETCH_DIGEST_MISMATCH');
+      expectCode(await rcall('POST', '/jars/fetch', { uri: 'mem://bucket/missing.jar' }), 400, 'GW_FETCH_NOT_FOUND');
+      expectCode(await rcall('POST', '/v1/jars/fetch', { uri: 'gopher://h/app.jar' }), 400, 'GW_FETCH_SCHEME_UNSUPPORTED');
+      expectCode(await rcall('POST', '/v1/jars/fetch', { uri: 'not a uri' }), 400, 'GW_FETCH_URI_INVALID');
+
+      const plan = await rcall('POST', '/v1/jars/remote.jar/plan', { flinkConfiguration: { 'user.artifacts.job-jar': 'mem://bucket/WordCount.jar', 'user.artifacts.job-jar.sha256': sha256 } });
+      expect(plan.status).toBe(200);
+      expectCode(
+        await rcall('POST', '/jars/remote.jar/run', { flinkConfiguration: { 'user.artifacts.job-jar': 'mem://bucket/WordCount.jar', 'user.artifacts.job-jar.sha256': 'f'.repeat(64) } }),
+        400,
+        'GW_FETCH_DIGEST_MISMATCH',
+      );
+
+      const list = await rcall('GET', '/gateway/v1/fetches');
+      expect(list.status).toBe(200);
+      const records = list.body.fetches as { id: string; uri: string; phase: string }[];
+      expect(records.length).toBeGreaterThan(0);
+      expect(records.map((r) => r.phase)).toEqual(expect.arrayContaining(['done', 'failed']));
+      expect(records.every((r) => !r.uri.includes('secret'))).toBe(true);
+      for (const r of records) expect(await rcall('GET', `/gateway/v1/fetches/${r.id}`)).toMatchObject({ status: 200, body: { id: r.id } });
+    } finally {
+      for (const jarId of fetched) await json('DELETE', `${remote.url}/jars/${jarId}`);
+      await remote.close();
+    }
   });
 
   it('the JobManager\'s own success bodies match the same schemas (the spec models Flink\'s contract)', async () => {

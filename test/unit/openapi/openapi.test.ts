@@ -8,6 +8,7 @@ import { compileSchema, createAjv, HTTP_METHODS, loadSpec, matchSpecPath, schema
 const JAR_ROUTES: Record<JarRouteName, { methods: string[]; path: string }> = {
   list: { methods: ['get'], path: '/jars' },
   upload: { methods: ['post'], path: '/jars/upload' },
+  fetch: { methods: ['post'], path: '/jars/fetch' },
   delete: { methods: ['delete'], path: '/jars/{jarid}' },
   plan: { methods: ['get', 'post'], path: '/jars/{jarid}/plan' },
   run: { methods: ['post'], path: '/jars/{jarid}/run' },
@@ -105,6 +106,9 @@ describe('openapi.yaml', () => {
     }
     expect(spec.paths['/gateway/v1/health']?.get).toBeDefined();
     expect(spec.paths['/gateway/v1/ready']?.get).toBeDefined();
+    expect(spec.paths['/gateway/v1/fetches']?.get).toBeDefined();
+    expect(spec.paths['/gateway/v1/fetches/{id}']?.get).toBeDefined();
+    expect((spec.paths['/v1/jars/fetch']?.post as Operation | undefined)?.operationId).toBe('fetchJarFromUri');
   });
 
   it('uses ErrorResponse for every 4xx/5xx, and lists the cluster failures on every jar operation', () => {
@@ -193,6 +197,66 @@ describe('openapi.yaml', () => {
     expect(schemaValidator('JarRunResponseBody')({ jobId: '3f0c7c9a8f2e4d1b9a6e5c4b3a2f1e0d' })).toBe(false);
   });
 
+  it('documents remote jars on run and plan: the URI, its SHA-256 pin, the provenance keys and the fetch errors', () => {
+    const fc = spec.components.schemas.FlinkConfiguration as { properties: Record<string, unknown>; description: string };
+    expect(fc.properties['user.artifacts.job-jar.sha256']).toBeDefined();
+    for (const key of ['gateway.artifact.uri', 'gateway.artifact.sha256', 'gateway.artifact.version', 'GW_FETCH_DIGEST_MISMATCH']) {
+      expect(fc.description).toContain(key);
+    }
+    const run = schemaValidator('JarRunRequestBody');
+    const plan = schemaValidator('JarPlanRequestBody');
+    const remote = { flinkConfiguration: { 'user.artifacts.job-jar': 's3://b/app.jar', 'user.artifacts.job-jar.sha256': 'ab'.repeat(32) } };
+    expect(run(remote)).toBe(true);
+    expect(plan(remote)).toBe(true);
+    expect(run({ flinkConfiguration: { 'user.artifacts.job-jar.sha256': 'abc' } })).toBe(false);
+    // Every GW_FETCH_* code a URI can cause is listed on run, plan and fetch, under its status.
+    const fetchCodes = codes.filter((c) => c.startsWith('GW_FETCH_'));
+    for (const path of ['/v1/jars/{jarid}/run', '/v1/jars/{jarid}/plan', '/v1/jars/fetch']) {
+      const op = spec.paths[path]?.post as Operation;
+      for (const code of fetchCodes) {
+        const response = op.responses[String(ERROR_CODES[code].status)];
+        const name = String(response?.$ref ?? '').split('/').pop()!;
+        expect({ path, code, listed: String(spec.components.responses[name]?.description).includes(code) }).toEqual({ path, code, listed: true });
+      }
+    }
+    // GET plan takes no body, so it cannot name a URI.
+    const getPlan = JSON.stringify((spec.paths['/v1/jars/{jarid}/plan']?.get as Operation).responses);
+    const described = [...getPlan.matchAll(/responses\/(\w+)/g)].map((m) => String(spec.components.responses[m[1]!]?.description)).join(' ');
+    expect(described).not.toMatch(/GW_FETCH_|GW_JAR_URI_/);
+    // GW_FETCH_BUSY's 503 announces Retry-After.
+    const busy = String((spec.paths['/v1/jars/fetch']?.post as Operation).responses['503']?.$ref).split('/').pop()!;
+    expect((spec.components.responses[busy] as { headers?: Record<string, unknown> }).headers?.['Retry-After']).toBeDefined();
+  });
+
+  it('documents POST /jars/fetch and the fetch progress routes', () => {
+    const body = schemaValidator('JarFetchRequestBody');
+    expect(body({ uri: 's3://bucket/app.jar' })).toBe(true);
+    expect(body({ uri: 'https://h/app.jar', sha256: 'AB'.repeat(32) })).toBe(true);
+    expect(body({ uri: 's3://bucket/app.jar', sha256: null })).toBe(true);
+    expect(body({})).toBe(false);
+    expect(body({ uri: '' })).toBe(false);
+    expect(body({ uri: 's3://bucket/app.jar', sha256: 'abc' })).toBe(false);
+    const fetch = spec.paths['/jars/fetch']?.post as Operation;
+    expect(fetch.operationId).toBe('fetchJarFromUriUnversioned');
+    expect(fetch.responses['200']?.$ref).toBe('#/components/responses/JarFetchOk');
+    expect(spec.components.responses.JarFetchOk?.content).toEqual(spec.components.responses.JarUploadOk?.content);
+    expect(String(spec.components.responses.JarFetchBadRequest?.description)).toMatch(/GW_JAR_URI_DISABLED[\s\S]*web\.submit\.jar-uri\.enable/);
+
+    const record = schemaValidator('FetchRecord');
+    const running = { id: '0b6f3c1e-3a2d-4b5c-9d8e-7f6a5b4c3d2e', uri: 's3://bucket/app.jar', phase: 'downloading', bytes: 1024, total: 4096, startedAt: '2025-01-01T00:00:00.000Z' };
+    const done = { ...running, phase: 'done', bytes: 4096, finishedAt: '2025-01-01T00:00:01.000Z', sha256: 'ab'.repeat(32) };
+    const failed = { ...running, phase: 'failed', finishedAt: '2025-01-01T00:00:01.000Z', error: 's3://bucket/app.jar does not exist (404); check the bucket/container and the path.' };
+    for (const r of [running, done, failed]) expect(record(r)).toBe(true);
+    expect(record({ ...running, phase: 'paused' })).toBe(false);
+    expect(record({ ...running, id: 'x' })).toBe(false);
+    expect(record({ ...running, extra: 1 })).toBe(false);
+    expect(((spec.components.schemas.FetchPhase as { enum: string[] }).enum)).toEqual(['queued', 'checking', 'downloading', 'verifying', 'done', 'cached', 'failed']);
+    expect(schemaValidator('FetchList')({ fetches: [running, done] })).toBe(true);
+    expect(schemaValidator('FetchList')({})).toBe(false);
+    const one = spec.paths['/gateway/v1/fetches/{id}']?.get as Operation;
+    expect(Object.keys(one.responses).sort()).toEqual(['200', '404']);
+  });
+
   it('explains the pass-through and the error envelope in info.description', () => {
     const d = String(spec.info.description);
     expect(d).toMatch(/passed through/i);
@@ -202,6 +266,9 @@ describe('openapi.yaml', () => {
 
   it('resolves concrete paths to their templates', () => {
     expect(matchSpecPath('/v1/jars/upload')).toBe('/v1/jars/upload');
+    expect(matchSpecPath('/jars/fetch')).toBe('/jars/fetch');
+    expect(matchSpecPath('/gateway/v1/fetches')).toBe('/gateway/v1/fetches');
+    expect(matchSpecPath('/gateway/v1/fetches/0b6f3c1e-3a2d-4b5c-9d8e-7f6a5b4c3d2e')).toBe('/gateway/v1/fetches/{id}');
     expect(matchSpecPath(`/jars/${SAMPLE_JAR_ID}/run`)).toBe('/jars/{jarid}/run');
     expect(matchSpecPath(`/v1/jars/${SAMPLE_JAR_ID}`)).toBe('/v1/jars/{jarid}');
     expect(matchSpecPath('/jobs/overview')).toBeUndefined();
