@@ -26,7 +26,8 @@ export function checkUri(raw: string, allowedSchemes: readonly string[], plugins
     });
   }
   const scheme = uri.protocol.replace(/:$/, '').toLowerCase();
-  if (uri.username || uri.password) {
+  // wasb(s)/abfs(s) put the container where userinfo goes; anywhere else userinfo is a credential.
+  if (uri.password || (uri.username && !/^(wasbs?|abfss?)$/.test(scheme))) {
     throw new GatewayError('GW_FETCH_URI_INVALID', {
       uri: redactUri(uri),
       reason: 'credentials inside the URI are not accepted; the cluster uses its own configured credentials',

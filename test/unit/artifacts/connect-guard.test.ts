@@ -38,3 +38,9 @@ describe('URI helpers', () => {
     ['https://h/..%2F..%2Fetc%2Fpasswd', '_.._etc_passwd.jar'],
   ])('names the hand-off of %s as %s', (uri, name) => expect(handoffName(new URL(uri))).toBe(name));
 });
+
+describe('redactUri for Azure URIs', () => {
+  it('keeps the container, which sits where userinfo would', () => {
+    expect(redactUri('wasbs://jars@acct.blob.core.windows.net/dir/app.jar?sv=1&sig=SECRET')).toBe('wasbs://jars@acct.blob.core.windows.net/dir/app.jar');
+  });
+});

@@ -1,0 +1,43 @@
+import { DefaultAzureCredential, type TokenCredential } from '@azure/identity';
+import { AnonymousCredential, StorageSharedKeyCredential } from '@azure/storage-blob';
+import type { Configuration } from '../../src/config/registry';
+import { configuredSecret } from './options';
+import { credentialHosts, type AzureBlobLocation } from './azure-uri';
+
+/**
+ * How requests for one container are authorised. `configKey` names the option the secret came from
+ * (never the secret itself), for logs.
+ */
+export type AzureAuth =
+  | { kind: 'shared-key'; configKey: string; credential: StorageSharedKeyCredential }
+  | { kind: 'sas'; configKey: string; credential: AnonymousCredential; sas: string }
+  | { kind: 'default-azure-credential'; credential: TokenCredential };
+
+/**
+ * Chooses the credential for `location`, in Hadoop's order: an account key
+ * (`fs.azure.account.key.<host>`), else a container SAS (`fs.azure.sas.<container>.<host>`), else
+ * `DefaultAzureCredential`, which finds the cluster's own identity: AKS workload identity
+ * (`AZURE_CLIENT_ID`, `AZURE_TENANT_ID`, `AZURE_FEDERATED_TOKEN_FILE`), a service principal in
+ * `AZURE_CLIENT_SECRET`/`AZURE_CLIENT_CERTIFICATE_PATH`, or the VM/pod managed identity.
+ * `defaultCredential` is called only when needed, so a gateway that uses keys never builds it.
+ */
+export function resolveAzureAuth(
+  config: Configuration,
+  location: AzureBlobLocation,
+  defaultCredential: () => TokenCredential,
+): AzureAuth {
+  const secret = configuredSecret(config, credentialHosts(location), location.container);
+  if (secret?.kind === 'shared-key') {
+    return { kind: 'shared-key', configKey: secret.key, credential: new StorageSharedKeyCredential(location.account, secret.accountKey) };
+  }
+  if (secret?.kind === 'sas') {
+    return { kind: 'sas', configKey: secret.key, credential: new AnonymousCredential(), sas: secret.sas };
+  }
+  return { kind: 'default-azure-credential', credential: defaultCredential() };
+}
+
+/** One DefaultAzureCredential per file system, built on first use (it probes the environment). */
+export function lazyDefaultCredential(): () => TokenCredential {
+  let credential: TokenCredential | undefined;
+  return () => (credential ??= new DefaultAzureCredential());
+}

@@ -1,0 +1,28 @@
+import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
+import { AzureFileSystem } from './azure-file-system';
+import { azureOptionList, validateAzureConfig } from './options';
+
+export { AzureFileSystem } from './azure-file-system';
+export { parseAzureUri, defaultBlobEndpoint, type AzureBlobLocation } from './azure-uri';
+export { lazyDefaultCredential, resolveAzureAuth, type AzureAuth } from './credentials';
+export { azureOptions } from './options';
+
+/**
+ * Azure Blob Storage: `wasbs://container@account.blob.core.windows.net/path/app.jar`, `wasb://`,
+ * and the ABFS forms `abfss://container@account.dfs.core.windows.net/path` / `abfs://`, which are
+ * read through the same account's Blob endpoint. All four schemes connect over https unless
+ * `fs.azure.account.endpoint.<account>` says otherwise (an emulator, a private proxy).
+ *
+ * Credentials, per container, in Hadoop's order: `fs.azure.account.key.<account-host>`, then
+ * `fs.azure.sas.<container>.<account-host>`, then DefaultAzureCredential (AKS workload identity,
+ * managed identity, service principal from the environment). Errors leave as `GW_FETCH_*`.
+ */
+export const azurePlugin: FsPluginDefinition = {
+  name: 'azure',
+  schemes: ['wasbs', 'wasb', 'abfss', 'abfs'],
+  options: azureOptionList,
+  create(ctx) {
+    validateAzureConfig(ctx.config);
+    return new AzureFileSystem(ctx);
+  },
+};

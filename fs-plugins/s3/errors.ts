@@ -1,0 +1,86 @@
+import { fetchError } from '../../src/artifacts/fetch-error';
+import { isGatewayError } from '../../src/errors/gateway-error';
+
+// S3 error codes as the SDK reports them in `name`. HEAD responses have no body, so a HeadObject
+// failure only has the status (name 'NotFound', 'Forbidden' or even 'Unknown'): the status decides
+// first, the name only refines (storage.md G10).
+const NOT_FOUND = new Set(['NoSuchKey', 'NoSuchBucket', 'NoSuchVersion', 'NotFound']);
+const DENIED = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'Forbidden', 'ExpiredToken', 'InvalidToken', 'AllAccessDisabled']);
+const INVALID = new Set(['InvalidBucketName', 'InvalidArgument', 'KeyTooLongError']);
+
+interface SdkLikeError {
+  name?: unknown;
+  code?: unknown;
+  cause?: unknown;
+  $metadata?: { httpStatusCode?: number };
+}
+
+/** A GatewayError anywhere in the cause chain (the SSRF guard's refusal, raised inside a socket). */
+function gatewayErrorIn(err: unknown): Error | undefined {
+  let cur: unknown = err;
+  for (let depth = 0; depth < 8 && typeof cur === 'object' && cur !== null; depth++) {
+    if (isGatewayError(cur)) return cur;
+    const c = (cur as SdkLikeError).cause;
+    if (c === cur) break;
+    cur = c;
+  }
+  return undefined;
+}
+
+/** A short, credential-free label: "403 SignatureDoesNotMatch", "ECONNREFUSED", "TimeoutError". */
+function label(status: number | undefined, name: string | undefined): string {
+  const useful = name !== undefined && name !== 'Unknown' && name !== 'Error' && /^[A-Za-z0-9_.-]{1,64}$/.test(name) ? name : undefined;
+  if (status === undefined) return useful ?? 'request failed';
+  return useful ? `${status} ${useful}` : `${status}`;
+}
+
+/**
+ * Turns whatever the AWS SDK (or the socket under it) threw into a gateway error, so no SDK error
+ * type escapes the plugin. Messages carry the status and the S3 error code only: never the SDK's
+ * message, which may echo request details.
+ */
+export function translateS3Error(err: unknown, uri: URL, signal: AbortSignal): Error {
+  if (signal.aborted) return abortReason(signal);
+  const guard = gatewayErrorIn(err);
+  if (guard) return guard;
+  const e = (typeof err === 'object' && err !== null ? err : {}) as SdkLikeError;
+  const status = e.$metadata?.httpStatusCode;
+  const name = typeof e.name === 'string' ? e.name : undefined;
+  const code = typeof e.code === 'string' ? e.code : errnoInMessage(err);
+
+  if (status === 404 || (status === undefined && name !== undefined && NOT_FOUND.has(name))) {
+    return fetchError.notFound(uri, label(404, name === 'Unknown' ? 'NotFound' : name));
+  }
+  if (status === 401 || status === 403 || (status === undefined && name !== undefined && DENIED.has(name))) {
+    // A HEAD has no body, so its 403 carries no code: say Forbidden rather than guess which one.
+    return fetchError.denied(uri, 's3', label(status ?? 403, name === 'Unknown' ? 'Forbidden' : name));
+  }
+  if (name === 'CredentialsProviderError') {
+    return fetchError.denied(uri, 's3', 'no credentials: none configured and the AWS default credential chain found none');
+  }
+  if (status === 400 && name !== undefined && INVALID.has(name)) {
+    return fetchError.invalid(uri, `the store rejected the request (${label(status, name)})`);
+  }
+  if (name === 'TimeoutError' || code === 'ETIMEDOUT') {
+    return fetchError.unavailable(uri, 'timed out (no data from the store within the socket timeout)');
+  }
+  if (status !== undefined) return fetchError.unavailable(uri, label(status, name));
+  return fetchError.unavailable(uri, code !== undefined && /^[A-Z0-9_]{2,40}$/.test(code) ? code : label(undefined, name));
+}
+
+/**
+ * The errno code from a message such as "connect ECONNREFUSED 127.0.0.1:9000". The SDK's retry
+ * layer re-wraps errors that are not `instanceof Error` in its realm (socket errors under jest's
+ * sandbox) and keeps only the message; only the code-shaped token is taken from it.
+ */
+function errnoInMessage(err: unknown): string | undefined {
+  const message = typeof err === 'object' && err !== null ? (err as { message?: unknown }).message : undefined;
+  return typeof message === 'string' ? /\b(E[A-Z]{3,20})\b/.exec(message)?.[1] : undefined;
+}
+
+/** The reason the caller aborted with; an AbortError when it gave none. */
+export function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  if (reason instanceof Error || (typeof reason === 'object' && reason !== null && 'name' in reason)) return reason as Error;
+  return new DOMException('The operation was aborted', 'AbortError');
+}

@@ -1,0 +1,108 @@
+import { createHash } from 'node:crypto';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { Logger } from 'pino';
+import type { ConnectGuard } from '../../src/artifacts/fs-plugin';
+import type { BucketTarget } from './options';
+
+/** Connect phase limit: a black-holed endpoint fails in 10 s instead of the OS's minutes. */
+const CONNECTION_TIMEOUT_MS = 10_000;
+/** Socket inactivity limit; without it a body that stalls after the headers hangs forever (storage.md §7). */
+const SOCKET_TIMEOUT_MS = 60_000;
+
+export interface ClientCacheDeps {
+  guard: ConnectGuard;
+  log: Logger;
+  ca?: string;
+}
+
+/** The port a request to `endpoint` (or to AWS, always https) connects to. */
+export function endpointPort(endpoint: URL | undefined): number {
+  if (!endpoint) return 443;
+  if (endpoint.port) return Number(endpoint.port);
+  return endpoint.protocol === 'http:' ? 80 : 443;
+}
+
+/**
+ * One `S3Client` per distinct (endpoint, region, addressing, credentials): clients own connection
+ * pools and credential caches, so buckets sharing all four share a client.
+ */
+export class S3ClientCache {
+  private readonly clients = new Map<string, S3Client>();
+
+  constructor(private readonly deps: ClientCacheDeps) {}
+
+  get(target: BucketTarget): S3Client {
+    const id = cacheKey(target);
+    let client = this.clients.get(id);
+    if (!client) {
+      client = this.create(target);
+      this.clients.set(id, client);
+      this.deps.log.debug(
+        { endpoint: target.endpoint?.origin ?? 'aws', region: target.region ?? '(default chain)', credentials: target.credentials ? 'static' : 'default chain' },
+        's3 client created',
+      );
+    }
+    return client;
+  }
+
+  close(): void {
+    for (const client of this.clients.values()) client.destroy();
+    this.clients.clear();
+  }
+
+  private create(target: BucketTarget): S3Client {
+    // The guard runs inside the socket's DNS lookup, so every resolved address is checked at
+    // connect time (no check-then-connect race). IP-literal endpoints skip lookup; the file system
+    // calls guard.checkHost for those before each request.
+    const lookup = this.deps.guard.lookupFor(endpointPort(target.endpoint));
+    const agentOptions = { keepAlive: true, maxSockets: 50, lookup };
+    const config: S3ClientConfig = {
+      forcePathStyle: target.forcePathStyle,
+      // The gateway computes SHA-256 itself; the SDK's default response validation (CRC64NVME in
+      // pure JS) halves GetObject throughput (storage.md §4.5, G6/G7).
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      maxAttempts: 3,
+      requestHandler: new NodeHttpHandler({
+        httpAgent: new HttpAgent(agentOptions),
+        httpsAgent: new HttpsAgent(this.deps.ca !== undefined ? { ...agentOptions, ca: this.deps.ca } : agentOptions),
+        connectionTimeout: CONNECTION_TIMEOUT_MS,
+        socketTimeout: SOCKET_TIMEOUT_MS,
+      }),
+    };
+    if (target.endpoint) config.endpoint = target.endpoint.href.replace(/\/$/, '');
+    // Without static keys the SDK uses its default provider chain (env, SSO, web identity / IRSA,
+    // profile files, process, ECS / EKS pod identity, EC2 metadata), refreshing what expires.
+    if (target.credentials) config.credentials = { ...target.credentials };
+    config.region = target.region ?? defaultChainRegion();
+    // AWS S3 answers 301 when the bucket lives in another region than the client signs for; follow
+    // it (a self-hosted endpoint has one region, so a redirect there is a misconfiguration).
+    if (!target.endpoint) config.followRegionRedirects = true;
+    return new S3Client(config);
+  }
+}
+
+/** The SDK's own region chain (AWS_REGION, profile files), falling back to us-east-1; read once per client. */
+function defaultChainRegion(): () => Promise<string> {
+  let region: Promise<string> | undefined;
+  return () =>
+    (region ??= (async () => {
+      const probe = new S3Client({});
+      try {
+        return await probe.config.region();
+      } catch {
+        return 'us-east-1';
+      } finally {
+        probe.destroy();
+      }
+    })());
+}
+
+function cacheKey(t: BucketTarget): string {
+  // The secret only enters the key as a digest, so the cache key never holds it in the clear.
+  const secret = t.credentials ? createHash('sha256').update(t.credentials.secretAccessKey).digest('hex') : '';
+  return JSON.stringify([t.endpoint?.href ?? '', t.region ?? '', t.forcePathStyle, t.credentials?.accessKeyId ?? '', secret]);
+}

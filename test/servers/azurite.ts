@@ -1,0 +1,134 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  BlobSASPermissions,
+  BlobServiceClient,
+  ContainerSASPermissions,
+  StorageSharedKeyCredential,
+  generateBlobSASQueryParameters,
+} from '@azure/storage-blob';
+import { projectRoot } from '../../src/project-root';
+
+export interface AzuriteAccount {
+  name: string;
+  /** base64 shared key, e.g. randomBytes(64).toString('base64') */
+  key: string;
+}
+
+export interface Azurite {
+  /** e.g. http://127.0.0.1:41234 */
+  url: string;
+  port: number;
+  /** The path-style Blob endpoint of an account: http://127.0.0.1:41234/<account> */
+  blobUrl(account: string): string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+const READY = /listens on (http:\/\/\S+)/;
+
+/**
+ * Starts Azurite's Blob service (storage.md §3) as a child process on 127.0.0.1, port 0, with only
+ * the given accounts (AZURITE_ACCOUNTS disables devstoreaccount1). `--skipApiVersionCheck` is
+ * required: the SDK sends a newer x-ms-version than Azurite knows. `stop()` kills that child by PID
+ * and removes its data directory.
+ */
+export async function startAzurite(opts: { accounts: AzuriteAccount[] }): Promise<Azurite> {
+  const dir = await mkdtemp(join(tmpdir(), 'azurite-'));
+  const main = join(projectRoot(__dirname), 'node_modules', 'azurite', 'dist', 'src', 'blob', 'main.js');
+  const args = [main, '--blobHost', '127.0.0.1', '--blobPort', '0', '--location', dir, '--disableTelemetry', '--silent', '--skipApiVersionCheck'];
+  const env = { ...process.env, AZURITE_ACCOUNTS: opts.accounts.map((a) => `${a.name}:${a.key}`).join(';') };
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      let output = '';
+      const timer = setTimeout(() => reject(new Error(`Azurite not ready within 30 s:\n${output}`)), 30_000);
+      const onData = (d: Buffer) => {
+        output += d.toString('utf8');
+        const m = READY.exec(output);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`Azurite exited (${code}) before it was ready:\n${output}`));
+      });
+    });
+    // Keep draining the pipes so the child can never block on a full pipe.
+    child.stdout!.resume();
+    child.stderr!.resume();
+    return { url, port: Number(new URL(url).port), blobUrl: (account) => `${url}/${account}`, child, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** A fixture client (one quick try: a fixture failure should surface at once, not after 16 s). */
+export function fixtureService(azurite: Azurite, account: AzuriteAccount): BlobServiceClient {
+  return new BlobServiceClient(azurite.blobUrl(account.name), new StorageSharedKeyCredential(account.name, account.key), {
+    retryOptions: { maxTries: 1 },
+  });
+}
+
+/**
+ * Creates `container` if needed and uploads a Buffer, or a file (by path, streamed in 8 MiB blocks);
+ * returns the blob's ETag (without quotes) and version id, if any.
+ */
+export async function uploadBlob(
+  azurite: Azurite,
+  account: AzuriteAccount,
+  container: string,
+  blobName: string,
+  body: Buffer | string,
+): Promise<{ etag?: string; versionId?: string }> {
+  const containerClient = fixtureService(azurite, account).getContainerClient(container);
+  await containerClient.createIfNotExists();
+  const blob = containerClient.getBlockBlobClient(blobName);
+  const options = { blockSize: 8 * 1024 * 1024, concurrency: 4 };
+  const res = typeof body === 'string' ? await blob.uploadFile(body, options) : await blob.uploadData(body, options);
+  return { ...(res.etag ? { etag: res.etag.replace(/"/g, '') } : {}), ...(res.versionId ? { versionId: res.versionId } : {}) };
+}
+
+/**
+ * A SAS token (query string without '?') for a whole container (`blobName` omitted) or one blob,
+ * read-only by default, signed with the account key. `expiresOn` in the past makes an expired token.
+ */
+export function makeSas(
+  account: AzuriteAccount,
+  opts: { container: string; blobName?: string; permissions?: string; startsOn?: Date; expiresOn: Date },
+): string {
+  const permissions = opts.blobName === undefined
+    ? ContainerSASPermissions.parse(opts.permissions ?? 'r')
+    : BlobSASPermissions.parse(opts.permissions ?? 'r');
+  return generateBlobSASQueryParameters(
+    {
+      containerName: opts.container,
+      ...(opts.blobName === undefined ? {} : { blobName: opts.blobName }),
+      permissions,
+      startsOn: opts.startsOn ?? new Date(Date.now() - 60 * 60 * 1000),
+      expiresOn: opts.expiresOn,
+    },
+    new StorageSharedKeyCredential(account.name, account.key),
+  ).toString();
+}
