@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { builtinPlugins } from '../fs-plugins';
 import { compose, createRegistry, type Gateway } from './composition';
 import type { Configuration } from './config/registry';
 import { coreOptions } from './config/options';
@@ -15,7 +16,7 @@ embedded Flink session cluster (Java 17 + Maven). Options (defaults → YAML →
 `;
 
 export async function main(argv: readonly string[]): Promise<number> {
-  const registry = createRegistry();
+  const registry = createRegistry(builtinPlugins);
   let args: ReturnType<typeof parseArgs>;
   try {
     args = parseArgs(argv);
@@ -52,7 +53,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   let gateway: Gateway;
   try {
-    gateway = await compose(config, logger);
+    gateway = await compose(config, logger, builtinPlugins);
   } catch (err) {
     if ((err as { code?: string }).code === 'GW_EMBEDDED_UNAVAILABLE') {
       process.stderr.write(`flink-jar-gateway: ${(err as Error).message}\n`);

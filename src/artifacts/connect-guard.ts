@@ -83,5 +83,5 @@ export function createConnectGuard(opts: ConnectGuardOptions): ConnectGuard {
     }) as unknown as LookupFunction;
 
   // Without a port the exemption list cannot match; plugins should prefer lookupFor(port).
-  return { checkHost, lookupFor, lookup: lookupFor(-1) };
+  return { enabled: opts.enabled, checkHost, lookupFor, lookup: lookupFor(-1) };
 }

@@ -66,6 +66,8 @@ export interface FileSystem {
  * Node connects to without a lookup.
  */
 export interface ConnectGuard {
+  /** False when user.artifacts.disallow-restricted-hosts is off. */
+  readonly enabled: boolean;
   lookup: LookupFunction;
   /** Throws `GW_FETCH_RESTRICTED_HOST` when `host:port` may not be contacted. */
   checkHost(host: string, port: number): void;

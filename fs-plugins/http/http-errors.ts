@@ -1,0 +1,80 @@
+import { fetchError } from '../../src/artifacts/fetch-error';
+import { isGatewayError, type GatewayError } from '../../src/errors/gateway-error';
+
+/** The gateway error for a final (non-redirect) HTTP status that is not a success. */
+export function statusError(uri: URL, status: number): GatewayError {
+  if (status === 404 || status === 410) return fetchError.notFound(uri, String(status));
+  if (status === 401 || status === 403) return fetchError.denied(uri, 'http', String(status));
+  return fetchError.unavailable(uri, `HTTP ${status}`);
+}
+
+export interface TranslateContext {
+  uri: URL;
+  signal: AbortSignal;
+  connectTimeoutMs: number;
+  readTimeoutMs: number;
+}
+
+/**
+ * Translates whatever undici, node:net or node:tls threw into a gateway error; nothing else leaves
+ * the plugin. Two things pass through unchanged: the caller's abort reason (the caller knows what
+ * it meant: fetch timeout, shutdown) and gateway errors raised inside the connector (the guard's
+ * `GW_FETCH_RESTRICTED_HOST`), wherever undici nested them.
+ */
+export function translateError(err: unknown, ctx: TranslateContext): unknown {
+  if (ctx.signal.aborted) return ctx.signal.reason ?? err;
+  const gateway = findGatewayError(err);
+  if (gateway) return gateway;
+  const code = errorCode(err);
+  switch (code) {
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'UND_ERR_BODY_TIMEOUT':
+      return fetchError.unavailable(ctx.uri, `no data for ${ctx.readTimeoutMs} ms, user.artifacts.http.read-timeout`, err);
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'ETIMEDOUT':
+      return fetchError.unavailable(ctx.uri, `no connection within ${ctx.connectTimeoutMs} ms, user.artifacts.http.connect-timeout`, err);
+  }
+  if (code !== undefined && isTlsCode(code)) {
+    return fetchError.unavailable(ctx.uri, `TLS: ${code}; if the server uses a private CA, set user.artifacts.ca-bundle`, err);
+  }
+  const proxyStatus = code === 'UND_ERR_ABORTED' ? /Proxy response \((\d+)\)/.exec(messageOf(err))?.[1] : undefined;
+  if (proxyStatus !== undefined) return fetchError.unavailable(ctx.uri, `the proxy refused the tunnel with HTTP ${proxyStatus}`, err);
+  // Only the code: messages of network errors are not ours to forward.
+  return fetchError.unavailable(ctx.uri, code ?? 'connection failed', err);
+}
+
+function isTlsCode(code: string): boolean {
+  return /CERT|SELF_SIGNED|UNABLE_TO_|ERR_SSL_|ERR_TLS_|_SIGNATURE|HOSTNAME_MISMATCH/.test(code);
+}
+
+const GENERIC_CODES = new Set(['UND_ERR_SOCKET', 'UND_ERR_CONNECT', 'UND_ERR']);
+
+/** The most specific `code` in the cause chain (undici wraps socket errors in generic ones). */
+function errorCode(err: unknown): string | undefined {
+  let generic: string | undefined;
+  for (let e = err, depth = 0; e !== null && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code !== 'string') continue;
+    if (!GENERIC_CODES.has(code)) return code;
+    generic ??= code;
+  }
+  return generic;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : '';
+}
+
+/** A gateway error in `err`, its `cause` chain or an `AggregateError`'s `errors` (happy-eyeballs connects). */
+export function findGatewayError(err: unknown, depth = 0): GatewayError | undefined {
+  if (depth > 5 || err === null || typeof err !== 'object') return undefined;
+  if (isGatewayError(err)) return err;
+  const nested = (err as { errors?: unknown }).errors;
+  if (Array.isArray(nested)) {
+    for (const e of nested) {
+      const found = findGatewayError(e, depth + 1);
+      if (found) return found;
+    }
+  }
+  return findGatewayError((err as { cause?: unknown }).cause, depth + 1);
+}

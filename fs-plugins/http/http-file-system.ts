@@ -1,0 +1,214 @@
+import { isIP } from 'node:net';
+import { PassThrough, type Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import { request, type Dispatcher } from 'undici';
+import { fetchError } from '../../src/artifacts/fetch-error';
+import type { ConnectGuard, FileSystem, ObjectStat, OpenedObject, OpenOptions } from '../../src/artifacts/fs-plugin';
+import { redactUri } from '../../src/artifacts/uri';
+import { GatewayError, isGatewayError } from '../../src/errors/gateway-error';
+import { statusError, translateError } from './http-errors';
+
+export interface HttpSettings {
+  rawHttpEnabled: boolean;
+  /** Lower-cased header names; sent only to the jar URI's own origin. */
+  headers: Record<string, string>;
+  maxRedirects: number;
+  connectTimeoutMs: number;
+  readTimeoutMs: number;
+}
+
+export interface HttpFileSystemDeps {
+  dispatcher: Dispatcher;
+  guard: ConnectGuard;
+  settings: HttpSettings;
+  log: Logger;
+  /**
+   * A proxy is configured: sockets go to the proxy, which resolves the target itself, so every hop's
+   * host name is resolved here first and checked by the guard. (The proxy may resolve it to another
+   * address later; a guard that must hold against DNS rebinding needs the proxy's own policy too.)
+   */
+  checkTargetsBeforeProxy: boolean;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+type Method = 'GET' | 'HEAD';
+
+/**
+ * HTTP(S) downloads with undici: `stat` = HEAD (or a one-byte ranged GET where HEAD is refused),
+ * `open` = GET with optional `Range`. Redirects are followed here rather than by undici's
+ * interceptor so that every hop passes the scheme check and the restricted-host guard, and so that
+ * the configured headers reach only the original origin.
+ */
+export class HttpFileSystem implements FileSystem {
+  readonly supportsRange = true;
+
+  constructor(private readonly deps: HttpFileSystemDeps) {}
+
+  async stat(uri: URL, signal: AbortSignal): Promise<ObjectStat> {
+    const head = await this.send(uri, 'HEAD', {}, signal);
+    await discard(head);
+    if (head.statusCode === 405 || head.statusCode === 501) {
+      // Some servers (and some signed URLs, which are signed for GET only) refuse HEAD.
+      const get = await this.send(uri, 'GET', { range: 'bytes=0-0' }, signal);
+      await discard(get);
+      if (get.statusCode !== 200 && get.statusCode !== 206) throw statusError(uri, get.statusCode);
+      return statOf(get);
+    }
+    if (head.statusCode < 200 || head.statusCode > 299) throw statusError(uri, head.statusCode);
+    return statOf(head);
+  }
+
+  async open(uri: URL, options: OpenOptions): Promise<OpenedObject> {
+    const { signal, range } = options;
+    const res = await this.send(uri, 'GET', range ? { range: `bytes=${range.start}-${range.end}` } : {}, signal);
+    const status = res.statusCode;
+    if (status < 200 || status > 299) {
+      await discard(res);
+      throw statusError(uri, status);
+    }
+    if (range !== undefined) {
+      const served = contentRange(res.headers['content-range']);
+      if (status !== 206 || served?.start !== range.start) {
+        await discard(res);
+        throw fetchError.unavailable(uri, `HTTP ${status} without the requested byte range`);
+      }
+    } else if (status === 206) {
+      await discard(res);
+      throw fetchError.unavailable(uri, 'HTTP 206 to a request without Range');
+    }
+    return { stream: this.wrapBody(uri, res.body, signal), stat: statOf(res) };
+  }
+
+  close(): Promise<void> {
+    return this.deps.dispatcher.close();
+  }
+
+  /** One request and its redirects; returns the first non-redirect response, body unread. */
+  private async send(uri: URL, method: Method, extra: Record<string, string>, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    const { settings, log } = this.deps;
+    let current = uri;
+    for (let redirects = 0; ; redirects++) {
+      await this.checkTarget(uri, current, signal);
+      // Credentials configured for the jar URI go to its origin only, never to where it redirects.
+      const headers = { ...(current.origin === uri.origin ? settings.headers : {}), ...extra };
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await request(current, { dispatcher: this.deps.dispatcher, method, headers, signal });
+      } catch (err) {
+        throw this.translate(uri, err, signal);
+      }
+      if (!REDIRECTS.has(res.statusCode)) return res;
+      await discard(res);
+      const location = first(res.headers.location);
+      if (location === undefined || location === '') {
+        throw fetchError.unavailable(uri, `HTTP ${res.statusCode} redirect without a Location header`);
+      }
+      if (redirects >= settings.maxRedirects) {
+        throw fetchError.invalid(uri, `it redirects more than ${settings.maxRedirects} times (user.artifacts.http.max-redirects)`);
+      }
+      let next: URL;
+      try {
+        next = new URL(location, current);
+      } catch {
+        throw fetchError.unavailable(uri, `HTTP ${res.statusCode} redirect to an unparseable Location`);
+      }
+      log.debug({ uri: redactUri(uri), status: res.statusCode, location: redactUri(next) }, 'following redirect');
+      current = next;
+    }
+  }
+
+  /** Scheme, credentials-in-URI and restricted-host checks, for the jar URI and every redirect target. */
+  private async checkTarget(uri: URL, target: URL, signal: AbortSignal): Promise<void> {
+    const { settings, guard } = this.deps;
+    const isRedirect = target !== uri;
+    const scheme = target.protocol.slice(0, -1);
+    if (scheme !== 'https' && !(scheme === 'http' && settings.rawHttpEnabled)) {
+      const hint = scheme === 'http'
+        ? `${isRedirect ? `${redactUri(uri)} redirected to plain http; ` : ''}set user.artifacts.raw-http-enabled: true to allow plain http`
+        : `${redactUri(uri)} redirected to it; the HTTP plugin follows redirects to https${settings.rawHttpEnabled ? ' and http' : ''} only`;
+      throw new GatewayError('GW_FETCH_SCHEME_UNSUPPORTED', {
+        scheme,
+        uri: redactUri(target),
+        schemes: settings.rawHttpEnabled ? 'https, http' : 'https',
+        hint,
+      });
+    }
+    if (target.username !== '' || target.password !== '') {
+      throw fetchError.invalid(target, 'credentials in the URI are not sent; put them in user.artifacts.http-headers (for example Authorization:Basic <base64>)');
+    }
+    const port = Number(target.port) || (scheme === 'https' ? 443 : 80);
+    guard.checkHost(target.hostname, port); // IP literals; names are checked when they are resolved
+    const host = target.hostname.replace(/^\[|\]$/g, '');
+    if (this.deps.checkTargetsBeforeProxy && isIP(host) === 0) await this.resolveThroughGuard(uri, host, port, signal);
+  }
+
+  private resolveThroughGuard(uri: URL, host: string, port: number, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      signal.throwIfAborted();
+      this.deps.guard.lookupFor(port)(host, { all: true }, (err) => {
+        if (!err) return resolve();
+        if (isGatewayError(err)) return reject(err);
+        // The target cannot be checked here. Fail closed while the guard is on; when it is off the proxy
+        // may well be the only resolver (a common corporate set-up), so let it try.
+        if (!guardEnabled(this.deps.guard)) return resolve();
+        reject(fetchError.unavailable(uri, `cannot resolve ${host} to check it against user.artifacts.disallow-restricted-hosts (${err.code ?? 'lookup failed'})`));
+      });
+    });
+  }
+
+  /**
+   * The response body, with undici's errors translated like everything else. Destroying the
+   * returned stream (consumer gone, size limit hit) destroys the body and frees the connection;
+   * aborting `signal` makes undici destroy the body with the abort reason, which is passed on.
+   */
+  private wrapBody(uri: URL, body: Readable, signal: AbortSignal): Readable {
+    const out = new PassThrough({ highWaterMark: 64 * 1024 });
+    body.on('error', (err) => out.destroy(this.translate(uri, err, signal) as Error));
+    out.on('close', () => {
+      if (!body.destroyed) body.destroy();
+    });
+    body.pipe(out);
+    return out;
+  }
+
+  private translate(uri: URL, err: unknown, signal: AbortSignal): unknown {
+    const { connectTimeoutMs, readTimeoutMs } = this.deps.settings;
+    return translateError(err, { uri, signal, connectTimeoutMs, readTimeoutMs });
+  }
+}
+
+/** Whether the guard refuses restricted addresses at all. */
+function guardEnabled(guard: ConnectGuard): boolean {
+  return guard.enabled;
+}
+
+/** Reads and drops a body we do not use, so the connection can be reused (or is closed if it is large). */
+async function discard(res: Dispatcher.ResponseData): Promise<void> {
+  try {
+    await res.body.dump({ limit: 64 * 1024 });
+  } catch {
+    // The connection is closed instead; nothing to report.
+  }
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function contentRange(value: string | string[] | undefined): { start: number; end: number; total?: number } | undefined {
+  const m = /^\s*bytes\s+(\d+)-(\d+)\/(\d+|\*)\s*$/i.exec(first(value) ?? '');
+  if (!m) return undefined;
+  return { start: Number(m[1]), end: Number(m[2]), ...(m[3] === '*' ? {} : { total: Number(m[3]) }) };
+}
+
+function statOf(res: Dispatcher.ResponseData): ObjectStat {
+  const stat: ObjectStat = {};
+  const h = res.headers;
+  const size = res.statusCode === 206 ? contentRange(h['content-range'])?.total : Number(first(h['content-length']) ?? NaN);
+  if (size !== undefined && Number.isSafeInteger(size) && size >= 0) stat.size = size;
+  const etag = first(h.etag)?.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
+  if (etag) stat.etag = etag;
+  const lastModified = Date.parse(first(h['last-modified']) ?? '');
+  if (Number.isFinite(lastModified)) stat.lastModified = lastModified;
+  return stat;
+}
