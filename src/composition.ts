@@ -4,6 +4,7 @@ import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { ArtifactFetcher } from './artifacts/artifact-fetcher';
 import { createConnectGuard } from './artifacts/connect-guard';
+import { fetchError } from './artifacts/fetch-error';
 import { FetchProgress } from './artifacts/fetch-progress';
 import type { FsPluginDefinition } from './artifacts/fs-plugin';
 import { JarCache } from './artifacts/jar-cache';
@@ -15,6 +16,7 @@ import { JarHandoff } from './cluster/jar-handoff';
 import { JobManagerClient } from './cluster/jobmanager-client';
 import { coreOptions } from './config/options';
 import { type Configuration, OptionsRegistry } from './config/registry';
+import { secretsFingerprint } from './config/secrets-dir';
 import { createApp } from './http/app';
 import { projectRoot } from './project-root';
 import { RemoteJars } from './submission/remote-jars';
@@ -39,7 +41,13 @@ export interface Gateway {
  * The composition root: the one place that constructs services and wires them together.
  * Everything else receives what it needs.
  */
-export async function compose(config: Configuration, logger: Logger, plugins: readonly FsPluginDefinition[] = []): Promise<Gateway> {
+export async function compose(
+  config: Configuration,
+  logger: Logger,
+  plugins: readonly FsPluginDefinition[] = [],
+  /** Re-reads every source (used when gateway.secrets.dir changes). */
+  reload?: () => Configuration,
+): Promise<Gateway> {
   let embedded: EmbeddedCluster | undefined;
   let restUrl = config.getOptional(coreOptions.clusterRestUrl);
   let uploadDir = config.getOptional(coreOptions.embeddedUploadDir);
@@ -69,7 +77,19 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
   });
   const caPath = config.getOptional(artifactOptions.caBundle);
   const ca = caPath ? readFileSync(caPath, 'utf8') : undefined;
-  const registry = new PluginRegistry(plugins, (p) => ({ config, log: logger.child({ plugin: p.name }), guard, ...(ca ? { ca } : {}) }));
+  const ctxFor = (current: Configuration) => (p: FsPluginDefinition) => ({ config: current, log: logger.child({ plugin: p.name }), guard, errors: fetchError, ...(ca ? { ca } : {}) });
+  const registry = new PluginRegistry(plugins, ctxFor(config));
+  const secretsDir = config.getOptional(coreOptions.secretsDir);
+  const stopWatching = secretsDir && reload
+    ? watchSecrets(secretsDir, config.get(coreOptions.secretsPollInterval), () => {
+        try {
+          registry.reconfigure(ctxFor(reload()));
+          logger.info({ dir: secretsDir }, 'secret files changed; filesystem plugins will use the new credentials');
+        } catch (err) {
+          logger.error({ dir: secretsDir, err: (err as Error).message }, 'secret files changed but the configuration is invalid; keeping the previous credentials');
+        }
+      })
+    : () => undefined;
   const cache = new JarCache(config.get(artifactOptions.cacheDir), config.get(artifactOptions.cacheMaxSize), logger.child({ component: 'jar-cache' }));
   await cache.init();
   const fetches = new FetchProgress();
@@ -120,9 +140,24 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
         });
       }
       shutdown.abort();
+      stopWatching();
       await registry.close();
       await cluster.close();
       await embedded?.stop();
     },
   };
+}
+
+/** Polls a secrets directory (Kubernetes swaps Secret volumes atomically through symlinks, which file watchers miss). */
+function watchSecrets(dir: string, intervalMs: number, onChange: () => void): () => void {
+  let last = secretsFingerprint(dir);
+  const timer = setInterval(() => {
+    const now = secretsFingerprint(dir);
+    if (now !== last) {
+      last = now;
+      onChange();
+    }
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }

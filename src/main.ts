@@ -1,6 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { builtinPlugins } from '../fs-plugins';
+import type { FsPluginDefinition } from './artifacts/fs-plugin';
+import { loadThirdPartyPlugins } from './artifacts/plugin-loader';
 import { compose, createRegistry, type Gateway } from './composition';
 import type { Configuration } from './config/registry';
 import { coreOptions } from './config/options';
@@ -16,7 +18,6 @@ embedded Flink session cluster (Java 17 + Maven). Options (defaults → YAML →
 `;
 
 export async function main(argv: readonly string[]): Promise<number> {
-  const registry = createRegistry(builtinPlugins);
   let args: ReturnType<typeof parseArgs>;
   try {
     args = parseArgs(argv);
@@ -28,6 +29,18 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(errorsMarkdown());
     return 0;
   }
+  // Two phases: gateway.plugins.dir is a core option, but the plugins' own options must be in the
+  // registry before the configuration is validated. So read the one key first, load the plugins,
+  // then build the full registry.
+  let plugins: readonly FsPluginDefinition[];
+  try {
+    plugins = pluginsFor(args);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    process.stderr.write(`flink-jar-gateway: ${code === 'GW_PLUGIN_LOAD_FAILED' ? `${code}: ` : ''}${(err as Error).message}\n`);
+    return 2;
+  }
+  const registry = createRegistry(plugins);
   if (args.printConfigDocs) {
     process.stdout.write(registry.toMarkdown());
     return 0;
@@ -53,7 +66,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   let gateway: Gateway;
   try {
-    gateway = await compose(config, logger, builtinPlugins);
+    gateway = await compose(config, logger, plugins, () => registry.resolve(loadRaw(registry, args, process.env).raw));
   } catch (err) {
     if ((err as { code?: string }).code === 'GW_EMBEDDED_UNAVAILABLE') {
       process.stderr.write(`flink-jar-gateway: ${(err as Error).message}\n`);
@@ -94,6 +107,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+}
+
+/** The built-in plugins, plus the third-party ones under gateway.plugins.dir (from YAML, env or -D). */
+function pluginsFor(args: ReturnType<typeof parseArgs>): readonly FsPluginDefinition[] {
+  const builtinRegistry = createRegistry(builtinPlugins);
+  const entry = loadRaw(builtinRegistry, args, process.env).raw.get(coreOptions.pluginsDir.key);
+  // Resolve just this key: the rest may name options of plugins not loaded yet.
+  const dir = builtinRegistry.resolve(new Map(entry ? [[coreOptions.pluginsDir.key, entry]] : [])).getOptional(coreOptions.pluginsDir);
+  if (!dir) return builtinPlugins;
+  const thirdParty = loadThirdPartyPlugins(dir, { builtins: builtinPlugins, optionKeys: builtinRegistry.all().map((d) => d.key) });
+  return [...builtinPlugins, ...thirdParty];
 }
 
 if (require.main === module) {

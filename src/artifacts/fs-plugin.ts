@@ -3,6 +3,14 @@ import type { LookupFunction } from 'node:net';
 import type { Logger } from 'pino';
 import type { Configuration } from '../config/registry';
 import type { OptionDef } from '../config/types';
+import type { fetchError } from './fetch-error';
+
+/**
+ * The version of this contract (`FileSystem`, `PluginContext`, `FsPluginDefinition`). A third-party
+ * plugin's manifest declares the version it was written against; a mismatch stops start-up.
+ * Raised only for incompatible changes (a removed or re-typed member), not for additions.
+ */
+export const PLUGIN_CONTRACT_VERSION = 1;
 
 /**
  * What a store says about an object before (or while) it is read. Every field is optional
@@ -81,6 +89,13 @@ export interface PluginContext {
   guard: ConnectGuard;
   /** PEM CA bundle from `user.artifacts.ca-bundle`, for private endpoints; undefined = system CAs. */
   ca?: string;
+  /**
+   * Builds gateway errors (`GW_FETCH_NOT_FOUND`, `GW_FETCH_DENIED`, ...) with the URI redacted, for
+   * plugins that cannot import the gateway's modules (third-party plugins in plain JavaScript).
+   * The gateway always sets it; it is optional only so that contexts built by hand in tests of
+   * built-in plugins (which import `fetchError` directly) need not.
+   */
+  errors?: typeof fetchError;
 }
 
 /**

@@ -8,7 +8,7 @@ export class PluginRegistry {
   private readonly bySchemes = new Map<string, FsPluginDefinition>();
   private readonly instances = new Map<string, FileSystem>();
 
-  constructor(readonly plugins: readonly FsPluginDefinition[], private readonly ctxFor: (plugin: FsPluginDefinition) => PluginContext) {
+  constructor(readonly plugins: readonly FsPluginDefinition[], private ctxFor: (plugin: FsPluginDefinition) => PluginContext) {
     for (const p of plugins) {
       for (const scheme of p.schemes) {
         const other = this.bySchemes.get(scheme);
@@ -35,6 +35,17 @@ export class PluginRegistry {
       this.instances.set(plugin.name, fs);
     }
     return fs;
+  }
+
+  /**
+   * New settings (rotated credentials): later fetches get fresh file systems; the old ones finish
+   * what they are doing and are then closed.
+   */
+  reconfigure(ctxFor: (plugin: FsPluginDefinition) => PluginContext): void {
+    this.ctxFor = ctxFor;
+    const old = [...this.instances.values()];
+    this.instances.clear();
+    for (const fs of old) void fs.close().catch(() => undefined);
   }
 
   async close(): Promise<void> {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { OptionsRegistry, RawEntry } from './registry';
 import { ConfigError } from './registry';
+import { readSecretsDir, SECRETS_DIR_KEY } from './secrets-dir';
 
 export interface CliArgs {
   configFile?: string;
@@ -65,7 +66,10 @@ export interface LoadResult {
   sensitiveOnCommandLine: string[];
 }
 
-/** Merges the sources, lowest precedence first: defaults (implicit) → YAML → env → -D. */
+/**
+ * Merges the sources, lowest precedence first: defaults (implicit) → YAML → secret files
+ * (`gateway.secrets.dir`) → env → -D.
+ */
 export function loadRaw(registry: OptionsRegistry, args: CliArgs, env: NodeJS.ProcessEnv): LoadResult {
   const raw = new Map<string, RawEntry>();
   const configFile = args.configFile ?? env.FLINK_GATEWAY_CONFIG_FILE;
@@ -86,6 +90,8 @@ export function loadRaw(registry: OptionsRegistry, args: CliArgs, env: NodeJS.Pr
     if (doc !== null && doc !== undefined) flatten(doc, '', flat);
     for (const [k, v] of flat) raw.set(k, { value: v, source: configFile });
   }
+  const secretsDir = args.dynamic.get(SECRETS_DIR_KEY) ?? env[envNameFor(SECRETS_DIR_KEY)] ?? (raw.get(SECRETS_DIR_KEY)?.value as string | undefined);
+  if (secretsDir) for (const [k, v] of readSecretsDir(secretsDir)) raw.set(k, v);
   for (const def of registry.all()) {
     if (def.key.includes('<')) continue;
     const v = env[envNameFor(def.key)];

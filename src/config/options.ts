@@ -51,6 +51,14 @@ export const coreOptions = {
     key: 'gateway.embedded.startup-timeout', type: 'duration', default: 180_000, min: 1, section: 'Embedded cluster',
     description: 'How long to wait for the embedded cluster (including a first-time Maven build) before giving up.',
   }),
+  secretsDir: option({
+    key: 'gateway.secrets.dir', type: 'string', section: 'Credentials',
+    description: 'Directory of files named after option keys whose content is the value (a mounted Kubernetes Secret), e.g. s3.secret-key. Read at start and polled; rotated credentials are used by the next fetch without a restart. Precedence: above the YAML file, below environment and -D.',
+  }),
+  secretsPollInterval: option({
+    key: 'gateway.secrets.poll-interval', type: 'duration', default: 10_000, min: 100, section: 'Credentials',
+    description: 'How often gateway.secrets.dir is checked for changed files.',
+  }),
   pluginsDir: option({
     key: 'gateway.plugins.dir', type: 'string', section: 'Remote jars',
     description: 'Directory of third-party filesystem plugins: each sub-folder holds a manifest.json ({"name","schemes","entry","contractVersion"}). A plugin that fails to load stops start-up.',

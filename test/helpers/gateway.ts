@@ -8,6 +8,7 @@ import pino, { type Logger } from 'pino';
 import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
 import { compose, createRegistry, type Gateway } from '../../src/composition';
 import type { RawEntry } from '../../src/config/registry';
+import { readSecretsDir } from '../../src/config/secrets-dir';
 
 export interface TestGateway {
   url: string;
@@ -29,7 +30,10 @@ export async function startGateway(clusterUrl: string, options: Record<string, s
   const ownCache = options['gateway.artifacts.cache-dir'] === undefined ? mkdtempSync(join(tmpdir(), 'gw-test-cache-')) : undefined;
   if (ownCache) raw.set('gateway.artifacts.cache-dir', { value: ownCache, source: 'test' });
   for (const [k, v] of Object.entries(options)) raw.set(k, { value: v, source: 'test' });
-  const config = registry.resolve(raw);
+  // As main.ts does: secret files sit between the file and the command line, and are re-read on change.
+  const secretsDir = options['gateway.secrets.dir'];
+  const resolve = () => registry.resolve(secretsDir ? new Map([...readSecretsDir(secretsDir), ...raw]) : raw);
+  const config = resolve();
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -38,7 +42,7 @@ export async function startGateway(clusterUrl: string, options: Record<string, s
     },
   });
   const logger: Logger = pino({ level: 'debug' }, sink);
-  const gateway = await compose(config, logger, plugins);
+  const gateway = await compose(config, logger, plugins, resolve);
   const server = createServer({ requestTimeout: 0 }, gateway.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;

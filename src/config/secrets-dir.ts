@@ -1,0 +1,44 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RawEntry } from './registry';
+import { ConfigError } from './registry';
+
+export const SECRETS_DIR_KEY = 'gateway.secrets.dir';
+
+/**
+ * Reads option values from a directory of files named after the option keys, the way Kubernetes
+ * mounts a Secret (`s3.secret-key`, `fs.azure.account.key.<account>.blob.core.windows.net`, ...).
+ * Dot-files (Kubernetes' `..data` links) are skipped; one trailing newline is removed.
+ */
+export function readSecretsDir(dir: string): Map<string, RawEntry> {
+  const out = new Map<string, RawEntry>();
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (err) {
+    throw new ConfigError([{ key: SECRETS_DIR_KEY, source: dir, message: `cannot read the directory: ${(err as NodeJS.ErrnoException).code}` }]);
+  }
+  for (const name of names.sort()) {
+    if (name.startsWith('.')) continue;
+    const path = join(dir, name);
+    if (!statSync(path).isFile()) continue;
+    out.set(name, { value: readFileSync(path, 'utf8').replace(/\r?\n$/, ''), source: `secret file ${path}` });
+  }
+  return out;
+}
+
+/** A cheap fingerprint of the directory (names, sizes, mtimes) to notice rotated secrets. */
+export function secretsFingerprint(dir: string): string {
+  try {
+    return readdirSync(dir)
+      .filter((n) => !n.startsWith('.'))
+      .sort()
+      .map((n) => {
+        const st = statSync(join(dir, n));
+        return `${n}:${st.size}:${st.mtimeMs}`;
+      })
+      .join('|');
+  } catch {
+    return 'unreadable';
+  }
+}

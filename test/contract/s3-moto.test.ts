@@ -1,0 +1,218 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateBucketCommand, PutBucketVersioningCommand } from '@aws-sdk/client-s3';
+import pino from 'pino';
+import { s3Plugin } from '../../fs-plugins/s3';
+import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import { createConnectGuard } from '../../src/artifacts/connect-guard';
+import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
+import { startMotoServer, type IamPolicy, type MotoServer } from '../servers/moto-server';
+import { fixtureClient, putObject, type S3Creds } from '../servers/s3-server';
+import { fsPluginContract } from './fs-plugin-contract';
+
+// The S3 plugin against moto's server (PyPI moto[server], test/servers/requirements.txt, installed by
+// .ci/run into .tmp/venv): real object versioning, and IAM-checked SigV4 (access key, signature and
+// the user's policy) once the fixture has called enableAuth().
+
+const LARGE_SIZE = 32 * 1024 * 1024;
+const WRONG_SECRET = randomBytes(30).toString('base64url');
+
+/** Everything in S3, for the fixture writer. */
+const ADMIN_POLICY: IamPolicy = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }] };
+/** What a gateway needs to read jars from one bucket, versions included. */
+const readerPolicy = (bucket: string): IamPolicy => ({
+  Version: '2012-10-17',
+  Statement: [
+    { Effect: 'Allow', Action: ['s3:GetObject', 's3:GetObjectVersion'], Resource: `arn:aws:s3:::${bucket}/*` },
+    { Effect: 'Allow', Action: 's3:ListBucket', Resource: `arn:aws:s3:::${bucket}` },
+  ],
+});
+
+/** An S3 FileSystem built the way the gateway builds it: plugin options → registry → create(ctx). */
+function s3Fs(settings: Record<string, string>, allowed: string[]): FileSystem {
+  const raw = new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
+  return s3Plugin.create({
+    config: new OptionsRegistry(s3Plugin.options).resolve(raw),
+    log: pino({ level: 'silent' }),
+    guard: createConnectGuard({ enabled: true, allowed }),
+  });
+}
+
+const staticKeys = (url: string, creds: S3Creds) => ({
+  's3.endpoint': url,
+  's3.path.style.access': 'true',
+  's3.access-key': creds.accessKeyId,
+  's3.secret-key': creds.secretAccessKey,
+});
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** The gateway error code and message a promise rejects with ('resolved' if it does not). */
+async function failure(p: Promise<unknown>): Promise<{ code?: string; message: string } | 'resolved'> {
+  return p.then(
+    () => 'resolved' as const,
+    (e: unknown) => ({ code: (e as { code?: string }).code, message: (e as Error).message }),
+  );
+}
+
+/** Writes `size` random bytes to a file and returns their SHA-256 (keeps the large object out of the heap). */
+async function randomFile(path: string, size: number): Promise<string> {
+  const hash = createHash('sha256');
+  const out = createWriteStream(path);
+  for (let left = size; left > 0; left -= 1024 * 1024) {
+    const chunk = randomBytes(Math.min(left, 1024 * 1024));
+    hash.update(chunk);
+    if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
+  }
+  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+  return hash.digest('hex');
+}
+
+/** A versioned bucket, created and switched to Versioning=Enabled by a signed, IAM-authorized admin. */
+async function versionedBucket(server: MotoServer, admin: S3Creds, bucket: string): Promise<void> {
+  const client = fixtureClient(server.url, admin);
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    await client.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: 'Enabled' } }));
+  } finally {
+    client.destroy();
+  }
+}
+
+/** A moto server with auth on, an admin (fixture writer) and a reader (what the gateway is given). */
+async function motoWithUsers(): Promise<{ server: MotoServer; admin: S3Creds; reader: S3Creds }> {
+  const server = await startMotoServer();
+  try {
+    const admin = await server.createUser('fixture-admin', ADMIN_POLICY);
+    const reader = await server.createUser('gateway-reader', readerPolicy('jars'));
+    await server.enableAuth();
+    await versionedBucket(server, admin, 'jars');
+    return { server, admin, reader };
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+}
+
+fsPluginContract('s3 (moto)', async () => {
+  const { server, admin, reader } = await motoWithUsers();
+  const dir = await mkdtemp(join(tmpdir(), 's3-moto-contract-'));
+  try {
+    const content = Buffer.from('PK\u0003\u0004 a small jar-ish object for the S3 contract on moto');
+    await putObject(server.url, admin, 'jars', 'apps/small.jar', content);
+    const largeFile = join(dir, 'large.bin');
+    const sha256 = await randomFile(largeFile, LARGE_SIZE);
+    await putObject(server.url, admin, 'jars', 'apps/large.jar', largeFile);
+    const exempt = [`127.0.0.1:${server.port}`];
+    const fs = s3Fs(staticKeys(server.url, reader), exempt);
+    // The reader's real access key id with a wrong secret: moto answers 403 SignatureDoesNotMatch.
+    const wrongCredentialsFs = s3Fs(staticKeys(server.url, { ...reader, secretAccessKey: WRONG_SECRET }), exempt);
+    const guardedFs = s3Fs(staticKeys(server.url, reader), []);
+    return {
+      fs,
+      wrongCredentialsFs,
+      guardedFs,
+      small: { uri: new URL('s3://jars/apps/small.jar'), content },
+      large: { uri: new URL('s3://jars/apps/large.jar'), size: LARGE_SIZE, sha256 },
+      missing: new URL('s3://jars/apps/missing.jar'),
+      secrets: [reader.secretAccessKey, admin.secretAccessKey, WRONG_SECRET],
+      async close() {
+        await Promise.all([fs.close(), wrongCredentialsFs.close(), guardedFs.close()]);
+        await server.stop();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+});
+
+describe('s3 plugin on moto: object versions and IAM', () => {
+  let server: MotoServer;
+  let admin: S3Creds;
+  let reader: S3Creds;
+  let fs: FileSystem;
+  const opened: FileSystem[] = [];
+  const make = (creds: S3Creds) => {
+    const made = s3Fs(staticKeys(server.url, creds), [`127.0.0.1:${server.port}`]);
+    opened.push(made);
+    return made;
+  };
+  const signal = () => AbortSignal.timeout(30_000);
+  const ONE = Buffer.from('version one');
+  const TWO = Buffer.from('version two, longer');
+  let v1: string;
+  let v2: string;
+
+  beforeAll(async () => {
+    ({ server, admin, reader } = await motoWithUsers());
+    await versionedBucket(server, admin, 'other');
+    v1 = (await putObject(server.url, admin, 'jars', 'versioned.jar', ONE)).versionId!;
+    v2 = (await putObject(server.url, admin, 'jars', 'versioned.jar', TWO)).versionId!;
+    await putObject(server.url, admin, 'other', 'b.jar', Buffer.from('not for the reader'));
+    fs = make(reader);
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(opened.map((f) => f.close()));
+    await server?.stop();
+  });
+
+  it('two PUTs of the same key get two distinct version ids', () => {
+    expect(v1).toEqual(expect.any(String));
+    expect(v2).toEqual(expect.any(String));
+    expect(v1).not.toBe(v2);
+  });
+
+  it('?versionId=<first> reads the first bytes; without it the latest', async () => {
+    const old = await fs.open(new URL(`s3://jars/versioned.jar?versionId=${encodeURIComponent(v1)}`), { signal: signal() });
+    expect(old.stat).toMatchObject({ version: v1, size: ONE.length });
+    expect(await readAll(old.stream)).toEqual(ONE);
+
+    const latest = await fs.open(new URL('s3://jars/versioned.jar'), { signal: signal() });
+    expect(latest.stat).toMatchObject({ version: v2, size: TWO.length });
+    expect(await readAll(latest.stream)).toEqual(TWO);
+  });
+
+  it('stat reports version = the VersionId, for a pinned and for the latest version', async () => {
+    expect(await fs.stat(new URL(`s3://jars/versioned.jar?versionId=${encodeURIComponent(v1)}`), signal())).toMatchObject({ version: v1, size: ONE.length });
+    expect(await fs.stat(new URL(`s3://jars/versioned.jar?versionId=${encodeURIComponent(v2)}`), signal())).toMatchObject({ version: v2, size: TWO.length });
+    expect(await fs.stat(new URL('s3://jars/versioned.jar'), signal())).toMatchObject({ version: v2, size: TWO.length });
+  });
+
+  it('a ranged read of an old version returns that version\'s bytes', async () => {
+    const { stream, stat } = await fs.open(new URL(`s3://jars/versioned.jar?versionId=${encodeURIComponent(v1)}`), {
+      signal: signal(),
+      range: { start: 2, end: 5 },
+    });
+    expect(await readAll(stream)).toEqual(ONE.subarray(2, 6));
+    expect(stat).toMatchObject({ version: v1, size: ONE.length });
+  });
+
+  it('an unknown versionId → GW_FETCH_NOT_FOUND', async () => {
+    const uri = new URL('s3://jars/versioned.jar?versionId=nosuchversion');
+    expect(await failure(fs.open(uri, { signal: signal() }))).toMatchObject({ code: 'GW_FETCH_NOT_FOUND', message: expect.stringContaining('404 NoSuchVersion') });
+    // HEAD answers carry no body, so no S3 error code: the status alone decides.
+    expect(await failure(fs.stat(uri, signal()))).toMatchObject({ code: 'GW_FETCH_NOT_FOUND', message: expect.stringContaining('404') });
+  });
+
+  it('IAM is enforced: unknown key id, wrong secret and a bucket outside the policy are all GW_FETCH_DENIED', async () => {
+    const small = new URL('s3://jars/versioned.jar');
+    const unknownKey = make({ accessKeyId: 'AKIAUNKNOWNKEY000000', secretAccessKey: reader.secretAccessKey });
+    expect(await failure(unknownKey.open(small, { signal: signal() }))).toMatchObject({ code: 'GW_FETCH_DENIED', message: expect.stringContaining('403 InvalidAccessKeyId') });
+    const wrongSecret = make({ ...reader, secretAccessKey: WRONG_SECRET });
+    expect(await failure(wrongSecret.open(small, { signal: signal() }))).toMatchObject({ code: 'GW_FETCH_DENIED', message: expect.stringContaining('403 SignatureDoesNotMatch') });
+    // Control: the admin may read the other bucket, the reader's policy names only "jars".
+    expect((await make(admin).stat(new URL('s3://other/b.jar'), signal())).size).toBe('not for the reader'.length);
+    expect(await failure(fs.open(new URL('s3://other/b.jar'), { signal: signal() }))).toMatchObject({ code: 'GW_FETCH_DENIED', message: expect.stringContaining('403 AccessDenied') });
+  });
+});
