@@ -112,7 +112,6 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
   });
 
   const fsWith = (settings: Record<string, string> = {}, allowed = exempt) => httpFs(settings, { allowed, ca: cert.cert });
-  const requestsTo = (origin: HttpOrigin, path: string) => origin.requests.filter((r) => r.path === path);
 
   it('refuses http:// unless user.artifacts.raw-http-enabled is true', async () => {
     const uri = new URL(`${plainOrigin.url}/small.jar?sig=${SIGNATURE}`);

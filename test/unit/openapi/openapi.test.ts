@@ -220,11 +220,11 @@ describe('openapi.yaml', () => {
       }
     }
     // GET plan takes no body, so it cannot name a URI.
-    const getPlan = JSON.stringify((spec.paths['/v1/jars/{jarid}/plan']?.get as Operation).responses);
+    const getPlan = JSON.stringify((spec.paths['/v1/jars/{jarid}/plan']!.get as Operation).responses);
     const described = [...getPlan.matchAll(/responses\/(\w+)/g)].map((m) => String(spec.components.responses[m[1]!]?.description)).join(' ');
     expect(described).not.toMatch(/GW_FETCH_|GW_JAR_URI_/);
     // GW_FETCH_BUSY's 503 announces Retry-After.
-    const busy = String((spec.paths['/v1/jars/fetch']?.post as Operation).responses['503']?.$ref).split('/').pop()!;
+    const busy = String((spec.paths['/v1/jars/fetch']!.post as Operation).responses['503']?.$ref).split('/').pop()!;
     expect((spec.components.responses[busy] as { headers?: Record<string, unknown> }).headers?.['Retry-After']).toBeDefined();
   });
 
