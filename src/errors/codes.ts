@@ -83,6 +83,10 @@ export const ERROR_CODES = {
     status: 503,
     template: 'Too many jar fetches are waiting (user.artifacts.max-concurrent-fetches = {limit}); retry shortly.',
   },
+  GW_TOKENS_REJECTED: {
+    status: 400,
+    template: "The delegation-token provider '{provider}' refused the job: {reason}. The job was not started.",
+  },
   GW_CLUSTER_UNAVAILABLE: {
     status: 503,
     template: 'The JobManager at {target} is not reachable ({reason}). It may be starting or restarting; retry shortly.',

@@ -1,0 +1,122 @@
+/**
+ * The delegation-token SPI, a TypeScript port of Flink's framework with the per-job extension of
+ * FLINK-40019 / PR #28639 (see shared/reference/delegation-tokens.md §1 and §6). A provider obtains
+ * tokens with the cluster's credentials; a receiver applies them; the manager schedules obtain
+ * cycles, renewal, re-obtain with cooldown, and per-job registration.
+ *
+ * Threading in Node: there are no threads, but every `await` interleaves. `registerJob` and
+ * `unregisterJob` may run while `obtainDelegationTokens` is in flight, so per-job state must be
+ * updated before yielding and read consistently after.
+ */
+
+/** One provider's result. `tokens` is opaque to the manager; `validUntil` is epoch milliseconds. */
+export interface ObtainedDelegationTokens {
+  tokens: Uint8Array;
+  /** Absent = valid forever (no renewal scheduled for this provider). */
+  validUntil?: number;
+}
+
+/** Given to providers at init: asks the manager for an early obtain cycle (coalesced, with cooldown). */
+export interface DelegationTokenManagerCallback {
+  /** Returns at once; may be called from anywhere after `init`. */
+  reobtainDelegationTokens(): void;
+}
+
+/** A provider's view of its configuration: keys relative to `security.delegation.token.provider.<name>.`. */
+export interface ProviderConfig {
+  /** e.g. `get('region')` reads `security.delegation.token.provider.<name>.region`. */
+  get(relativeKey: string): string | undefined;
+  /** The whole gateway configuration, as strings (for shared keys such as `s3.endpoint`). */
+  raw(key: string): string | undefined;
+}
+
+/** A job's configuration as the provider sees it: a redacted copy, string values. */
+export type JobConfiguration = Readonly<Record<string, string>>;
+
+/**
+ * A delegation-token provider. One instance per provider for the manager's lifetime.
+ *
+ * @example
+ * const provider: DelegationTokenProvider = {
+ *   serviceName: 'oauth2',
+ *   async init(config, callback) { this.endpoint = config.get('token-endpoint'); },
+ *   delegationTokensRequired: () => true,
+ *   async obtainDelegationTokens() { return { tokens: encode(await fetchToken()), validUntil: Date.now() + 3600_000 }; },
+ * };
+ */
+export interface DelegationTokenProvider {
+  /** Unique; matches the receiver, the `enabled` switch and the container entry. */
+  readonly serviceName: string;
+  /** Called once, only when the provider is enabled. Keep `callback` to request re-obtains later. */
+  init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void | Promise<void>;
+  /** Checked before each obtain; false skips this provider this cycle (no tokens, no renewal date). */
+  delegationTokensRequired(): boolean | Promise<boolean>;
+  /** Obtains tokens (for the cluster, and for every registered job whose state it holds). */
+  obtainDelegationTokens(): Promise<ObtainedDelegationTokens>;
+  /**
+   * A job is about to start. Must be idempotent (re-registration after a gateway restart) and should
+   * not throw: a throw rejects the job (it never starts) and rolls back every provider. Record the
+   * job's state BEFORE calling `callback.reobtainDelegationTokens()`. Validate what the job asks for
+   * against the administrator's allow-list here, and throw with a clear message if it is not allowed.
+   */
+  registerJob?(jobId: string, jobConfiguration: JobConfiguration): void | Promise<void>;
+  /** The job reached a globally terminal state (or its start was rolled back). Idempotent. */
+  unregisterJob?(jobId: string): void | Promise<void>;
+  /** Called at most once at shutdown; may overlap an in-flight obtain. */
+  close?(): void | Promise<void>;
+}
+
+/** Applies one provider's tokens where they are needed (the gateway's fs-plugins, a file, a bridge). */
+export interface DelegationTokenReceiver {
+  /** Must equal the provider's `serviceName`. */
+  readonly serviceName: string;
+  init(config: ProviderConfig): void | Promise<void>;
+  onNewTokensObtained(tokens: Uint8Array): void | Promise<void>;
+}
+
+/**
+ * The container handed to listeners after a successful cycle: versioned JSON
+ * `{"version":1,"tokens":{"<serviceName>":"<base64>"}}` instead of Java serialization.
+ */
+export interface TokenContainer {
+  version: 1;
+  tokens: Record<string, string>;
+}
+
+export interface TokenManagerListener {
+  onNewTokensObtained(container: TokenContainer): void | Promise<void>;
+}
+
+/** Status for GET /gateway/v1/tokens — never a token value. */
+export interface TokenStatus {
+  enabled: boolean;
+  providers: {
+    serviceName: string;
+    lastObtainAt?: string;
+    validUntil?: string;
+    lastError?: string;
+  }[];
+  nextRenewalAt?: string;
+  registeredJobs: string[];
+}
+
+/** Thrown by `TokenManager.registerJob` when a provider refuses a job. */
+export interface TokenRegistrationFailure extends Error {
+  code: 'GW_TOKENS_REJECTED';
+  provider: string;
+}
+
+/** What the submission pipeline and the job watcher use. */
+export interface TokenManager {
+  start(listener?: TokenManagerListener): Promise<void>;
+  /** End of a serving session: stops timers, unregisters the session's jobs. */
+  stop(): Promise<void>;
+  /** Process shutdown: closes providers exactly once. */
+  close(): Promise<void>;
+  reobtainDelegationTokens(): void;
+  /** Rejects (TokenRegistrationFailure) when a provider refuses; a first registration is then rolled back everywhere. */
+  registerJob(jobId: string, jobConfiguration: JobConfiguration): Promise<void>;
+  /** Never throws; per-provider failures are logged and the job is dropped anyway. */
+  unregisterJob(jobId: string): Promise<void>;
+  status(): TokenStatus;
+}
