@@ -65,6 +65,9 @@ export class AzureFileSystem implements FileSystem {
       body = res.readableStreamBody;
       const total = totalFromContentRange(res.contentRange) ?? res.contentLength;
       stat = toStat(total, res.etag, res.versionId, res.lastModified);
+      // A whole-blob read can be checked end to end against the Content-MD5 Azure stores with the blob.
+      const md5 = range === undefined ? (res.blobContentMD5 ?? res.contentMD5) : undefined;
+      if (md5 && md5.length === 16) stat.integrity = { algorithm: 'md5', expected: Buffer.from(md5).toString('hex') };
     } catch (err) {
       throw translateAzureError(err, uri, signal, this.agents.refusals);
     }

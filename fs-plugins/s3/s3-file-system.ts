@@ -68,7 +68,10 @@ export class S3FileSystem implements FileSystem {
       (out.Body as { destroy?: () => void } | undefined)?.destroy?.();
       throw fetchError.unavailable(uri, 'the S3 response had no readable body');
     }
-    return { stream: guardBody(out.Body, uri, signal), stat: toStat(out) };
+    const stat = toStat(out);
+    const integrity = range ? undefined : etagIntegrity(out);
+    if (integrity) stat.integrity = integrity;
+    return { stream: guardBody(out.Body, uri, signal), stat };
   }
 
   async close(): Promise<void> {
@@ -83,6 +86,18 @@ export class S3FileSystem implements FileSystem {
     if (target.endpoint) this.deps.guard.checkHost(target.endpoint.hostname, endpointPort(target.endpoint));
     return { client: this.clients.get(target), location };
   }
+}
+
+/**
+ * End-to-end check for a whole-object read: a single-part object's ETag is the MD5 of its bytes,
+ * unless it is encrypted with KMS or a customer key (then the ETag is opaque) or was uploaded in
+ * parts (`-N` suffix). Anything else: no claim, rather than a false mismatch.
+ */
+function etagIntegrity(out: GetObjectCommandOutput): ObjectStat['integrity'] {
+  const etag = out.ETag?.replace(/^(W\/)?"|"$/g, '');
+  if (!etag || !/^[0-9a-f]{32}$/i.test(etag)) return undefined;
+  if (out.SSECustomerAlgorithm || (out.ServerSideEncryption && out.ServerSideEncryption.startsWith('aws:kms'))) return undefined;
+  return { algorithm: 'md5', expected: etag.toLowerCase() };
 }
 
 function toStat(out: HeadLike): ObjectStat {

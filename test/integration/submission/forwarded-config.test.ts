@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { filePlugin } from '../../../fs-plugins/file';
+import { startGateway } from '../../helpers/gateway';
+import { buildJar } from '../../helpers/jars';
+import { startOrigin } from '../../helpers/origin';
+
+/**
+ * What the JobManager receives for a run by URI (a node:http origin records it): the fetched jar's
+ * id instead of the placeholder, and a configuration that carries provenance instead of the URI.
+ * The transient jar is deleted after the run.
+ */
+describe('the run forwarded for a jar URI', () => {
+  it('names the fetched jar, drops user.artifacts.job-jar, adds gateway.artifact.*, deletes the transient jar', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-fwd-'));
+    const jar = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n' });
+    writeFileSync(join(dir, 'app.jar'), jar);
+    const seen: { method: string; url: string; body: string }[] = [];
+    const jm = await startOrigin((req, res) => {
+      let body = '';
+      req.setEncoding('latin1').on('data', (d: string) => (body += d));
+      req.on('end', () => {
+        seen.push({ method: req.method!, url: req.url!, body });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        if (req.url === '/v1/jars/upload') res.end(JSON.stringify({ filename: '/jm/flink-web-upload/1111_app.jar', status: 'success' }));
+        else if (req.url?.endsWith('/run')) res.end(JSON.stringify({ jobid: (JSON.parse(body) as { jobId: string }).jobId }));
+        else res.end('{}');
+      });
+    });
+    const gw = await startGateway(jm.url, {
+      'web.submit.jar-uri.enable': 'true',
+      'gateway.artifacts.handoff': 'upload',
+      'user.artifacts.allowed-schemes': 'file',
+      'user.artifacts.local-file.enabled': 'true',
+      'user.artifacts.local-file.allowed-dirs': dir,
+    }, [filePlugin]);
+    try {
+      const uri = `file://${join(dir, 'app.jar')}`;
+      const r = await fetch(`${gw.url}/v1/jars/0000_placeholder.jar/run`, {
+        method: 'POST',
+        body: JSON.stringify({ jobId: 'b'.repeat(32), flinkConfiguration: { 'user.artifacts.job-jar': uri, 'user.artifacts.job-jar.sha256': createHash('sha256').update(jar).digest('hex'), 'x.y': 'z' } }),
+      });
+      expect(r.status).toBe(200);
+      const run = seen.find((s) => s.url.endsWith('/run'))!;
+      expect(run.url).toBe('/v1/jars/1111_app.jar/run');
+      const cfg = (JSON.parse(run.body) as { flinkConfiguration: Record<string, string> }).flinkConfiguration;
+      expect(cfg).toEqual({ 'x.y': 'z', 'gateway.artifact.uri': uri, 'gateway.artifact.sha256': createHash('sha256').update(jar).digest('hex') });
+      expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /v1/jars/upload', 'POST /v1/jars/1111_app.jar/run', 'DELETE /v1/jars/1111_app.jar']);
+    } finally {
+      await gw.close();
+      await jm.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
