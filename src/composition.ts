@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
+import { join } from 'node:path';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { ArtifactFetcher } from './artifacts/artifact-fetcher';
@@ -13,18 +14,38 @@ import { PluginRegistry } from './artifacts/plugin-registry';
 import { Semaphore } from './artifacts/semaphore';
 import { EmbeddedCluster } from './cluster/embedded-cluster';
 import { JarHandoff } from './cluster/jar-handoff';
+import { fetchJobStates, JobWatcher } from './cluster/job-watcher';
 import { JobManagerClient } from './cluster/jobmanager-client';
 import { coreOptions } from './config/options';
 import { type Configuration, OptionsRegistry } from './config/registry';
 import { secretsFingerprint } from './config/secrets-dir';
 import { createApp } from './http/app';
 import { projectRoot } from './project-root';
+import { JobRegistrations } from './submission/job-registrations';
+import { RegistrationStore } from './submission/registration-store';
 import { RemoteJars } from './submission/remote-jars';
 import { RunService } from './submission/run-service';
+import type { DelegationTokenProvider, DelegationTokenReceiver, TokenManager } from './tokens/spi';
+import { createTokenManager } from './tokens/token-manager';
+import { tokenOptions } from './tokens/token-options';
 
-/** Every option the gateway knows: core, artifacts, and each plugin's own. */
+/** Every option the gateway knows: core, artifacts, delegation tokens, and each plugin's own. */
 export function createRegistry(plugins: readonly FsPluginDefinition[] = []): OptionsRegistry {
-  return new OptionsRegistry([...Object.values(coreOptions), ...Object.values(artifactOptions), ...plugins.flatMap((p) => p.options)]);
+  return new OptionsRegistry([
+    ...Object.values(coreOptions),
+    ...Object.values(artifactOptions),
+    ...Object.values(tokenOptions),
+    ...plugins.flatMap((p) => p.options),
+  ]);
+}
+
+/**
+ * The delegation-token providers and receivers to load (each enabled unless
+ * `security.delegation.token.provider.<name>.enabled: false`); they must pair up by service name.
+ */
+export interface TokenServices {
+  providers?: readonly DelegationTokenProvider[];
+  receivers?: readonly DelegationTokenReceiver[];
 }
 
 export interface Gateway {
@@ -33,6 +54,8 @@ export interface Gateway {
   cluster: JobManagerClient;
   embedded?: EmbeddedCluster;
   fetches: FetchProgress;
+  tokens: TokenManager;
+  registrations: JobRegistrations;
   /** Stops accepting work, waits for in-flight requests, stops the embedded cluster. */
   close(server?: Server): Promise<void>;
 }
@@ -47,6 +70,25 @@ export async function compose(
   plugins: readonly FsPluginDefinition[] = [],
   /** Re-reads every source (used when gateway.secrets.dir changes). */
   reload?: () => Configuration,
+  tokenServices: TokenServices = {},
+): Promise<Gateway> {
+  // First, before anything is started: a provider that fails to initialise stops start-up.
+  const tokenLog = logger.child({ component: 'tokens' });
+  const tokens = await createTokenManager({ config, providers: tokenServices.providers ?? [], receivers: tokenServices.receivers ?? [], log: tokenLog });
+  try {
+    return await composeServices(config, logger, plugins, reload, tokens);
+  } catch (err) {
+    await tokens.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function composeServices(
+  config: Configuration,
+  logger: Logger,
+  plugins: readonly FsPluginDefinition[],
+  reload: (() => Configuration) | undefined,
+  tokens: TokenManager,
 ): Promise<Gateway> {
   let embedded: EmbeddedCluster | undefined;
   let restUrl = config.getOptional(coreOptions.clusterRestUrl);
@@ -110,11 +152,33 @@ export async function compose(
   const handoffMode = handoffSetting === 'auto' ? (uploadDir ? 'shared-dir' : 'upload') : handoffSetting;
   const handoff = new JarHandoff(handoffMode as 'upload' | 'shared-dir', cluster, uploadDir, logger.child({ component: 'handoff' }));
 
+  // Job registrations: persisted so that a restarted gateway registers its running jobs again;
+  // followed by the job watcher, which unregisters jobs once they end.
+  const tokensEnabled = config.get(tokenOptions.enabled);
+  const tokenLog = logger.child({ component: 'tokens' });
+  const store = tokensEnabled
+    ? new RegistrationStore(config.getOptional(tokenOptions.storeDir) ?? join(config.get(artifactOptions.cacheDir), 'registrations'), tokenLog)
+    : undefined;
+  await store?.init();
+  const registrations = new JobRegistrations({ tokens, ...(store ? { store } : {}), isSensitive: (key) => config.registry.isSensitive(key), log: tokenLog });
+  const watcher = tokensEnabled
+    ? new JobWatcher({
+        cluster,
+        jobs: registrations,
+        intervalMs: config.get(tokenOptions.watchInterval),
+        maxBackoffMs: config.get(tokenOptions.watchMaxBackoff),
+        missingReads: config.get(tokenOptions.watchMissingReads),
+        missingGraceMs: config.get(tokenOptions.watchMissingGrace),
+        log: logger.child({ component: 'job-watcher' }),
+      })
+    : undefined;
+
   const runs = new RunService({
     cluster,
     jarUriEnabled: config.get(coreOptions.jarUriEnable),
     ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff) } : {}),
     dedupeRetentionMs: config.get(coreOptions.runDedupeRetention),
+    registrations,
   });
   let draining = false;
   const app = createApp({
@@ -124,12 +188,20 @@ export async function compose(
     uploadMaxBytes: config.get(coreOptions.uploadMaxSize),
     isDraining: () => draining,
     fetches,
+    tokens,
   });
+  // The app is composed: register the stored jobs again, then start obtaining tokens (the first
+  // cycle then already covers them), then follow the jobs.
+  await registrations.restore(() => fetchJobStates(cluster));
+  await tokens.start();
+  watcher?.start();
   return {
     app,
     config,
     cluster,
     fetches,
+    tokens,
+    registrations,
     ...(embedded ? { embedded } : {}),
     async close(server?: Server) {
       draining = true;
@@ -139,8 +211,13 @@ export async function compose(
           server.closeIdleConnections();
         });
       }
+      await watcher?.stop();
       shutdown.abort();
       stopWatching();
+      // Ends the session (providers forget their jobs) and closes the providers once. The store
+      // keeps the registrations for the next start.
+      await tokens.close();
+      await store?.flush().catch((err: unknown) => tokenLog.error({ err }, 'cannot write the job-registration store'));
       await registry.close();
       await cluster.close();
       await embedded?.stop();

@@ -96,7 +96,7 @@ export class S3FileSystem implements FileSystem {
 function etagIntegrity(out: GetObjectCommandOutput): ObjectStat['integrity'] {
   const etag = out.ETag?.replace(/^(W\/)?"|"$/g, '');
   if (!etag || !/^[0-9a-f]{32}$/i.test(etag)) return undefined;
-  if (out.SSECustomerAlgorithm || (out.ServerSideEncryption && out.ServerSideEncryption.startsWith('aws:kms'))) return undefined;
+  if (out.SSECustomerAlgorithm || out.ServerSideEncryption?.startsWith('aws:kms')) return undefined;
   return { algorithm: 'md5', expected: etag.toLowerCase() };
 }
 

@@ -2,11 +2,13 @@
  * Flink-style option types. Values arrive as strings (YAML scalars, env vars, `-D` flags) and are
  * parsed the way Flink parses them, so a key means the same thing in a Flink config file and here.
  */
-export type OptionType = 'string' | 'int' | 'boolean' | 'duration' | 'memory' | 'map' | 'list' | 'enum';
+export type OptionType = 'string' | 'int' | 'double' | 'boolean' | 'duration' | 'memory' | 'map' | 'list' | 'enum';
 
 export interface OptionValueMap {
   string: string;
   int: number;
+  /** a finite decimal number, e.g. a ratio */
+  double: number;
   boolean: boolean;
   /** milliseconds */
   duration: number;
@@ -29,7 +31,7 @@ export interface OptionDef<T extends OptionType = OptionType> {
   sensitive?: boolean;
   /** For `enum` options. */
   values?: readonly string[];
-  /** Lower bound for `int`/`duration`/`memory`. */
+  /** Lower bound for `int`/`double`/`duration`/`memory`. */
   min?: number;
   max?: number;
   /** Section heading in the generated docs. */
@@ -93,6 +95,11 @@ export function parseValue<T extends OptionType>(def: OptionDef<T>, raw: unknown
       break;
     case 'int': {
       if (!/^\s*-?\d+\s*$/.test(text)) throw new Error(`'${text}' is not an integer`);
+      value = Number(text);
+      break;
+    }
+    case 'double': {
+      if (!/^\s*-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(text)) throw new Error(`'${text}' is not a number`);
       value = Number(text);
       break;
     }

@@ -83,6 +83,10 @@ export const ERROR_CODES = {
     status: 503,
     template: 'Too many jar fetches are waiting (user.artifacts.max-concurrent-fetches = {limit}); retry shortly.',
   },
+  GW_AUTH_REQUIRED: {
+    status: 401,
+    template: 'This gateway requires authentication: send "Authorization: Bearer <token>" (a token listed in gateway.auth.tokens-file) or a client certificate trusted by gateway.tls.client-ca.',
+  },
   GW_TOKENS_REJECTED: {
     status: 400,
     template: "The delegation-token provider '{provider}' refused the job: {reason}. The job was not started.",

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { FetchProgress } from '../artifacts/fetch-progress';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import type { RunService } from '../submission/run-service';
+import type { TokenStatus } from '../tokens/spi';
 import { errorMiddleware } from './error-middleware';
 import { createGatewayRoutes } from './gateway-routes';
 import { createJarRoutes } from './jar-routes';
@@ -16,6 +17,7 @@ export interface AppDeps {
   uploadMaxBytes: number;
   isDraining: () => boolean;
   fetches?: FetchProgress;
+  tokens?: { status(): TokenStatus };
 }
 
 /**

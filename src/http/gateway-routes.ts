@@ -2,12 +2,15 @@ import { Router } from 'express';
 import type { FetchProgress } from '../artifacts/fetch-progress';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
+import type { TokenStatus } from '../tokens/spi';
 import { sendJson } from './responses';
 
 export interface GatewayRouteDeps {
   cluster: JobManagerClient;
   isDraining: () => boolean;
   fetches?: FetchProgress;
+  /** The delegation-token manager (its status only). */
+  tokens?: { status(): TokenStatus };
 }
 
 /** The gateway's own routes under /gateway/v1 (not Flink paths). */
@@ -31,5 +34,8 @@ export function createGatewayRoutes(deps: GatewayRouteDeps): Router {
     if (!rec) return next(new GatewayError('GW_ROUTE_NOT_FOUND', { uri: req.originalUrl }));
     sendJson(res, 200, rec);
   });
+  // Delegation-token status: providers, last obtain, next renewal, registered jobs, last error.
+  // Never a token value: the manager's status holds none.
+  router.get('/tokens', (_req, res) => sendJson(res, 200, deps.tokens?.status() ?? { enabled: false, providers: [], registeredJobs: [] }));
   return router;
 }

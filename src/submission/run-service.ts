@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { summariseFlinkErrors } from '../cluster/flink-errors';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
+import type { JobRegistrar } from './job-registrations';
 import { JOB_JAR_KEY, JOB_JAR_SHA256_KEY, type JarRequest } from './run-request';
 import { SingleFlight } from './single-flight';
 
@@ -32,6 +33,8 @@ export interface RunServiceOptions {
   remoteJars?: RemoteJarSource;
   dedupeRetentionMs: number;
   clock?: () => number;
+  /** The job-registration hook (delegation tokens); absent in tests that do not need it. */
+  registrations?: JobRegistrar;
 }
 
 export interface RunOutcome {
@@ -59,22 +62,45 @@ export class RunService {
 
   private async runOnce(jarId: string, jobId: string, request: JarRequest, query: string, log: Logger): Promise<RunOutcome> {
     return this.withJar(jarId, request, log, async (effectiveJarId) => {
-      const res = await this.opts.cluster.json('POST', `/v1/jars/${encodeURIComponent(effectiveJarId)}/run${query}`, {
-        body: request.body,
-        timeoutMs: this.opts.cluster.runTimeoutMs(),
-        operation: 'run',
-      });
-      if (res.status === 200 && typeof (res.body as { jobid?: unknown }).jobid === 'string') {
-        log.info({ jarId: effectiveJarId }, 'job submitted');
-        return { jobid: (res.body as { jobid: string }).jobid };
+      const registrar = this.opts.registrations;
+      // The configuration as it will be forwarded (for a fetched jar: without the URI key, with
+      // the gateway.artifact.* provenance). Registered BEFORE the JobManager sees the job, so a
+      // provider's refusal means the job never starts.
+      const jobConfiguration = (request.body.flinkConfiguration as Record<string, string> | undefined) ?? request.flinkConfiguration;
+      await registrar?.register(jobId, jobConfiguration, log);
+      let outcome: RunOutcome;
+      try {
+        outcome = await this.submit(effectiveJarId, jobId, request, query, log);
+      } catch (err) {
+        if (registrar) {
+          // No answer (timeout, connection lost): the JobManager may have the job. Keep the
+          // registration; the job watcher drops it if the job never shows up.
+          if (isAmbiguous(err)) registrar.submitted(jobId);
+          else await registrar.rollback(jobId, log);
+        }
+        throw err;
       }
-      if (res.status === 400 && (await this.jobExists(jobId))) {
-        // A run that reached the JobManager earlier (before a gateway restart, say) under this id.
-        log.info('JobManager already has this jobId; treating the run as accepted');
-        return { jobid: jobId };
-      }
-      throw this.runFailure('run', res);
+      registrar?.submitted(jobId);
+      return outcome;
     });
+  }
+
+  private async submit(effectiveJarId: string, jobId: string, request: JarRequest, query: string, log: Logger): Promise<RunOutcome> {
+    const res = await this.opts.cluster.json('POST', `/v1/jars/${encodeURIComponent(effectiveJarId)}/run${query}`, {
+      body: request.body,
+      timeoutMs: this.opts.cluster.runTimeoutMs(),
+      operation: 'run',
+    });
+    if (res.status === 200 && typeof (res.body as { jobid?: unknown }).jobid === 'string') {
+      log.info({ jarId: effectiveJarId }, 'job submitted');
+      return { jobid: (res.body as { jobid: string }).jobid };
+    }
+    if (res.status === 400 && (await this.jobExists(jobId))) {
+      // A run that reached the JobManager earlier (before a gateway restart, say) under this id.
+      log.info('JobManager already has this jobId; treating the run as accepted');
+      return { jobid: jobId };
+    }
+    throw this.runFailure('run', res);
   }
 
   /** POST /jars/fetch: fetch a jar by URI and register it with the JobManager, like an upload. */
@@ -145,4 +171,12 @@ export class RunService {
     if (res.status === 400) return new GatewayError(operation === 'run' ? 'GW_RUN_REJECTED' : 'GW_PLAN_REJECTED', { flinkMessage });
     return this.opts.cluster.failure(operation, res);
   }
+}
+
+/** Errors after which the JobManager may or may not have accepted the run. */
+function isAmbiguous(err: unknown): boolean {
+  const e = err as { code?: string; params?: { reason?: unknown } };
+  if (e?.code === 'GW_CLUSTER_TIMEOUT') return true;
+  // A refused connection never reached the JobManager; a reset one may have.
+  return e?.code === 'GW_CLUSTER_UNAVAILABLE' && e.params?.reason !== 'ECONNREFUSED';
 }

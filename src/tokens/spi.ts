@@ -98,6 +98,8 @@ export interface TokenStatus {
   }[];
   nextRenewalAt?: string;
   registeredJobs: string[];
+  /** The latest failure of an obtain cycle or a job registration (a message, never a token). */
+  lastError?: { at: string; message: string };
 }
 
 /** Thrown by `TokenManager.registerJob` when a provider refuses a job. */

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
-import { compose, createRegistry, type Gateway } from '../../src/composition';
+import { compose, createRegistry, type Gateway, type TokenServices } from '../../src/composition';
 import type { RawEntry } from '../../src/config/registry';
 import { readSecretsDir } from '../../src/config/secrets-dir';
 
@@ -21,9 +21,15 @@ export interface TestGateway {
 
 /**
  * Starts an in-process gateway on 127.0.0.1:0 in front of `clusterUrl`, with its own jar cache
- * directory (removed on close) unless `gateway.artifacts.cache-dir` is given.
+ * directory (removed on close) unless `gateway.artifacts.cache-dir` is given. `tokens` are the
+ * delegation-token providers and receivers to load (none by default).
  */
-export async function startGateway(clusterUrl: string, options: Record<string, string> = {}, plugins: readonly FsPluginDefinition[] = []): Promise<TestGateway> {
+export async function startGateway(
+  clusterUrl: string,
+  options: Record<string, string> = {},
+  plugins: readonly FsPluginDefinition[] = [],
+  tokens: TokenServices = {},
+): Promise<TestGateway> {
   const registry = createRegistry(plugins);
   const raw = new Map<string, RawEntry>();
   raw.set('gateway.cluster.rest-url', { value: clusterUrl, source: 'test' });
@@ -42,7 +48,7 @@ export async function startGateway(clusterUrl: string, options: Record<string, s
     },
   });
   const logger: Logger = pino({ level: 'debug' }, sink);
-  const gateway = await compose(config, logger, plugins, resolve);
+  const gateway = await compose(config, logger, plugins, resolve, tokens);
   const server = createServer({ requestTimeout: 0 }, gateway.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;

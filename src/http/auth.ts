@@ -1,0 +1,128 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import type { TLSSocket } from 'node:tls';
+import type { NextFunction, Request, Response } from 'express';
+import { GatewayError } from '../errors/gateway-error';
+
+/**
+ * Who is calling. Bearer tokens come from a file of `<principal> <sha256-hex of the token>` lines
+ * (tokens are stored hashed; the file is re-read when it changes); mutual TLS yields the client
+ * certificate's subject. Health, readiness and `GET /config` (the operator's JobManager startup
+ * probe, sent without credentials) stay open.
+ */
+export interface AuthOptions {
+  tokensFile?: string;
+  /** True when the listener verifies client certificates (gateway.tls.client-ca is set). */
+  mutualTls: boolean;
+  /** Re-read the tokens file at most this often (ms). */
+  reloadIntervalMs?: number;
+  now?: () => number;
+}
+
+const OPEN_ROUTES: readonly { method: string; path: RegExp }[] = [
+  { method: 'GET', path: /^\/gateway\/v1\/(health|ready)$/ },
+  { method: 'GET', path: /^\/(v1\/)?config\/?$/ },
+];
+
+interface TokenTable {
+  mtimeMs: number;
+  size: number;
+  byHash: Map<string, string>;
+}
+
+export function parseTokensFile(text: string, source: string): Map<string, string> {
+  const byHash = new Map<string, string>();
+  text.split('\n').forEach((line, i) => {
+    const l = line.trim();
+    if (l === '' || l.startsWith('#')) return;
+    const m = /^([A-Za-z0-9._@-]{1,128})\s+(?:sha256:)?([0-9a-fA-F]{64})$/.exec(l);
+    if (!m) throw new Error(`${source}:${i + 1}: expected "<principal> <sha256 hex of the token>"`);
+    byHash.set(m[2]!.toLowerCase(), m[1]!);
+  });
+  return byHash;
+}
+
+export class Authenticator {
+  private table?: TokenTable;
+  private checkedAt = -Infinity;
+
+  constructor(private readonly opts: AuthOptions) {
+    if (opts.tokensFile) this.reload(true);
+  }
+
+  get enabled(): boolean {
+    return this.opts.tokensFile !== undefined || this.opts.mutualTls;
+  }
+
+  /** Re-reads the tokens file when it changed; a broken file keeps the previous table (and says so). */
+  private reload(initial = false): void {
+    const file = this.opts.tokensFile!;
+    const st = statSync(file);
+    if (!initial && this.table && st.mtimeMs === this.table.mtimeMs && st.size === this.table.size) return;
+    try {
+      this.table = { mtimeMs: st.mtimeMs, size: st.size, byHash: parseTokensFile(readFileSync(file, 'utf8'), file) };
+    } catch (err) {
+      if (initial) throw err;
+    }
+  }
+
+  /** The principal for a request, or undefined when it carries no valid credential. */
+  principalOf(req: Request): string | undefined {
+    const socket = req.socket as Partial<TLSSocket>;
+    if (this.opts.mutualTls && socket.authorized && typeof socket.getPeerCertificate === 'function') {
+      const cert = socket.getPeerCertificate();
+      const cn = cert?.subject?.CN;
+      if (cn) return `cert:${Array.isArray(cn) ? cn[0] : cn}`;
+    }
+    const header = req.headers.authorization;
+    if (this.opts.tokensFile && typeof header === 'string' && /^Bearer\s+/i.test(header)) {
+      const now = (this.opts.now ?? Date.now)();
+      if (now - this.checkedAt > (this.opts.reloadIntervalMs ?? 2000)) {
+        this.checkedAt = now;
+        try {
+          this.reload();
+        } catch {
+          /* file temporarily missing during a rotation: keep the previous table */
+        }
+      }
+      const digest = createHash('sha256').update(header.replace(/^Bearer\s+/i, '').trim()).digest();
+      for (const [hash, principal] of this.table?.byHash ?? []) {
+        if (timingSafeEqual(Buffer.from(hash, 'hex'), digest)) return `token:${principal}`;
+      }
+    }
+    return undefined;
+  }
+
+  middleware() {
+    return (req: Request, res: Response, next: NextFunction): void => {
+      if (!this.enabled) {
+        res.locals.principal = 'anonymous';
+        next();
+        return;
+      }
+      const path = req.originalUrl.split('?')[0] ?? '/';
+      const principal = this.principalOf(req);
+      if (principal) {
+        res.locals.principal = principal;
+        res.locals.log = res.locals.log?.child({ principal });
+        next();
+        return;
+      }
+      if (OPEN_ROUTES.some((r) => r.method === req.method && r.path.test(path))) {
+        res.locals.principal = 'anonymous';
+        next();
+        return;
+      }
+      const err = new GatewayError('GW_AUTH_REQUIRED');
+      err.headers = { 'www-authenticate': 'Bearer realm="flink-jar-gateway"' };
+      next(err);
+    };
+  }
+}
+
+/** Start-up rule: a gateway that fetches with the cluster's credentials must not be open to the network. */
+export function exposureProblem(bindAddress: string, jarUriEnabled: boolean, authEnabled: boolean): string | undefined {
+  const loopback = bindAddress === 'localhost' || bindAddress === '::1' || bindAddress.startsWith('127.');
+  if (loopback || !jarUriEnabled || authEnabled) return undefined;
+  return `refusing to start: rest.bind-address is ${bindAddress} (not loopback) with web.submit.jar-uri.enable: true and no authentication; set gateway.auth.tokens-file or gateway.tls.client-ca, or bind 127.0.0.1`;
+}

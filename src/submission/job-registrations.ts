@@ -1,0 +1,160 @@
+import type { Logger } from 'pino';
+import { GLOBALLY_TERMINAL, type WatchedJobs } from '../cluster/job-watcher';
+import { tokensRejected } from '../tokens/registration-error';
+import type { JobConfiguration, TokenManager } from '../tokens/spi';
+import type { RegistrationStore } from './registration-store';
+
+/** Keys the gateway adds to a fetched jar's forwarded configuration (see remote-jars.ts). */
+export const PROVENANCE_PREFIX = 'gateway.artifact.';
+
+/** The registration hook as the run pipeline sees it. */
+export interface JobRegistrar {
+  /**
+   * Registers the job with every token provider BEFORE the JobManager is asked to run it. Rejects
+   * with GW_TOKENS_REJECTED when a provider refuses (every provider is then rolled back).
+   */
+  register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger): Promise<void>;
+  /** The JobManager refused the run: undo the registration everywhere. */
+  rollback(jobId: string, log: Logger): Promise<void>;
+  /** The run reached the JobManager (accepted, or the outcome is unknown): the job watcher may follow it. */
+  submitted(jobId: string): void;
+}
+
+export interface JobRegistrationsOptions {
+  tokens: TokenManager;
+  /** Absent when delegation tokens are disabled: nothing is persisted. */
+  store?: RegistrationStore;
+  /** The options registry's `isSensitive` (declared sensitive keys plus the name heuristic). */
+  isSensitive: (key: string) => boolean;
+  log: Logger;
+  wallClock?: () => number;
+}
+
+/** A copy of the job's configuration without any sensitive value: that is all a provider sees or the store keeps. */
+export function redactConfiguration(config: Readonly<Record<string, string>>, isSensitive: (key: string) => boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config)) if (!isSensitive(k)) out[k] = v;
+  return out;
+}
+
+/**
+ * Job registrations: the token manager's per-job registry plus the persistent store, and what the
+ * job watcher follows. A job is "submitting" from its registration until the JobManager answers;
+ * the watcher ignores it meanwhile (a run can take minutes, during which the job is not listed).
+ */
+export class JobRegistrations implements JobRegistrar, WatchedJobs {
+  private readonly jobs = new Map<string, number>();
+  private readonly submitting = new Set<string>();
+  private readonly enabled: boolean;
+  private readonly now: () => number;
+
+  constructor(private readonly opts: JobRegistrationsOptions) {
+    this.enabled = opts.tokens.status().enabled;
+    this.now = opts.wallClock ?? Date.now;
+  }
+
+  async register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger): Promise<void> {
+    if (!this.enabled) return;
+    const configuration = redactConfiguration(flinkConfiguration, this.opts.isSensitive);
+    this.submitting.add(jobId);
+    try {
+      await this.opts.tokens.registerJob(jobId, configuration as JobConfiguration);
+    } catch (err) {
+      this.submitting.delete(jobId);
+      const e = err as { code?: string };
+      log.info({ err: (err as Error)?.message }, 'delegation-token registration refused the job; it was not started');
+      throw e?.code === 'GW_TOKENS_REJECTED' ? err : tokensRejected('<unknown>', err);
+    }
+    const registeredAt = this.jobs.get(jobId) ?? this.now();
+    this.jobs.set(jobId, registeredAt);
+    if (!this.opts.store) return;
+    const provenance: Record<string, string> = {};
+    for (const [k, v] of Object.entries(configuration)) if (k.startsWith(PROVENANCE_PREFIX)) provenance[k] = v;
+    try {
+      await this.opts.store.put({ jobId, configuration, provenance, registeredAt: new Date(registeredAt).toISOString() });
+    } catch (err) {
+      // Without the record a gateway restart would silently strip the job of its tokens: refuse now.
+      log.error({ err, dir: this.opts.store.dir }, 'cannot persist the job registration; the job was not started');
+      await this.rollback(jobId, log);
+      throw err;
+    }
+  }
+
+  async rollback(jobId: string, log: Logger): Promise<void> {
+    if (!this.enabled) return;
+    await this.forget(jobId, log);
+    log.info('job registration rolled back');
+  }
+
+  submitted(jobId: string): void {
+    this.submitting.delete(jobId);
+  }
+
+  watchedJobs(): string[] {
+    return [...this.jobs.keys()].filter((j) => !this.submitting.has(j));
+  }
+
+  async unregister(jobId: string, reason: string): Promise<void> {
+    const log = this.opts.log.child({ jobId });
+    await this.forget(jobId, log);
+    log.info({ reason }, 'job unregistered from the delegation-token providers');
+  }
+
+  /** Job ids and registration times, for the status route. */
+  list(): { jobId: string; registeredAt: string }[] {
+    return [...this.jobs].map(([jobId, at]) => ({ jobId, registeredAt: new Date(at).toISOString() }));
+  }
+
+  /**
+   * At gateway start: registers again every stored job the JobManager still runs; drops the ones
+   * that ended or that it no longer knows. When the JobManager cannot be read, every stored job is
+   * registered again and the job watcher drops the ended ones later (an unreachable JobManager
+   * must not cost a running job its tokens).
+   */
+  async restore(readStates: () => Promise<Map<string, string>>): Promise<void> {
+    const store = this.opts.store;
+    if (!this.enabled || !store) return;
+    const stored = store.list();
+    if (stored.length === 0) return;
+    let states: Map<string, string> | undefined;
+    try {
+      states = await readStates();
+    } catch (err) {
+      this.opts.log.warn({ err: (err as Error).message, jobs: stored.length }, 'cannot read the JobManager job overview at start; registering every stored job again');
+    }
+    for (const rec of stored) {
+      const log = this.opts.log.child({ jobId: rec.jobId });
+      const state = states?.get(rec.jobId);
+      if (states && (state === undefined || GLOBALLY_TERMINAL.has(state))) {
+        // Providers may hold state of the previous process (files, say): let them clean it up.
+        await this.forget(rec.jobId, log);
+        log.info({ state: state ?? 'unknown to the JobManager' }, 'stored job registration dropped: the job is no longer running');
+        continue;
+      }
+      try {
+        await this.opts.tokens.registerJob(rec.jobId, rec.configuration);
+        const at = Date.parse(rec.registeredAt);
+        this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
+        log.info({ state: state ?? 'unknown (JobManager unreachable)' }, 'job registered again from the store');
+      } catch (err) {
+        log.error({ err: (err as Error)?.message }, 'a running job could not be registered again (a provider refused it); it now runs without its delegation tokens');
+        await this.safeRemove(rec.jobId, log);
+      }
+    }
+  }
+
+  private async forget(jobId: string, log: Logger): Promise<void> {
+    this.submitting.delete(jobId);
+    this.jobs.delete(jobId);
+    await this.opts.tokens.unregisterJob(jobId);
+    await this.safeRemove(jobId, log);
+  }
+
+  private async safeRemove(jobId: string, log: Logger): Promise<void> {
+    try {
+      await this.opts.store?.remove(jobId);
+    } catch (err) {
+      log.error({ err, dir: this.opts.store?.dir }, 'cannot update the job-registration store');
+    }
+  }
+}

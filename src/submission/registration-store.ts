@@ -1,0 +1,130 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+
+/** One persisted job registration. Never holds a sensitive value (the configuration is redacted). */
+export interface StoredRegistration {
+  jobId: string;
+  /** The redacted job configuration the providers were given. */
+  configuration: Record<string, string>;
+  /** `gateway.artifact.*` keys (the jar's URI, digest and version) when the jar came from a URI. */
+  provenance: Record<string, string>;
+  /** ISO-8601. */
+  registeredAt: string;
+}
+
+interface StoreFile {
+  version: 1;
+  jobs: StoredRegistration[];
+}
+
+const FILE = 'registrations.json';
+
+/**
+ * The job-registration store: one small JSON file, rewritten whole on each change through a
+ * temporary file and a rename (atomic on POSIX), so a crash leaves the old or the new version,
+ * never half of one. The JobManager exposes no per-job configuration, so this is what lets a
+ * restarted gateway register its running jobs again. Writes are serialised and coalesced.
+ */
+export class RegistrationStore {
+  private readonly jobs = new Map<string, StoredRegistration>();
+  private writing: Promise<void> | undefined;
+  private dirty = false;
+
+  constructor(
+    readonly dir: string,
+    private readonly log: Logger,
+  ) {}
+
+  get file(): string {
+    return join(this.dir, FILE);
+  }
+
+  /** Loads the store; an unreadable file is moved aside (logged) and the store starts empty. */
+  async init(): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    let text: string;
+    try {
+      text = await readFile(this.file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    try {
+      const parsed = JSON.parse(text) as StoreFile;
+      if (parsed.version !== 1 || !Array.isArray(parsed.jobs)) throw new Error(`unsupported store format (version ${String(parsed.version)})`);
+      for (const j of parsed.jobs) {
+        if (typeof j?.jobId === 'string' && typeof j.configuration === 'object' && j.configuration !== null) {
+          this.jobs.set(j.jobId, { jobId: j.jobId, configuration: j.configuration, provenance: j.provenance ?? {}, registeredAt: String(j.registeredAt) });
+        }
+      }
+    } catch (err) {
+      const aside = `${this.file}.corrupt-${Date.now()}`;
+      await rename(this.file, aside).catch(() => undefined);
+      this.log.error({ file: this.file, movedTo: aside, err: (err as Error).message }, 'job-registration store is unreadable; moved aside, running jobs will not be registered again');
+    }
+  }
+
+  list(): StoredRegistration[] {
+    return [...this.jobs.values()];
+  }
+
+  get(jobId: string): StoredRegistration | undefined {
+    return this.jobs.get(jobId);
+  }
+
+  async put(reg: StoredRegistration): Promise<void> {
+    this.jobs.set(reg.jobId, reg);
+    await this.persist();
+  }
+
+  async remove(jobId: string): Promise<void> {
+    if (!this.jobs.delete(jobId)) return;
+    await this.persist();
+  }
+
+  /** Resolves once every change made so far is on disk. */
+  async flush(): Promise<void> {
+    await this.writing;
+  }
+
+  private persist(): Promise<void> {
+    this.dirty = true;
+    this.writing ??= this.drain().finally(() => {
+      this.writing = undefined;
+    });
+    return this.writing;
+  }
+
+  /** Writes until no change is pending; every caller waiting on this promise sees its change written. */
+  private async drain(): Promise<void> {
+    while (this.dirty) {
+      this.dirty = false;
+      const body: StoreFile = { version: 1, jobs: this.list() };
+      try {
+        await writeAtomically(this.file, `${JSON.stringify(body, null, 2)}\n`);
+      } catch (err) {
+        this.dirty = true;
+        throw err;
+      }
+    }
+  }
+}
+
+async function writeAtomically(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const fh = await open(tmp, 'w', 0o600);
+  try {
+    await fh.writeFile(text, 'utf8');
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  try {
+    await rename(tmp, file);
+  } catch (err) {
+    await unlink(tmp).catch(() => undefined);
+    throw err;
+  }
+}

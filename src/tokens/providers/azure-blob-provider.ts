@@ -1,0 +1,328 @@
+import { DefaultAzureCredential, type TokenCredential } from '@azure/identity';
+import { ContainerSASPermissions, StorageSharedKeyCredential } from '@azure/storage-blob';
+import type { Logger } from 'pino';
+import { ConfigError } from '../../config/registry';
+import type { OptionDef } from '../../config/types';
+import type {
+  DelegationTokenManagerCallback,
+  DelegationTokenProvider,
+  JobConfiguration,
+  ObtainedDelegationTokens,
+  ProviderConfig,
+} from '../spi';
+import {
+  JOB_REQUEST_PREFIX,
+  JobRegistry,
+  allOrNone,
+  encodeJson,
+  jobValue,
+  parseEndpoint,
+  providerKey,
+  readProviderOptions,
+  splitList,
+  type BuiltInTokenProvider,
+  type ParsedOptions,
+  type ProviderDeps,
+} from './provider-support';
+import { AccountKeySasSigner, UserDelegationSasSigner, type SasSigner } from './azure-sas-signer';
+
+const NAME = 'azure-blob';
+const SECTION = 'Delegation tokens: azure-blob';
+
+/**
+ * The job configuration key with which a job asks for SAS tokens: a `;`-separated list of container
+ * names of the configured account (commas are accepted too), e.g. `raw-events;reference-data`.
+ */
+export const AZURE_BLOB_JOB_CONTAINERS_KEY = `${JOB_REQUEST_PREFIX}.${NAME}.containers`;
+
+/** The provider's options, under `security.delegation.token.provider.azure-blob.*`. */
+export const azureBlobProviderOptionDefs = {
+  auth: {
+    key: providerKey(NAME, 'auth'),
+    type: 'enum',
+    values: ['account-key', 'user-delegation'],
+    default: 'account-key',
+    section: SECTION,
+    description:
+      '`account-key`: service SAS signed locally with `account-key`. `user-delegation`: user-delegation SAS, signed with a key the ' +
+      'gateway\'s Microsoft Entra identity (DefaultAzureCredential: workload identity, managed identity, service principal ' +
+      'environment) obtains from the account on every cycle; needs an https endpoint and a role with ' +
+      '`generateUserDelegationKey`, and no account key.',
+  },
+  accountName: {
+    key: providerKey(NAME, 'account-name'),
+    type: 'string',
+    section: SECTION,
+    description:
+      'Storage account whose containers jobs may ask for. With `account-key` (or `auth: user-delegation`) it activates the provider.',
+  },
+  accountKey: {
+    key: providerKey(NAME, 'account-key'),
+    type: 'string',
+    sensitive: true,
+    section: SECTION,
+    description: 'Shared key (base64) of `account-name`; signs the per-job service SAS tokens. Never leaves the gateway.',
+  },
+  endpoint: {
+    key: providerKey(NAME, 'endpoint'),
+    type: 'string',
+    section: SECTION,
+    description:
+      'Blob endpoint handed to jobs with their tokens. Default `https://<account-name>.blob.core.windows.net`; for Azurite the ' +
+      'path-style `http://127.0.0.1:10000/<account-name>`. With an https endpoint the SAS is restricted to https.',
+  },
+  allowedContainers: {
+    key: providerKey(NAME, 'allowed-containers'),
+    type: 'list',
+    default: [],
+    section: SECTION,
+    description: `Containers a job may ask for in \`${AZURE_BLOB_JOB_CONTAINERS_KEY}\` (\`;\`-separated). A job asking for any other container is rejected.`,
+  },
+  sasLifetime: {
+    key: providerKey(NAME, 'sas-lifetime'),
+    type: 'duration',
+    default: 3_600_000,
+    min: 60_000,
+    section: SECTION,
+    description:
+      'Lifetime of each SAS from the time it is signed; renewal happens at the manager\'s ratio of it. At most 7 days with ' +
+      '`auth: user-delegation`.',
+  },
+  permissions: {
+    key: providerKey(NAME, 'permissions'),
+    type: 'string',
+    default: 'r',
+    section: SECTION,
+    description: 'Container SAS permissions (letters of `racwdxltmeiyf`, e.g. `r` or `rl`). The same for every job.',
+  },
+} satisfies Record<string, OptionDef>;
+
+/** The same options as the typed list the options registry takes. */
+export const azureBlobProviderOptions: OptionDef[] = Object.values(azureBlobProviderOptionDefs);
+
+/** One container's entry in the payload. */
+export interface AzureBlobContainerToken {
+  /** SAS query string without the leading `?`. */
+  sas: string;
+  /** ISO 8601 */
+  expiresOn: string;
+}
+
+/** What `obtainDelegationTokens()` returns (UTF-8 JSON); receivers parse this. */
+export interface AzureBlobTokens {
+  version: 1;
+  accountName: string;
+  /** Where the containers live, e.g. `https://acct.blob.core.windows.net` (no trailing slash). */
+  blobEndpoint: string;
+  jobs: Record<string, Record<string, AzureBlobContainerToken>>;
+}
+
+interface Settings {
+  accountName: string;
+  signer: SasSigner;
+  endpoint: URL;
+  allowed: ReadonlySet<string>;
+  lifetimeMs: number;
+}
+
+/** What the azure-blob provider takes besides the common deps. */
+export interface AzureBlobProviderDeps extends ProviderDeps {
+  /** The Entra identity for `auth: user-delegation`; default `DefaultAzureCredential`, built only in that mode. */
+  azureCredential?: TokenCredential;
+}
+
+const SEVEN_DAYS_MS = 7 * 24 * 3_600_000;
+
+/** Clock-skew allowance: a SAS starts a little in the past, so a receiver whose clock runs behind can use it at once. */
+const START_SKEW_MS = 5 * 60_000;
+
+/**
+ * Per-job Azure Blob SAS tokens. For each registered job that lists containers under
+ * `security.delegation.job.azure-blob.containers`, every obtain signs one read-only (by default)
+ * **container SAS per container**, valid for `sas-lifetime`: with `auth: account-key` (default) a
+ * service SAS signed with the cluster's account key, locally, no network call; with
+ * `auth: user-delegation` a user-delegation SAS signed with a key that the gateway's Entra identity
+ * fetches once per cycle. Containers must be on `allowed-containers`, otherwise `registerJob`
+ * throws and the job is rejected.
+ *
+ * - `delegationTokensRequired()` is true while at least one job holds containers (no cluster-level
+ *   token: the account key itself is the cluster's credential and stays in the gateway).
+ * - `validUntil` is the earliest SAS expiry of the cycle (for user delegation, capped by the key's expiry).
+ * - Payload: {@link AzureBlobTokens}, `{"version":1,"accountName":…,"blobEndpoint":…,"jobs":{"<jobId>":{"<container>":{"sas":…,"expiresOn":…}}}}`.
+ * - Without `account-name` and `account-key` (account-key mode) the provider stays inactive, and a
+ *   job that asks for containers is rejected with a message naming the options to set.
+ */
+export class AzureBlobDelegationTokenProvider implements DelegationTokenProvider {
+  readonly serviceName = NAME;
+  private settings: Settings | undefined;
+  private callback: DelegationTokenManagerCallback | undefined;
+  private readonly jobs = new JobRegistry<readonly string[]>((a, b) => a.join(';') === b.join(';'));
+  private closed = false;
+  private readonly now: () => number;
+  private readonly log: Logger | undefined;
+
+  constructor(private readonly deps: AzureBlobProviderDeps = {}) {
+    this.now = deps.now ?? Date.now;
+    this.log = deps.log?.child({ provider: NAME });
+  }
+
+  init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void {
+    this.callback = callback;
+    const o = readProviderOptions(NAME, azureBlobProviderOptionDefs, config);
+    const d = azureBlobProviderOptionDefs;
+    if (o.auth === 'user-delegation') {
+      this.settings = userDelegationSettings(o, this.deps);
+      return;
+    }
+    if (!allOrNone([d.accountName, d.accountKey], [o.accountName, o.accountKey])) {
+      this.log?.debug('inactive: account-name and account-key are not set');
+      return;
+    }
+    this.settings = accountKeySettings(o);
+  }
+
+  delegationTokensRequired(): boolean {
+    return this.settings !== undefined && this.jobs.size > 0;
+  }
+
+  /**
+   * Validates the job's container request against the allow-list, records it, then asks for an
+   * early cycle. A job that asks for nothing is not tracked (and an earlier request is dropped).
+   */
+  registerJob(jobId: string, jobConfiguration: JobConfiguration): void {
+    if (this.closed) throw new Error('the azure-blob provider is closed');
+    const requested = jobValue(jobConfiguration, AZURE_BLOB_JOB_CONTAINERS_KEY);
+    if (requested === undefined) {
+      this.jobs.delete(jobId);
+      return;
+    }
+    const containers = splitList(requested);
+    const s = this.settings;
+    if (s === undefined) {
+      throw new Error(
+        `the job asks for Azure Blob containers (${AZURE_BLOB_JOB_CONTAINERS_KEY}) but the gateway has no account configured ` +
+          `(set ${azureBlobProviderOptionDefs.accountName.key} and ${azureBlobProviderOptionDefs.accountKey.key})`,
+      );
+    }
+    const refused = containers.filter((c) => !s.allowed.has(c));
+    if (refused.length > 0) {
+      throw new Error(
+        `container${refused.length === 1 ? '' : 's'} ${refused.map((c) => `'${c}'`).join(', ')} of account '${s.accountName}' ` +
+          `${refused.length === 1 ? 'is' : 'are'} not allowed for jobs (${AZURE_BLOB_JOB_CONTAINERS_KEY}); an administrator can add ` +
+          `${refused.length === 1 ? 'it' : 'them'} to ${azureBlobProviderOptionDefs.allowedContainers.key}`,
+      );
+    }
+    // Record first, then ask: the cycle the callback schedules must see this job (SPI ordering rule).
+    if (this.jobs.put(jobId, containers)) {
+      this.log?.info({ jobId, containers }, 'job registered for Azure Blob SAS tokens');
+      this.callback?.reobtainDelegationTokens();
+    }
+  }
+
+  unregisterJob(jobId: string): void {
+    this.jobs.delete(jobId);
+  }
+
+  async obtainDelegationTokens(): Promise<ObtainedDelegationTokens> {
+    if (this.closed) throw new Error('the azure-blob provider is closed');
+    const s = this.settings;
+    if (s === undefined) throw new Error('the azure-blob provider is not configured; it has no tokens to obtain');
+    const snapshot = this.jobs.snapshot();
+    const jobs: AzureBlobTokens['jobs'] = {};
+    let validUntil: number | undefined;
+    if (snapshot.size > 0) {
+      const now = this.now();
+      const window = await s.signer.open(new Date(now - START_SKEW_MS), new Date(now + s.lifetimeMs));
+      const expiresOn = window.expiresOn.toISOString();
+      for (const [jobId, containers] of snapshot) {
+        // A job unregistered while a user-delegation key was being fetched gets nothing.
+        if (!this.jobs.has(jobId)) continue;
+        const entry: Record<string, AzureBlobContainerToken> = {};
+        for (const container of containers) entry[container] = { sas: window.signContainer(container), expiresOn };
+        jobs[jobId] = entry;
+      }
+      if (Object.keys(jobs).length > 0) validUntil = window.expiresOn.getTime();
+    }
+    const payload: AzureBlobTokens = {
+      version: 1,
+      accountName: s.accountName,
+      blobEndpoint: s.endpoint.href.replace(/\/+$/, ''),
+      jobs,
+    };
+    return validUntil === undefined ? { tokens: encodeJson(payload) } : { tokens: encodeJson(payload), validUntil };
+  }
+
+  close(): void {
+    this.closed = true;
+    this.jobs.clear();
+    this.settings?.signer.close();
+  }
+}
+
+type AzureOptions = ParsedOptions<typeof azureBlobProviderOptionDefs>;
+
+function accountKeySettings(o: AzureOptions): Settings {
+  const d = azureBlobProviderOptionDefs;
+  const accountName = o.accountName!;
+  let credential: StorageSharedKeyCredential;
+  try {
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(o.accountKey!)) throw new Error('not base64');
+    credential = new StorageSharedKeyCredential(accountName, o.accountKey!);
+  } catch {
+    throw new ConfigError([{ key: d.accountKey.key, source: 'configuration', message: 'is not a base64 account key (value not shown)' }]);
+  }
+  const endpoint = endpointOf(o, accountName);
+  return { ...common(o, accountName, endpoint), signer: new AccountKeySasSigner({ accountName, endpoint, permissions: permissionsOf(o) }, credential) };
+}
+
+function userDelegationSettings(o: AzureOptions, deps: AzureBlobProviderDeps): Settings {
+  const d = azureBlobProviderOptionDefs;
+  const problems: { key: string; source: string; message: string }[] = [];
+  if (o.accountName === undefined || o.accountName === '') {
+    problems.push({ key: d.accountName.key, source: 'configuration', message: `is required with ${d.auth.key}: user-delegation` });
+  }
+  if (o.accountKey !== undefined && o.accountKey !== '') {
+    problems.push({ key: d.accountKey.key, source: 'configuration', message: `is not used with ${d.auth.key}: user-delegation; remove it` });
+  }
+  if ((o.sasLifetime ?? 0) > SEVEN_DAYS_MS) {
+    problems.push({ key: d.sasLifetime.key, source: 'configuration', message: 'is above 7 days, the longest a user delegation key lives' });
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  const accountName = o.accountName!;
+  const endpoint = endpointOf(o, accountName);
+  if (endpoint.protocol !== 'https:') {
+    throw new ConfigError([
+      { key: d.endpoint.key, source: 'configuration', message: 'must be https with user-delegation (the bearer token and the key travel on it)' },
+    ]);
+  }
+  const credential = deps.azureCredential ?? new DefaultAzureCredential();
+  const signer = new UserDelegationSasSigner({ accountName, endpoint, permissions: permissionsOf(o) }, credential, deps.ca);
+  return { ...common(o, accountName, endpoint), signer };
+}
+
+function common(o: AzureOptions, accountName: string, endpoint: URL): Omit<Settings, 'signer'> {
+  return { accountName, endpoint, allowed: new Set(o.allowedContainers ?? []), lifetimeMs: o.sasLifetime ?? 3_600_000 };
+}
+
+function endpointOf(o: AzureOptions, accountName: string): URL {
+  return parseEndpoint(azureBlobProviderOptionDefs.endpoint.key, o.endpoint ?? `https://${accountName}.blob.core.windows.net`);
+}
+
+function permissionsOf(o: AzureOptions): ContainerSASPermissions {
+  const key = azureBlobProviderOptionDefs.permissions.key;
+  let permissions: ContainerSASPermissions;
+  try {
+    permissions = ContainerSASPermissions.parse(o.permissions ?? 'r');
+  } catch (err) {
+    throw new ConfigError([{ key, source: 'configuration', message: (err as Error).message }]);
+  }
+  if (permissions.toString() === '') throw new ConfigError([{ key, source: 'configuration', message: 'grants nothing; use e.g. r' }]);
+  return permissions;
+}
+
+/** The `azure-blob` provider for the composition root. */
+export const azureBlobTokenProvider: BuiltInTokenProvider = {
+  serviceName: NAME,
+  options: azureBlobProviderOptions,
+  create: (deps) => new AzureBlobDelegationTokenProvider(deps),
+};

@@ -1,0 +1,343 @@
+import type { Logger } from 'pino';
+import { Agent } from 'undici';
+import { ConfigError } from '../../config/registry';
+import type { OptionDef } from '../../config/types';
+import type {
+  DelegationTokenManagerCallback,
+  DelegationTokenProvider,
+  JobConfiguration,
+  ObtainedDelegationTokens,
+  ProviderConfig,
+} from '../spi';
+import {
+  JOB_REQUEST_PREFIX,
+  JobRegistry,
+  allOrNone,
+  displayUrl,
+  earliest,
+  encodeJson,
+  jobValue,
+  parseEndpoint,
+  providerKey,
+  readLimited,
+  readProviderOptions,
+  scrub,
+  type BuiltInTokenProvider,
+  type ProviderDeps,
+} from './provider-support';
+
+const NAME = 'oauth2';
+const SECTION = 'Delegation tokens: oauth2';
+
+/** The job configuration key with which a job asks for its own OAuth scope (space-separated scope tokens). */
+export const OAUTH2_JOB_SCOPE_KEY = `${JOB_REQUEST_PREFIX}.${NAME}.scope`;
+
+/** The provider's options, under `security.delegation.token.provider.oauth2.*`. */
+export const oauth2ProviderOptionDefs = {
+  tokenEndpoint: {
+    key: providerKey(NAME, 'token-endpoint'),
+    type: 'string',
+    section: SECTION,
+    description:
+      'Token endpoint of the authorization server (https; plain http only for loopback). With `client-id` and `client-secret` it ' +
+      'activates the provider.',
+  },
+  clientId: {
+    key: providerKey(NAME, 'client-id'),
+    type: 'string',
+    section: SECTION,
+    description: 'Client id of the gateway at the authorization server (client-credentials grant, RFC 6749 §4.4).',
+  },
+  clientSecret: {
+    key: providerKey(NAME, 'client-secret'),
+    type: 'string',
+    sensitive: true,
+    section: SECTION,
+    description: 'Client secret, sent with HTTP Basic authentication (RFC 6749 §2.3.1). Never leaves the gateway otherwise.',
+  },
+  scope: {
+    key: providerKey(NAME, 'scope'),
+    type: 'string',
+    section: SECTION,
+    description: 'Scope (space-separated) requested for jobs that do not ask for one. Unset = no `scope` parameter (the server\'s default).',
+  },
+  allowedScopes: {
+    key: providerKey(NAME, 'allowed-scopes'),
+    type: 'list',
+    default: [],
+    section: SECTION,
+    description: `Scope tokens a job may ask for in \`${OAUTH2_JOB_SCOPE_KEY}\` (\`;\`-separated). A job asking for any other scope token is rejected.`,
+  },
+  defaultTtl: {
+    key: providerKey(NAME, 'default-ttl'),
+    type: 'duration',
+    default: 3_600_000,
+    min: 1000,
+    section: SECTION,
+    description: 'Lifetime assumed when the token response has no `expires_in`, so that the token is still renewed.',
+  },
+  timeout: {
+    key: providerKey(NAME, 'timeout'),
+    type: 'duration',
+    default: 30_000,
+    min: 1,
+    section: SECTION,
+    description: 'How long one token request may take before the obtain cycle fails (and is retried by the manager).',
+  },
+} satisfies Record<string, OptionDef>;
+
+/** The same options as the typed list the options registry takes. */
+export const oauth2ProviderOptions: OptionDef[] = Object.values(oauth2ProviderOptionDefs);
+
+/** One job's entry in the payload. */
+export interface OAuth2JobToken {
+  accessToken: string;
+  /** As the server sent it, usually `Bearer`. */
+  tokenType: string;
+  /** ISO 8601: the time the response arrived plus `expires_in` (or the default TTL). */
+  expiresAt: string;
+  /** Granted scope: the response's `scope`, else the requested one; absent when neither. */
+  scope?: string;
+}
+
+/** What `obtainDelegationTokens()` returns (UTF-8 JSON); receivers parse this. */
+export interface OAuth2Tokens {
+  version: 1;
+  jobs: Record<string, OAuth2JobToken>;
+}
+
+interface Settings {
+  endpoint: URL;
+  clientId: string;
+  clientSecret: string;
+  defaultScope: string | undefined;
+  allowed: ReadonlySet<string>;
+  defaultTtlMs: number;
+  timeoutMs: number;
+}
+
+/** A job's effective scope; '' = no scope parameter. */
+interface JobState {
+  scope: string;
+}
+
+const MAX_RESPONSE_BYTES = 1024 * 1024;
+// RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
+
+/**
+ * Per-job OAuth 2.0 access tokens from the client-credentials grant (RFC 6749 §4.4): a form POST
+ * `grant_type=client_credentials[&scope=…]` to `token-endpoint`, the client authenticated with
+ * HTTP Basic.
+ *
+ * - Every registered job gets a token: with the scope it asks for in
+ *   `security.delegation.job.oauth2.scope` (each scope token must be on `allowed-scopes`, otherwise
+ *   `registerJob` throws and the job is rejected), else with the configured `scope`. Jobs with the
+ *   same scope share one request per cycle; every cycle fetches new tokens (there is no refresh
+ *   token in this grant, §4.4.3).
+ * - `validUntil` = the earliest of (arrival time + `expires_in`), with `default-ttl` when the server
+ *   sends no `expires_in`.
+ * - A non-2xx answer fails the cycle with the HTTP status and the server's `error` code; the message
+ *   never contains the client secret or a token.
+ * - `delegationTokensRequired()` is true while at least one job is registered and the client is configured.
+ * - Payload: {@link OAuth2Tokens}.
+ * - Without `token-endpoint`, `client-id` and `client-secret` the provider stays inactive; a job that
+ *   asks for a scope is then rejected, naming the options to set.
+ */
+export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
+  readonly serviceName = NAME;
+  private settings: Settings | undefined;
+  private dispatcher: Agent | undefined;
+  private readonly controller = new AbortController();
+  private callback: DelegationTokenManagerCallback | undefined;
+  private readonly jobs = new JobRegistry<JobState>((a, b) => a.scope === b.scope);
+  private closed = false;
+  private readonly now: () => number;
+  private readonly log: Logger | undefined;
+  private readonly ca: string | undefined;
+
+  constructor(deps: ProviderDeps = {}) {
+    this.now = deps.now ?? Date.now;
+    this.log = deps.log?.child({ provider: NAME });
+    this.ca = deps.ca;
+  }
+
+  init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void {
+    this.callback = callback;
+    const d = oauth2ProviderOptionDefs;
+    const o = readProviderOptions(NAME, d, config);
+    if (!allOrNone([d.tokenEndpoint, d.clientId, d.clientSecret], [o.tokenEndpoint, o.clientId, o.clientSecret])) {
+      this.log?.debug('inactive: token-endpoint, client-id and client-secret are not set');
+      return;
+    }
+    let defaultScope: string | undefined;
+    if (o.scope !== undefined && o.scope.trim() !== '') {
+      const tokens = scopeTokens(o.scope);
+      const bad = tokens.find((t) => !SCOPE_TOKEN.test(t));
+      if (bad !== undefined) throw new ConfigError([{ key: d.scope.key, source: 'configuration', message: `'${bad}' is not a valid scope token` }]);
+      defaultScope = tokens.join(' ');
+    }
+    this.settings = {
+      endpoint: parseEndpoint(d.tokenEndpoint.key, o.tokenEndpoint!),
+      clientId: o.clientId!,
+      clientSecret: o.clientSecret!,
+      defaultScope,
+      allowed: new Set(o.allowedScopes ?? []),
+      defaultTtlMs: o.defaultTtl ?? 3_600_000,
+      timeoutMs: o.timeout ?? 30_000,
+    };
+    this.dispatcher = new Agent({ connections: 4, keepAliveTimeout: 10_000, ...(this.ca === undefined ? {} : { connect: { ca: this.ca } }) });
+  }
+
+  delegationTokensRequired(): boolean {
+    return this.settings !== undefined && this.jobs.size > 0;
+  }
+
+  /** Validates the requested scope (if any), records the job, then asks for an early cycle. */
+  registerJob(jobId: string, jobConfiguration: JobConfiguration): void {
+    if (this.closed) throw new Error('the oauth2 provider is closed');
+    const requested = jobValue(jobConfiguration, OAUTH2_JOB_SCOPE_KEY);
+    const s = this.settings;
+    if (s === undefined) {
+      if (requested === undefined) return;
+      throw new Error(
+        `the job asks for an OAuth scope (${OAUTH2_JOB_SCOPE_KEY}) but the gateway has no OAuth client configured ` +
+          `(set ${oauth2ProviderOptionDefs.tokenEndpoint.key}, ${oauth2ProviderOptionDefs.clientId.key} and ` +
+          `${oauth2ProviderOptionDefs.clientSecret.key})`,
+      );
+    }
+    let scope = s.defaultScope ?? '';
+    if (requested !== undefined) {
+      const tokens = scopeTokens(requested);
+      const refused = tokens.filter((t) => !s.allowed.has(t));
+      if (refused.length > 0) {
+        throw new Error(
+          `the OAuth scope ${refused.map((t) => `'${t}'`).join(', ')} (${OAUTH2_JOB_SCOPE_KEY}) is not allowed for jobs; an ` +
+            `administrator can add it to ${oauth2ProviderOptionDefs.allowedScopes.key}`,
+        );
+      }
+      scope = tokens.join(' ');
+    }
+    // Record first, then ask: the cycle the callback schedules must see this job (SPI ordering rule).
+    if (this.jobs.put(jobId, { scope })) {
+      this.log?.info({ jobId, scope }, 'job registered for OAuth2 access tokens');
+      this.callback?.reobtainDelegationTokens();
+    }
+  }
+
+  unregisterJob(jobId: string): void {
+    this.jobs.delete(jobId);
+  }
+
+  async obtainDelegationTokens(): Promise<ObtainedDelegationTokens> {
+    if (this.closed) throw new Error('the oauth2 provider is closed');
+    const s = this.settings;
+    if (s === undefined) throw new Error('the oauth2 provider is not configured; it has no tokens to obtain');
+    const snapshot = this.jobs.snapshot();
+    const byScope = new Map<string, Promise<OAuth2JobToken>>();
+    for (const { scope } of snapshot.values()) if (!byScope.has(scope)) byScope.set(scope, this.fetchToken(s, scope));
+    const entries = await Promise.all(
+      [...snapshot].map(async ([jobId, { scope }]) => [jobId, await byScope.get(scope)!] as const),
+    );
+    // A job unregistered while the server was answering gets nothing.
+    const jobs = Object.fromEntries(entries.filter(([jobId]) => this.jobs.has(jobId)));
+    const payload: OAuth2Tokens = { version: 1, jobs };
+    const validUntil = earliest(Object.values(jobs).map((t) => Date.parse(t.expiresAt)));
+    return validUntil === undefined ? { tokens: encodeJson(payload) } : { tokens: encodeJson(payload), validUntil };
+  }
+
+  close(): Promise<void> | void {
+    this.closed = true;
+    this.jobs.clear();
+    this.controller.abort(new Error('the oauth2 provider was closed'));
+    return this.dispatcher?.close().catch(() => undefined);
+  }
+
+  /** One client-credentials request. Errors name the endpoint and status, never the secret. */
+  private async fetchToken(s: Settings, scope: string): Promise<OAuth2JobToken> {
+    const where = displayUrl(s.endpoint);
+    const form = new URLSearchParams({ grant_type: 'client_credentials' });
+    if (scope !== '') form.set('scope', scope);
+    const basic = Buffer.from(`${formEncode(s.clientId)}:${formEncode(s.clientSecret)}`, 'utf8').toString('base64');
+    let status: number;
+    let text: string;
+    try {
+      const res = await this.dispatcher!.request({
+        origin: s.endpoint.origin,
+        path: `${s.endpoint.pathname}${s.endpoint.search}`,
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${basic}`,
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
+        body: form.toString(),
+        signal: AbortSignal.any([this.controller.signal, AbortSignal.timeout(s.timeoutMs)]),
+      });
+      status = res.statusCode;
+      text = await readLimited(res.body, MAX_RESPONSE_BYTES);
+    } catch (err) {
+      const e = err as Error;
+      const reason = e.name === 'TimeoutError' ? `no answer within ${s.timeoutMs} ms` : scrub(e.message, [s.clientSecret]);
+      throw new Error(`OAuth2 token request to ${where} failed: ${reason}`);
+    }
+    const receivedAt = this.now();
+    const body = parseJsonObject(text);
+    if (status < 200 || status >= 300) {
+      // RFC 6749 §5.2: `error` is an ASCII code; the description is free text, so it is shortened and scrubbed.
+      const code = typeof body?.['error'] === 'string' && /^[\x20-\x7E]{1,64}$/.test(body['error']) ? body['error'] : undefined;
+      const desc = typeof body?.['error_description'] === 'string' ? body['error_description'].slice(0, 200) : undefined;
+      const detail = code ? ` (${code}${desc ? `: ${desc}` : ''})` : '';
+      const hint = status === 401 ? '; check the client id and secret' : '';
+      throw new Error(scrub(`OAuth2 token endpoint ${where} answered HTTP ${status}${detail}${hint}`, [s.clientSecret]));
+    }
+    const accessToken = body?.['access_token'];
+    if (typeof accessToken !== 'string' || accessToken === '') {
+      throw new Error(`OAuth2 token endpoint ${where} answered HTTP ${status} without an access_token`);
+    }
+    const tokenType = typeof body?.['token_type'] === 'string' && body['token_type'] !== '' ? body['token_type'] : 'Bearer';
+    const ttlMs = expiresInMs(body?.['expires_in'], s.defaultTtlMs, where);
+    const granted = typeof body?.['scope'] === 'string' && body['scope'] !== '' ? body['scope'] : scope;
+    return {
+      accessToken,
+      tokenType,
+      expiresAt: new Date(receivedAt + ttlMs).toISOString(),
+      ...(granted === '' ? {} : { scope: granted }),
+    };
+  }
+}
+
+/** `expires_in` (seconds, a number or a numeric string), else the default TTL. */
+function expiresInMs(value: unknown, defaultTtlMs: number, where: string): number {
+  if (value === undefined || value === null) return defaultTtlMs;
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`OAuth2 token endpoint ${where} sent an invalid expires_in`);
+  return n * 1000;
+}
+
+/** Space-separated scope → unique tokens, sorted (so equal scopes share one request). */
+function scopeTokens(scope: string): string[] {
+  return [...new Set(scope.split(/\s+/).filter(Boolean))].sort();
+}
+
+/** RFC 6749 §2.3.1: client id and secret are form-urlencoded before Basic encoding. */
+function formEncode(text: string): string {
+  return new URLSearchParams({ x: text }).toString().slice(2);
+}
+
+function parseJsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+
+/** The `oauth2` provider for the composition root. */
+export const oauth2TokenProvider: BuiltInTokenProvider = {
+  serviceName: NAME,
+  options: oauth2ProviderOptions,
+  create: (deps) => new OAuth2DelegationTokenProvider(deps),
+};

@@ -1,0 +1,214 @@
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import { ConfigError, type ConfigProblem } from '../../config/registry';
+import { parseValue, type OptionDef, type OptionValueMap } from '../../config/types';
+import type { DelegationTokenProvider, JobConfiguration, ProviderConfig } from '../spi';
+
+/** Root of every provider's options (Flink's `DelegationTokenProvider.CONFIG_PREFIX`). */
+export const PROVIDER_CONFIG_PREFIX = 'security.delegation.token.provider';
+
+/**
+ * Root of the keys a *job* sets in its own configuration to ask a provider for something
+ * (`security.delegation.job.<provider>.<what>`). Deliberately not under
+ * `security.delegation.token.*`: the submission hook hands providers a *redacted* copy of the job
+ * configuration, dropping every key the registry's name heuristic finds sensitive, and that
+ * heuristic matches "token" — a request under that prefix would never reach its provider.
+ */
+export const JOB_REQUEST_PREFIX = 'security.delegation.job';
+
+/** What the composition root hands a built-in provider. Both are optional so tests can omit them. */
+export interface ProviderDeps {
+  /** Wall clock, epoch ms. Expiries are absolute times, so this is `Date.now` in production. */
+  now?: () => number;
+  log?: Logger;
+  /** PEM CA bundle for the providers' outbound https (private endpoints); undefined = system CAs. */
+  ca?: string;
+}
+
+/**
+ * A built-in provider as the composition root sees it: its service name, its options (merged into
+ * the one options registry, so they are validated, documented and redacted with the rest) and a
+ * factory.
+ */
+export interface BuiltInTokenProvider {
+  serviceName: string;
+  options: readonly OptionDef[];
+  create(deps?: ProviderDeps): DelegationTokenProvider;
+}
+
+/** `security.delegation.token.provider.<service>.<relative>` */
+export function providerKey(serviceName: string, relative: string): string {
+  return `${PROVIDER_CONFIG_PREFIX}.${serviceName}.${relative}`;
+}
+
+/** A provider's option definitions by property name (the array form is `Object.values(...)`). */
+export type OptionDefs = Record<string, OptionDef>;
+
+/** The parsed values of `OptionDefs`: each typed after its definition, `undefined` when unset. */
+export type ParsedOptions<D extends OptionDefs> = {
+  [K in keyof D]: D[K] extends OptionDef<infer T> ? OptionValueMap[T] | undefined : never;
+};
+
+/**
+ * Reads a provider's declared options through its `ProviderConfig` (raw strings), parses each with
+ * the registry's parser and applies defaults. Every bad value is reported at once (`ConfigError`,
+ * `GW_CONFIG_INVALID`), as at gateway start-up; the value of a sensitive option is never echoed.
+ */
+export function readProviderOptions<D extends OptionDefs>(serviceName: string, defs: D, config: ProviderConfig): ParsedOptions<D> {
+  const prefix = `${PROVIDER_CONFIG_PREFIX}.${serviceName}.`;
+  const out: Record<string, unknown> = {};
+  const problems: ConfigProblem[] = [];
+  for (const [name, def] of Object.entries(defs)) {
+    if (!def.key.startsWith(prefix)) throw new Error(`option ${def.key} is not under ${prefix}`);
+    const raw = config.get(def.key.slice(prefix.length));
+    if (raw === undefined || raw.trim() === '') {
+      out[name] = def.default;
+      continue;
+    }
+    try {
+      out[name] = parseValue(def, raw);
+    } catch (err) {
+      const message = def.sensitive ? 'invalid value (not shown: the option is sensitive)' : (err as Error).message;
+      problems.push({ key: def.key, source: 'configuration', message });
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out as ParsedOptions<D>;
+}
+
+/**
+ * Whether a group of options is configured: false when none is set, true when all are, and a
+ * `ConfigError` naming the missing ones when only some are (a half key pair fails start-up).
+ */
+export function allOrNone(defs: readonly OptionDef[], values: readonly unknown[]): boolean {
+  const set = values.map((v) => v !== undefined && v !== '');
+  if (!set.includes(true)) return false;
+  if (!set.includes(false)) return true;
+  const given = defs.filter((_, i) => set[i]).map((d) => d.key);
+  throw new ConfigError(
+    defs
+      .filter((_, i) => !set[i])
+      .map((d) => ({ key: d.key, source: 'configuration', message: `must be set together with ${given.join(', ')}` })),
+  );
+}
+
+/** A job configuration value, trimmed; `undefined` when absent or blank. */
+export function jobValue(jobConfiguration: JobConfiguration, key: string): string | undefined {
+  const v = jobConfiguration[key];
+  if (v === undefined) return undefined;
+  const t = v.trim();
+  return t === '' ? undefined : t;
+}
+
+/** Splits a Flink list (`a;b`; commas are accepted too), dropping blanks and duplicates, sorted. */
+export function splitList(text: string): string[] {
+  return [...new Set(text.split(/[;,]/).map((s) => s.trim()).filter(Boolean))].sort();
+}
+
+/**
+ * An endpoint option: an absolute http(s) URL. Plain http is allowed only to loopback hosts
+ * (test servers, a local sidecar): elsewhere the tokens, and for OAuth the client secret, would
+ * cross the network in clear.
+ */
+export function parseEndpoint(key: string, text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError([{ key, source: 'configuration', message: `'${text}' is not an absolute URL` }]);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new ConfigError([{ key, source: 'configuration', message: `must be an https:// URL, not ${url.protocol}` }]);
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new ConfigError([{ key, source: 'configuration', message: 'must not carry credentials in the URL; use the client options' }]);
+  }
+  if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+    throw new ConfigError([
+      { key, source: 'configuration', message: `must use https:// (plain http is allowed only for loopback hosts, not ${url.hostname})` },
+    ]);
+  }
+  return url;
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/** An endpoint for messages: origin and path, without query string or userinfo. */
+export function displayUrl(url: URL): string {
+  return `${url.origin}${url.pathname}`;
+}
+
+/** JSON → bytes, the payload format of every built-in provider. */
+export function encodeJson(value: unknown): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(value));
+}
+
+/** The earliest of some epoch-ms expiries, `undefined` when there are none. */
+export function earliest(expiries: Iterable<number>): number | undefined {
+  let min: number | undefined;
+  for (const e of expiries) if (min === undefined || e < min) min = e;
+  return min;
+}
+
+/**
+ * Per-job state shared by the built-in providers: the ordering rule of the SPI (record the job's
+ * state, *then* ask for a re-obtain) and idempotency live here once. A re-registration with the
+ * same request does not trigger another cycle.
+ */
+export class JobRegistry<S> {
+  private readonly jobs = new Map<string, S>();
+
+  constructor(private readonly same: (a: S, b: S) => boolean) {}
+
+  /** Records `state` for `jobId`; returns true when it is new or changed (the caller then re-obtains). */
+  put(jobId: string, state: S): boolean {
+    const previous = this.jobs.get(jobId);
+    this.jobs.set(jobId, state);
+    return previous === undefined || !this.same(previous, state);
+  }
+
+  delete(jobId: string): void {
+    this.jobs.delete(jobId);
+  }
+
+  has(jobId: string): boolean {
+    return this.jobs.has(jobId);
+  }
+
+  get size(): number {
+    return this.jobs.size;
+  }
+
+  /** A copy, so an obtain cycle works on a stable view while jobs come and go. */
+  snapshot(): Map<string, S> {
+    return new Map(this.jobs);
+  }
+
+  clear(): void {
+    this.jobs.clear();
+  }
+}
+
+/** Removes every occurrence of each secret from a message (defence in depth for echoed values). */
+export function scrub(message: string, secrets: readonly (string | undefined)[]): string {
+  let out = message;
+  for (const s of secrets) if (s !== undefined && s.length >= 4) out = out.split(s).join('[redacted]');
+  return out;
+}
+
+/** Reads a response body as UTF-8, refusing more than `maxBytes` (a token answer is small). */
+export async function readLimited(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > maxBytes) {
+      body.destroy();
+      throw new Error(`the answer exceeds ${maxBytes} bytes`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,262 @@
+import type { Logger } from 'pino';
+import type { OptionDef } from '../../config/types';
+import type {
+  DelegationTokenManagerCallback,
+  DelegationTokenProvider,
+  JobConfiguration,
+  ObtainedDelegationTokens,
+  ProviderConfig,
+} from '../spi';
+import {
+  JOB_REQUEST_PREFIX,
+  JobRegistry,
+  allOrNone,
+  earliest,
+  encodeJson,
+  jobValue,
+  parseEndpoint,
+  providerKey,
+  readProviderOptions,
+  type BuiltInTokenProvider,
+  type ProviderDeps,
+} from './provider-support';
+import { StsClient, type SessionCredentials } from './sts-client';
+
+const NAME = 's3';
+const SECTION = 'Delegation tokens: s3';
+
+/** The job configuration key with which a job asks for an IAM role (its ARN) instead of the cluster's session. */
+export const S3_JOB_ROLE_ARN_KEY = `${JOB_REQUEST_PREFIX}.${NAME}.role-arn`;
+
+/** The provider's options, under `security.delegation.token.provider.s3.*`. */
+export const s3ProviderOptionDefs = {
+  accessKey: {
+    key: providerKey(NAME, 'access-key'),
+    type: 'string',
+    // An identifier rather than a secret, but the registry's heuristic treats it as one anyway, and
+    // there is no reason to print it (reference §5 row 40).
+    sensitive: true,
+    section: SECTION,
+    description: 'Access key id of the cluster\'s long-lived IAM user. With `secret-key` it activates the provider.',
+  },
+  secretKey: {
+    key: providerKey(NAME, 'secret-key'),
+    type: 'string',
+    sensitive: true,
+    section: SECTION,
+    description: 'Secret access key of `access-key`. Signs the STS calls; never leaves the gateway.',
+  },
+  endpoint: {
+    key: providerKey(NAME, 'endpoint'),
+    type: 'string',
+    section: SECTION,
+    description: 'STS endpoint. Default `https://sts.<region>.amazonaws.com`; plain http only for loopback (a local test server).',
+  },
+  region: {
+    key: providerKey(NAME, 'region'),
+    type: 'string',
+    default: 'us-east-1',
+    section: SECTION,
+    description: 'Region of the STS endpoint (part of the SigV4 signature), also handed to jobs with their credentials.',
+  },
+  allowedRoleArns: {
+    key: providerKey(NAME, 'allowed-role-arns'),
+    type: 'list',
+    default: [],
+    section: SECTION,
+    description: `Role ARNs a job may ask for in \`${S3_JOB_ROLE_ARN_KEY}\` (\`;\`-separated, exact match). A job asking for any other role is rejected.`,
+  },
+  duration: {
+    key: providerKey(NAME, 'duration'),
+    type: 'duration',
+    default: 3_600_000,
+    min: 900_000,
+    max: 129_600_000,
+    section: SECTION,
+    description:
+      'Requested lifetime of the session credentials (STS `DurationSeconds`). AssumeRole fails above the role\'s maximum session ' +
+      'duration (1 h unless raised); root-account sessions are capped at 1 h.',
+  },
+  timeout: {
+    key: providerKey(NAME, 'timeout'),
+    type: 'duration',
+    default: 30_000,
+    min: 1,
+    section: SECTION,
+    description: 'How long one STS call may take before the obtain cycle fails (and is retried by the manager).',
+  },
+} satisfies Record<string, OptionDef>;
+
+/** The same options as the typed list the options registry takes. */
+export const s3ProviderOptions: OptionDef[] = Object.values(s3ProviderOptionDefs);
+
+/** One job's entry in the payload. */
+export interface S3JobCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken: string;
+  /** ISO 8601 */
+  expiration: string;
+  /** Present when the credentials are the job's assumed role, absent for the cluster's session. */
+  roleArn?: string;
+}
+
+/** What `obtainDelegationTokens()` returns (UTF-8 JSON); receivers parse this. */
+export interface S3Tokens {
+  version: 1;
+  region: string;
+  jobs: Record<string, S3JobCredentials>;
+}
+
+interface JobState {
+  roleArn?: string;
+}
+
+/**
+ * Per-job AWS session credentials from STS, with the cluster's long-lived key pair.
+ *
+ * - Every registered job gets credentials: by default the cluster's own session (`GetSessionToken`,
+ *   one call per cycle shared by all such jobs, as Flink's S3 provider does); a job that sets
+ *   `security.delegation.job.s3.role-arn` gets `AssumeRole` credentials for that role instead,
+ *   with the session name `flink-<jobId>` so CloudTrail names the job. The role must be on
+ *   `allowed-role-arns`, otherwise `registerJob` throws and the job is rejected.
+ * - `delegationTokensRequired()` is true while at least one job is registered and the key pair is set.
+ * - `validUntil` is the earliest expiration of the cycle. Credentials are obtained afresh on every
+ *   cycle; one failed STS call fails the whole cycle (the manager retries it), so no job runs on a
+ *   partial set.
+ * - Payload: {@link S3Tokens}.
+ * - Without `access-key` and `secret-key` the provider stays inactive (as in Flink); a job that asks
+ *   for a role is then rejected, naming the options to set. Only static keys are supported (no AWS
+ *   default credential chain).
+ */
+export class S3DelegationTokenProvider implements DelegationTokenProvider {
+  readonly serviceName = NAME;
+  private sts: StsClient | undefined;
+  private region = 'us-east-1';
+  private durationSeconds = 3600;
+  private allowed: ReadonlySet<string> = new Set();
+  private callback: DelegationTokenManagerCallback | undefined;
+  private readonly jobs = new JobRegistry<JobState>((a, b) => a.roleArn === b.roleArn);
+  private closed = false;
+  private readonly now: () => number;
+  private readonly log: Logger | undefined;
+  private readonly ca: string | undefined;
+
+  constructor(deps: ProviderDeps = {}) {
+    this.now = deps.now ?? Date.now;
+    this.log = deps.log?.child({ provider: NAME });
+    this.ca = deps.ca;
+  }
+
+  init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void {
+    this.callback = callback;
+    const d = s3ProviderOptionDefs;
+    const o = readProviderOptions(NAME, d, config);
+    if (!allOrNone([d.accessKey, d.secretKey], [o.accessKey, o.secretKey])) {
+      this.log?.debug('inactive: access-key and secret-key are not set');
+      return;
+    }
+    this.region = o.region ?? 'us-east-1';
+    this.durationSeconds = Math.round((o.duration ?? 3_600_000) / 1000);
+    this.allowed = new Set(o.allowedRoleArns ?? []);
+    this.sts = new StsClient({
+      endpoint: parseEndpoint(d.endpoint.key, o.endpoint ?? `https://sts.${this.region}.amazonaws.com`),
+      region: this.region,
+      credentials: { accessKeyId: o.accessKey!, secretAccessKey: o.secretKey! },
+      timeoutMs: o.timeout ?? 30_000,
+      now: this.now,
+      ...(this.ca === undefined ? {} : { ca: this.ca }),
+    });
+  }
+
+  delegationTokensRequired(): boolean {
+    return this.sts !== undefined && this.jobs.size > 0;
+  }
+
+  /** Validates the requested role (if any), records the job, then asks for an early cycle. */
+  registerJob(jobId: string, jobConfiguration: JobConfiguration): void {
+    if (this.closed) throw new Error('the s3 provider is closed');
+    const roleArn = jobValue(jobConfiguration, S3_JOB_ROLE_ARN_KEY);
+    if (this.sts === undefined) {
+      if (roleArn === undefined) return;
+      throw new Error(
+        `the job asks for the IAM role '${roleArn}' (${S3_JOB_ROLE_ARN_KEY}) but the gateway has no AWS credentials for STS ` +
+          `(set ${s3ProviderOptionDefs.accessKey.key} and ${s3ProviderOptionDefs.secretKey.key})`,
+      );
+    }
+    if (roleArn !== undefined && !this.allowed.has(roleArn)) {
+      throw new Error(
+        `the IAM role '${roleArn}' (${S3_JOB_ROLE_ARN_KEY}) is not allowed for jobs; an administrator can add it to ` +
+          s3ProviderOptionDefs.allowedRoleArns.key,
+      );
+    }
+    // Record first, then ask: the cycle the callback schedules must see this job (SPI ordering rule).
+    if (this.jobs.put(jobId, roleArn === undefined ? {} : { roleArn })) {
+      this.log?.info({ jobId, roleArn }, 'job registered for AWS session credentials');
+      this.callback?.reobtainDelegationTokens();
+    }
+  }
+
+  unregisterJob(jobId: string): void {
+    this.jobs.delete(jobId);
+  }
+
+  async obtainDelegationTokens(): Promise<ObtainedDelegationTokens> {
+    if (this.closed) throw new Error('the s3 provider is closed');
+    const sts = this.sts;
+    if (sts === undefined) throw new Error('the s3 provider is not configured; it has no tokens to obtain');
+    const snapshot = this.jobs.snapshot();
+    const needsSession = [...snapshot.values()].some((s) => s.roleArn === undefined);
+    const session = needsSession ? this.withContext(sts.getSessionToken(this.durationSeconds), 'GetSessionToken for the cluster') : undefined;
+    const entries = await Promise.all(
+      [...snapshot].map(async ([jobId, state]): Promise<[string, S3JobCredentials]> => {
+        if (state.roleArn === undefined) return [jobId, toJson(await session!)];
+        const c = await this.withContext(
+          sts.assumeRole(state.roleArn, sessionName(jobId), this.durationSeconds),
+          `AssumeRole of '${state.roleArn}' for job ${jobId}`,
+        );
+        return [jobId, { ...toJson(c), roleArn: state.roleArn }];
+      }),
+    );
+    // A job unregistered while STS was answering gets nothing.
+    const jobs = Object.fromEntries(entries.filter(([jobId]) => this.jobs.has(jobId)));
+    const payload: S3Tokens = { version: 1, region: this.region, jobs };
+    const validUntil = earliest(Object.values(jobs).map((j) => Date.parse(j.expiration)));
+    return validUntil === undefined ? { tokens: encodeJson(payload) } : { tokens: encodeJson(payload), validUntil };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.jobs.clear();
+    await this.sts?.close();
+  }
+
+  private async withContext<T>(p: Promise<T>, what: string): Promise<T> {
+    try {
+      return await p;
+    } catch (err) {
+      throw new Error(`${what} failed: ${(err as Error).message}`, { cause: err });
+    }
+  }
+}
+
+function toJson(c: SessionCredentials): S3JobCredentials {
+  return {
+    accessKeyId: c.accessKeyId,
+    secretAccessKey: c.secretAccessKey,
+    sessionToken: c.sessionToken,
+    expiration: new Date(c.expiration).toISOString(),
+  };
+}
+
+/** STS `RoleSessionName`: 2–64 characters of `[\w+=,.@-]`. */
+export function sessionName(jobId: string): string {
+  return `flink-${jobId.replace(/[^\w+=,.@-]/g, '_')}`.slice(0, 64);
+}
+
+/** The `s3` provider for the composition root. */
+export const s3TokenProvider: BuiltInTokenProvider = {
+  serviceName: NAME,
+  options: s3ProviderOptions,
+  create: (deps) => new S3DelegationTokenProvider(deps),
+};

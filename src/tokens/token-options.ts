@@ -1,0 +1,64 @@
+import type { OptionDef, OptionType } from '../config/types';
+
+function option<T extends OptionType>(def: OptionDef<T>): OptionDef<T> {
+  return def;
+}
+
+const section = 'Delegation tokens';
+
+/** Prefix of every per-provider key, as in Flink (`DelegationTokenProvider.CONFIG_PREFIX`). */
+export const PROVIDER_PREFIX = 'security.delegation.token.provider';
+/** Prefix of every per-receiver key (`DelegationTokenReceiver.CONFIG_PREFIX`). */
+export const RECEIVER_PREFIX = 'security.delegation.token.receiver';
+
+/**
+ * Options of the delegation-token framework. The `security.*` keys are Flink's own names and
+ * defaults (SecurityOptions, FLINK-40008, FLINK-40019), so one config file can serve both; the
+ * `gateway.tokens.*` keys are the gateway's (registration store and job watcher).
+ */
+export const tokenOptions = {
+  enabled: option({
+    key: 'security.delegation.tokens.enabled', type: 'boolean', default: true, section,
+    description: 'Whether the delegation-token framework runs at all. When false, no provider or receiver is loaded and job registration is a no-op (no store, no job watcher).',
+  }),
+  renewalRatio: option({
+    key: 'security.delegation.tokens.renewal.time-ratio', type: 'double', default: 0.75, min: 0.01, max: 1, section,
+    description: 'When to renew, as a fraction of the remaining validity of the earliest-expiring token: a token valid for 12 h more is re-obtained after 9 h.',
+  }),
+  retryInitialBackoff: option({
+    key: 'security.delegation.tokens.renewal.retry.initial.backoff', type: 'duration', default: 10_000, min: 1, section,
+    description: 'First wait after a failed obtain cycle; doubles on each further failure up to the max backoff, with ±50 % jitter, and never beyond a third of the remaining validity of the current tokens.',
+  }),
+  retryMaxBackoff: option({
+    key: 'security.delegation.tokens.renewal.retry.max.backoff', type: 'duration', default: 300_000, min: 1, section,
+    description: 'Longest wait between retries of a failed obtain cycle.',
+  }),
+  reobtainCooldown: option({
+    key: 'security.delegation.tokens.reobtain.cooldown', type: 'duration', default: 30_000, min: 0, section,
+    description: 'Minimum time between two on-demand obtain cycles (such as those a provider requests when a job is registered), measured from the start of the cycle that served the previous request. Requests within the cooldown are coalesced into one deferred cycle. Does not affect periodic renewal.',
+  }),
+  providerEnabled: option({
+    key: `${PROVIDER_PREFIX}.<name>.enabled`, type: 'boolean', default: true, section,
+    description: 'Switches one provider, and the receiver of the same name, on or off.',
+  }),
+  storeDir: option({
+    key: 'gateway.tokens.store-dir', type: 'string', section,
+    description: 'Directory of the job-registration store (job id, redacted job configuration, artifact provenance), used to register running jobs again after a gateway restart. Default: <gateway.artifacts.cache-dir>/registrations. Put it on a persistent volume.',
+  }),
+  watchInterval: option({
+    key: 'gateway.tokens.watcher.interval', type: 'duration', default: 5_000, min: 10, section,
+    description: 'How often the job watcher reads /v1/jobs/overview to unregister jobs that reached a globally terminal state (FINISHED, FAILED, CANCELED). It reads only while jobs are registered.',
+  }),
+  watchMaxBackoff: option({
+    key: 'gateway.tokens.watcher.max-backoff', type: 'duration', default: 60_000, min: 10, section,
+    description: 'Longest wait between reads while the JobManager is unreachable or failing (the interval doubles per failed read). An unreachable JobManager never makes a job count as gone.',
+  }),
+  watchMissingReads: option({
+    key: 'gateway.tokens.watcher.missing-reads', type: 'int', default: 3, min: 1, section,
+    description: 'A registered job absent from /v1/jobs/overview counts as gone (and is unregistered) only after this many successful reads without it, and only once the missing grace period has passed too.',
+  }),
+  watchMissingGrace: option({
+    key: 'gateway.tokens.watcher.missing-grace', type: 'duration', default: 60_000, min: 0, section,
+    description: 'How long a registered job must have been absent from /v1/jobs/overview before it counts as gone.',
+  }),
+} satisfies Record<string, OptionDef>;

@@ -1,0 +1,129 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { JobRegistrations, redactConfiguration } from '../../../src/submission/job-registrations';
+import { RegistrationStore } from '../../../src/submission/registration-store';
+import { DefaultTokenManager } from '../../../src/tokens/token-manager';
+import { NoopTokenManager } from '../../../src/tokens/noop-token-manager';
+import { ManualClock } from '../../helpers/manual-clock';
+import { captureLogger, pairs, tokenConfig } from '../../helpers/token-fakes';
+
+const J1 = '11111111111111111111111111111111';
+const J2 = '22222222222222222222222222222222';
+const J3 = '33333333333333333333333333333333';
+
+describe('job registrations (token manager + store)', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gw-regs-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function setup(names = ['a', 'b']) {
+    const cap = captureLogger();
+    const config = tokenConfig();
+    const { providers, receivers } = pairs(...names);
+    const tokens = await DefaultTokenManager.create({ config, providers, receivers, log: cap.log, clock: new ManualClock() });
+    const store = new RegistrationStore(dir, cap.log);
+    await store.init();
+    const regs = new JobRegistrations({ tokens, store, isSensitive: (k) => config.registry.isSensitive(k), log: cap.log });
+    return { cap, providers, tokens, store, regs };
+  }
+
+  const jobConfig = {
+    'parallelism.default': '2',
+    's3.secret-key': 'SECRET-1',
+    's3.access-key': 'AKIA-SECRET-2',
+    'fs.azure.account.key.acct.blob.core.windows.net': 'SECRET-3',
+    'my.app.password': 'SECRET-4',
+    'oauth2.client.token': 'SECRET-5',
+    'gateway.artifact.uri': 's3://bucket/app.jar',
+    'gateway.artifact.sha256': 'ab'.repeat(32),
+  };
+
+  it('row 32: providers and the store get a copy without sensitive values; provenance is kept apart', async () => {
+    const { providers, regs, store, cap } = await setup();
+    await regs.register(J1, jobConfig, cap.log);
+    const seen = providers[0]!.registered[0]!.conf;
+    expect(seen).toEqual({
+      'parallelism.default': '2',
+      'gateway.artifact.uri': 's3://bucket/app.jar',
+      'gateway.artifact.sha256': 'ab'.repeat(32),
+    });
+    const text = readFileSync(store.file, 'utf8');
+    expect(text).not.toMatch(/SECRET/);
+    expect(store.get(J1)).toMatchObject({ provenance: { 'gateway.artifact.uri': 's3://bucket/app.jar', 'gateway.artifact.sha256': 'ab'.repeat(32) } });
+    expect(redactConfiguration({ 'sas.token': 'x', a: 'b' }, (k) => k.includes('token'))).toEqual({ a: 'b' });
+  });
+
+  it('a refused registration is GW_TOKENS_REJECTED, stored nowhere, and the watcher never sees it', async () => {
+    const { providers, regs, store, cap } = await setup();
+    providers[1]!.register = () => {
+      throw new Error('role arn:aws:iam::1:role/x is not allowed');
+    };
+    await expect(regs.register(J1, {}, cap.log)).rejects.toMatchObject({ code: 'GW_TOKENS_REJECTED', provider: 'b' });
+    expect(store.list()).toEqual([]);
+    expect(regs.watchedJobs()).toEqual([]);
+    expect(providers[0]!.unregistered).toEqual([J1]);
+  });
+
+  it('a job is watched only once its run reached the JobManager; rollback undoes everything', async () => {
+    const { providers, regs, store, tokens, cap } = await setup();
+    await regs.register(J1, {}, cap.log);
+    expect(regs.watchedJobs()).toEqual([]); // run in flight
+    regs.submitted(J1);
+    expect(regs.watchedJobs()).toEqual([J1]);
+    await regs.register(J2, {}, cap.log);
+    await regs.rollback(J2, cap.log);
+    expect(providers[0]!.unregistered).toEqual([J2]);
+    expect(store.list().map((r) => r.jobId)).toEqual([J1]);
+    expect(tokens.status().registeredJobs).toEqual([J1]);
+    await regs.unregister(J1, 'job FINISHED');
+    expect(store.list()).toEqual([]);
+    expect(regs.watchedJobs()).toEqual([]);
+  });
+
+  it('restores at start: running jobs are registered again, ended or unknown ones dropped (and providers told)', async () => {
+    const first = await setup();
+    for (const j of [J1, J2, J3]) await first.regs.register(j, { 'parallelism.default': j.slice(0, 1) }, first.cap.log);
+
+    const second = await setup();
+    await second.regs.restore(async () => new Map([[J1, 'RUNNING'], [J2, 'FINISHED']]));
+    expect(second.regs.watchedJobs()).toEqual([J1]);
+    expect(second.providers[0]!.registered).toEqual([{ jobId: J1, conf: { 'parallelism.default': '1' } }]);
+    expect(second.providers[0]!.unregistered.sort()).toEqual([J2, J3]);
+    expect(second.store.list().map((r) => r.jobId)).toEqual([J1]);
+  });
+
+  it('restores every stored job when the JobManager cannot be read (the watcher sorts them out later)', async () => {
+    const first = await setup();
+    for (const j of [J1, J2]) await first.regs.register(j, {}, first.cap.log);
+    const second = await setup();
+    await second.regs.restore(async () => {
+      throw new Error('ECONNREFUSED');
+    });
+    expect(second.regs.watchedJobs().sort()).toEqual([J1, J2]);
+    expect(second.cap.messages('warn').join('\n')).toMatch(/registering every stored job again/);
+  });
+
+  it('drops a stored job whose re-registration a provider refuses, and says so', async () => {
+    const first = await setup();
+    await first.regs.register(J1, {}, first.cap.log);
+    const second = await setup();
+    second.providers[0]!.register = () => {
+      throw new Error('no longer allowed');
+    };
+    await second.regs.restore(async () => new Map([[J1, 'RUNNING']]));
+    expect(second.regs.watchedJobs()).toEqual([]);
+    expect(second.store.list()).toEqual([]);
+    expect(second.cap.messages('error').join('\n')).toMatch(/could not be registered again/);
+  });
+
+  it('does nothing (no store, no tracking) when delegation tokens are disabled', async () => {
+    const cap = captureLogger();
+    const regs = new JobRegistrations({ tokens: new NoopTokenManager(), isSensitive: () => false, log: cap.log });
+    await regs.register(J1, {}, cap.log);
+    regs.submitted(J1);
+    expect(regs.watchedJobs()).toEqual([]);
+  });
+});
