@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
+import { Agent } from 'undici';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import type { Express } from 'express';
@@ -20,6 +22,7 @@ import { coreOptions } from './config/options';
 import { type Configuration, OptionsRegistry } from './config/registry';
 import { secretsFingerprint } from './config/secrets-dir';
 import { createApp } from './http/app';
+import { Authenticator } from './http/auth';
 import { projectRoot } from './project-root';
 import { JobRegistrations } from './submission/job-registrations';
 import { RegistrationStore } from './submission/registration-store';
@@ -106,10 +109,13 @@ async function composeServices(
     restUrl = embedded.restUrl;
     uploadDir = embedded.uploadDir;
   }
+  const clusterCaPath = config.getOptional(coreOptions.clusterCa);
   const cluster = new JobManagerClient({
     baseUrl: restUrl,
     requestTimeoutMs: config.get(coreOptions.clusterRequestTimeout),
     runTimeoutMs: config.get(coreOptions.clusterRunTimeout),
+    // The gateway → JobManager hop speaks TLS when the JobManager's REST does.
+    ...(clusterCaPath ? { dispatcher: new Agent({ connections: 64, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0, connect: { ca: [...rootCertificates, readFileSync(clusterCaPath, 'utf8')] } }) } : {}),
   });
 
   const shutdown = new AbortController();
@@ -189,6 +195,10 @@ async function composeServices(
     isDraining: () => draining,
     fetches,
     tokens,
+    auth: new Authenticator({
+      ...(config.getOptional(coreOptions.authTokensFile) ? { tokensFile: config.getOptional(coreOptions.authTokensFile)! } : {}),
+      mutualTls: config.getOptional(coreOptions.tlsClientCa) !== undefined,
+    }),
   });
   // The app is composed: register the stored jobs again, then start obtaining tokens (the first
   // cycle then already covers them), then follow the jobs.

@@ -1,4 +1,6 @@
-import { createServer } from 'node:http';
+import { Server as HttpsServer } from 'node:https';
+import { exposureProblem } from './http/auth';
+import { createListener } from './http/listener';
 import type { AddressInfo } from 'node:net';
 import { builtinPlugins } from '../fs-plugins';
 import type { FsPluginDefinition } from './artifacts/fs-plugin';
@@ -64,6 +66,15 @@ export async function main(argv: readonly string[]): Promise<number> {
   for (const key of warnings) {
     logger.warn({ key }, 'a sensitive option was given with -D and is visible in the process list; use the config file or the environment instead');
   }
+  const exposure = exposureProblem(
+    config.get(coreOptions.restBindAddress),
+    config.get(coreOptions.jarUriEnable),
+    config.getOptional(coreOptions.authTokensFile) !== undefined || config.getOptional(coreOptions.tlsClientCa) !== undefined,
+  );
+  if (exposure) {
+    process.stderr.write(`flink-jar-gateway: ${exposure}\n`);
+    return 2;
+  }
   let gateway: Gateway;
   try {
     gateway = await compose(config, logger, plugins, () => registry.resolve(loadRaw(registry, args, process.env).raw));
@@ -75,7 +86,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     return 1;
   }
-  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, gateway.app);
+  const server = createListener(config, gateway.app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.get(coreOptions.restPort), config.get(coreOptions.restBindAddress), () => resolve());
@@ -85,7 +96,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     throw err;
   });
   const addr = server.address() as AddressInfo;
-  const url = `http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  const url = `${server instanceof HttpsServer ? 'https' : 'http'}://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
   logger.info({ url, jobManager: gateway.cluster.baseUrl, embedded: Boolean(gateway.embedded) }, 'flink-jar-gateway ready');
   // One line on stdout for scripts and tests, independent of the log level.
   process.stdout.write(`GATEWAY_URL=${url}\n`);

@@ -51,6 +51,34 @@ export const coreOptions = {
     key: 'gateway.embedded.startup-timeout', type: 'duration', default: 180_000, min: 1, section: 'Embedded cluster',
     description: 'How long to wait for the embedded cluster (including a first-time Maven build) before giving up.',
   }),
+  authTokensFile: option({
+    key: 'gateway.auth.tokens-file', type: 'string', section: 'Security',
+    description: 'File of "<principal> <sha256-hex of the token>" lines; requests must send "Authorization: Bearer <token>". Tokens are stored hashed; the file is re-read when it changes. Health, readiness and GET /config stay open.',
+  }),
+  tlsCert: option({
+    key: 'gateway.tls.cert', type: 'string', section: 'Security',
+    description: 'PEM certificate (chain) of the gateway\'s HTTPS listener. With gateway.tls.key.',
+  }),
+  tlsKey: option({
+    key: 'gateway.tls.key', type: 'string', section: 'Security',
+    description: 'PEM private key file of the HTTPS listener.',
+  }),
+  tlsKeystore: option({
+    key: 'gateway.tls.keystore', type: 'string', section: 'Security',
+    description: 'PKCS12 keystore (.p12) for the HTTPS listener, instead of gateway.tls.cert/key (Node cannot read JKS; convert with keytool -importkeystore -deststoretype PKCS12).',
+  }),
+  tlsKeystorePassword: option({
+    key: 'gateway.tls.keystore-password', type: 'string', sensitive: true, section: 'Security',
+    description: 'Password of gateway.tls.keystore.',
+  }),
+  tlsClientCa: option({
+    key: 'gateway.tls.client-ca', type: 'string', section: 'Security',
+    description: 'PEM CA bundle for mutual TLS: client certificates it signed are accepted and their subject CN becomes the principal (e.g. the operator\'s own certificate).',
+  }),
+  clusterCa: option({
+    key: 'gateway.cluster.ca', type: 'string', section: 'Cluster',
+    description: 'PEM CA bundle trusted for an https gateway.cluster.rest-url (a JobManager with REST SSL).',
+  }),
   secretsDir: option({
     key: 'gateway.secrets.dir', type: 'string', section: 'Credentials',
     description: 'Directory of files named after option keys whose content is the value (a mounted Kubernetes Secret), e.g. s3.secret-key. Read at start and polled; rotated credentials are used by the next fetch without a restart. Precedence: above the YAML file, below environment and -D.',

@@ -2,6 +2,7 @@ import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import type { FetchProgress } from '../artifacts/fetch-progress';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
+import type { Authenticator } from './auth';
 import type { RunService } from '../submission/run-service';
 import type { TokenStatus } from '../tokens/spi';
 import { errorMiddleware } from './error-middleware';
@@ -11,6 +12,7 @@ import { createPassThrough } from './pass-through';
 import { requestContext } from './request-context';
 
 export interface AppDeps {
+  auth?: Authenticator;
   logger: Logger;
   cluster: JobManagerClient;
   runs: RunService;
@@ -29,6 +31,7 @@ export function createApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestContext(deps.logger));
+  if (deps.auth) app.use(deps.auth.middleware());
   app.use('/gateway/v1', createGatewayRoutes(deps));
   app.use(createJarRoutes(deps));
   app.use(createPassThrough(deps.cluster, deps.logger));

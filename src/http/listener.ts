@@ -1,0 +1,28 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { coreOptions } from '../config/options';
+import type { Configuration } from '../config/registry';
+
+/**
+ * The gateway's listener: plain HTTP, or HTTPS when gateway.tls.cert/key (PEM) or
+ * gateway.tls.keystore (PKCS12) is set. With gateway.tls.client-ca, client certificates are
+ * requested and verified, but a request without one is not cut off at the TLS layer: the
+ * authenticator decides (health, readiness and GET /config must stay reachable for probes).
+ */
+export function createListener(config: Configuration, app: RequestListener): Server {
+  const timeouts = { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 };
+  const cert = config.getOptional(coreOptions.tlsCert);
+  const key = config.getOptional(coreOptions.tlsKey);
+  const keystore = config.getOptional(coreOptions.tlsKeystore);
+  const clientCa = config.getOptional(coreOptions.tlsClientCa);
+  if (!cert && !keystore) return createServer(timeouts, app);
+  const identity = keystore
+    ? { pfx: readFileSync(keystore), passphrase: config.getOptional(coreOptions.tlsKeystorePassword) ?? '' }
+    : { cert: readFileSync(cert!, 'utf8'), key: readFileSync(key ?? '', 'utf8') };
+  return createHttpsServer({
+    ...timeouts,
+    ...identity,
+    ...(clientCa ? { ca: readFileSync(clientCa, 'utf8'), requestCert: true, rejectUnauthorized: false } : {}),
+  }, app) as unknown as Server;
+}

@@ -1,0 +1,139 @@
+import { createHash } from 'node:crypto';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { projectRoot } from '../../../src/project-root';
+import { Authenticator, parseTokensFile } from '../../../src/http/auth';
+import { startGateway, type TestGateway } from '../../helpers/gateway';
+import { startOrigin, type Origin } from '../../helpers/origin';
+import { runProcess } from '../../helpers/run-process';
+
+const sha = (t: string) => createHash('sha256').update(t).digest('hex');
+const bin = join(projectRoot(__dirname), 'bin', 'flink-jar-gateway.js');
+
+describe('bearer-token authentication', () => {
+  let jm: Origin;
+  let gw: TestGateway;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'gw-auth-'));
+    writeFileSync(join(dir, 'tokens'), `# principal sha256(token)\nci ${sha('tok-ci-123')}\n`);
+    jm = await startOrigin((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ path: req.url })));
+    gw = await startGateway(jm.url, { 'gateway.auth.tokens-file': join(dir, 'tokens') });
+  });
+  afterAll(async () => {
+    await gw.close();
+    await jm.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses a request without a valid token with 401 in Flink\'s envelope', async () => {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 'Basic Y2k6dG9r' }]) {
+      const r = await request(`${gw.url}/v1/jobs/overview`, { headers });
+      expect(r.statusCode).toBe(401);
+      expect(r.headers['www-authenticate']).toContain('Bearer');
+      const body = (await r.body.json()) as { errors: string[] };
+      expect(Object.keys(body)).toEqual(['errors']);
+      expect(body.errors[0]).toMatch(/^GW_AUTH_REQUIRED: /);
+    }
+  });
+
+  it('lets a valid token through and logs the principal, never the token', async () => {
+    const r = await request(`${gw.url}/v1/jobs/overview`, { headers: { authorization: 'Bearer tok-ci-123' } });
+    expect(r.statusCode).toBe(200);
+    await r.body.dump();
+    const jars = await request(`${gw.url}/jars/x/y/z`, { headers: { authorization: 'Bearer tok-ci-123' } });
+    expect(jars.statusCode).toBe(404);
+    await jars.body.dump();
+    const logs = JSON.stringify(gw.logs);
+    expect(logs).toContain('token:ci');
+    expect(logs).not.toContain('tok-ci-123');
+  });
+
+  it('keeps health, readiness and GET /config (the operator\'s startup probe) open', async () => {
+    for (const path of ['/gateway/v1/health', '/config', '/v1/config']) {
+      const r = await request(`${gw.url}${path}`);
+      expect(r.statusCode).toBe(200);
+      await r.body.dump();
+    }
+    const post = await request(`${gw.url}/config`, { method: 'POST' });
+    expect(post.statusCode).toBe(401);
+    await post.body.dump();
+  });
+
+  it('re-reads the tokens file when it changes (injected clock)', () => {
+    const file = join(dir, 'rotating');
+    writeFileSync(file, `a ${sha('one')}\n`);
+    let now = 0;
+    const auth = new Authenticator({ tokensFile: file, mutualTls: false, reloadIntervalMs: 1000, now: () => now });
+    const req = (t: string) => ({ headers: { authorization: `Bearer ${t}` }, socket: {} }) as never;
+    expect(auth.principalOf(req('one'))).toBe('token:a');
+    writeFileSync(file, `b ${sha('two')}\n`);
+    now = 5000;
+    expect(auth.principalOf(req('two'))).toBe('token:b');
+    expect(auth.principalOf(req('one'))).toBeUndefined();
+  });
+
+  it('rejects a malformed tokens file at start with the line number', () => {
+    expect(() => parseTokensFile('ci not-a-hash\n', 'tokens')).toThrow('tokens:1');
+  });
+});
+
+describe('exposure rule and mutual TLS (the CLI)', () => {
+  it('refuses to start on a non-loopback address with jar URIs on and no authentication', async () => {
+    const r = await runProcess(process.execPath, [bin, '-Drest.bind-address=0.0.0.0', '-Dweb.submit.jar-uri.enable=true', '-Dgateway.cluster.rest-url=http://127.0.0.1:9'], { timeoutMs: 20_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/refusing to start: .*gateway\.auth\.tokens-file/);
+  });
+
+  it('serves HTTPS and takes the client certificate\'s CN as the principal', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-mtls-'));
+    const ossl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+    ossl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=test-ca');
+    for (const [name, subj, ext] of [['server', '/CN=localhost', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], ['client', '/CN=flink-operator', 'extendedKeyUsage=clientAuth']] as const) {
+      ossl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj);
+      writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
+      ossl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
+    }
+    const jm = await startOrigin((_req, res) => res.end('{}'));
+    const child = spawn(process.execPath, [bin, `-Dgateway.cluster.rest-url=${jm.url}`, '-Drest.port=0', `-Dgateway.tls.cert=${join(dir, 'server.pem')}`, `-Dgateway.tls.key=${join(dir, 'server.key')}`, `-Dgateway.tls.client-ca=${join(dir, 'ca.pem')}`, '-Dgateway.log.level=debug'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`not ready: ${out}`)), 20_000);
+        child.stdout.on('data', () => {
+          const m = /GATEWAY_URL=(\S+)/.exec(out);
+          if (m) {
+            clearTimeout(t);
+            resolve(m[1]!);
+          }
+        });
+      });
+      expect(url).toMatch(/^https:/);
+      const ca = readFileSync(join(dir, 'ca.pem'), 'utf8');
+      const withCert = new Agent({ connect: { ca, cert: readFileSync(join(dir, 'client.pem')), key: readFileSync(join(dir, 'client.key')) } });
+      const ok = await request(`${url}/v1/overview`, { dispatcher: withCert });
+      expect(ok.statusCode).toBe(200);
+      await ok.body.dump();
+      const noCert = new Agent({ connect: { ca } });
+      const refused = await request(`${url}/v1/overview`, { dispatcher: noCert });
+      expect(refused.statusCode).toBe(401);
+      await refused.body.dump();
+      const probe = await request(`${url}/gateway/v1/health`, { dispatcher: noCert });
+      expect(probe.statusCode).toBe(200);
+      await probe.body.dump();
+      await Promise.all([withCert.close(), noCert.close()]);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      await jm.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(out).toContain('cert:flink-operator');
+  });
+});
