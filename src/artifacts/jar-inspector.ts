@@ -18,7 +18,9 @@ export type JarVerdict =
 export class JarInspector extends Transform {
   private readonly hash: Hash = createHash('sha256');
   private head = Buffer.alloc(0);
-  private tail = Buffer.alloc(0);
+  /** The last chunks, by reference, covering at least EOCD_SEARCH bytes; joined once in verdict(). */
+  private tailChunks: Buffer[] = [];
+  private tailBytes = 0;
   private bytes = 0;
   private digest?: string;
 
@@ -26,9 +28,12 @@ export class JarInspector extends Transform {
     this.hash.update(chunk);
     this.bytes += chunk.length;
     if (this.head.length < 4) this.head = Buffer.concat([this.head, chunk.subarray(0, 4 - this.head.length)]);
-    this.tail = this.tail.length + chunk.length <= EOCD_SEARCH
-      ? Buffer.concat([this.tail, chunk])
-      : Buffer.concat([this.tail, chunk]).subarray(-EOCD_SEARCH);
+    // Keep references, not copies: copying the window for every chunk doubled the bytes touched.
+    this.tailChunks.push(chunk);
+    this.tailBytes += chunk.length;
+    while (this.tailChunks.length > 1 && this.tailBytes - this.tailChunks[0]!.length >= EOCD_SEARCH) {
+      this.tailBytes -= this.tailChunks.shift()!.length;
+    }
     done(null, chunk);
   }
 
@@ -42,11 +47,12 @@ export class JarInspector extends Transform {
     const base = { sha256: this.digest, size: this.bytes };
     if (this.bytes === 0) return { ...base, ok: false, reason: 'the file is empty' };
     if (!this.head.equals(LOCAL_HEADER)) return { ...base, ok: false, reason: 'it does not start with a zip local file header (PK\\x03\\x04)' };
-    const at = this.tail.lastIndexOf(EOCD);
-    if (at < 0 || this.tail.length - at < 22) {
+    const tail = Buffer.concat(this.tailChunks).subarray(-EOCD_SEARCH);
+    const at = tail.lastIndexOf(EOCD);
+    if (at < 0 || tail.length - at < 22) {
       return { ...base, ok: false, reason: 'it has no zip end-of-central-directory record (truncated or not a zip)' };
     }
-    const entries = this.tail.readUInt16LE(at + 10);
+    const entries = tail.readUInt16LE(at + 10);
     if (entries === 0) return { ...base, ok: false, reason: 'the zip has no entries' };
     return { ...base, ok: true };
   }

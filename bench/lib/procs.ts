@@ -1,0 +1,175 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+/** Every child this benchmark started, so that an early exit still stops each one by its PID. */
+const children = new Set<ChildProcess>();
+
+export function track(child: ChildProcess): ChildProcess {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+/** Last resort on exit: SIGKILL each child we started (by PID, never by name). */
+export function killAllTracked(): void {
+  for (const c of children) {
+    if (c.pid !== undefined && c.exitCode === null && c.signalCode === null) {
+      try {
+        process.kill(c.pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+}
+
+/** Stops one child: SIGTERM, then SIGKILL after `graceMs`. */
+export async function stopChild(child: ChildProcess, graceMs = 5000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/**
+ * Spawns a long-running child and waits for a line matching `ready` on stdout or stderr. Output is
+ * drained for the child's whole life (a full pipe would block it); `onLine` sees every stdout line.
+ */
+export async function startChild(
+  cmd: string,
+  args: string[],
+  opts: { ready: RegExp; timeoutMs: number; env?: NodeJS.ProcessEnv; onLine?: (line: string) => void },
+): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const child = track(spawn(cmd, args, { env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  let output = '';
+  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
+    let done = false;
+    const timer = setTimeout(() => {
+      done = true;
+      child.kill('SIGKILL');
+      reject(new Error(`${cmd} not ready within ${opts.timeoutMs} ms:\n${output.slice(-4000)}`));
+    }, opts.timeoutMs);
+    const check = (line: string) => {
+      if (!done && output.length < 64 * 1024) output += `${line}\n`;
+      const m = opts.ready.exec(line);
+      if (m && !done) {
+        done = true;
+        clearTimeout(timer);
+        resolve(m);
+      }
+    };
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      check(line);
+      opts.onLine?.(line);
+    });
+    createInterface({ input: child.stderr! }).on('line', check);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      if (!done) reject(err);
+      done = true;
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (!done) reject(new Error(`${cmd} exited (${code}) before it was ready:\n${output.slice(-4000)}`));
+      done = true;
+    });
+  });
+  return { child, match };
+}
+
+export interface RunResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/** Runs a short-lived command asynchronously (never spawnSync: an in-process server must keep serving). */
+export function runCommand(cmd: string, args: string[], timeoutMs: number): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = track(spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr, ms: performance.now() - started });
+    });
+  });
+}
+
+/** curl, failing on a non-zero exit; returns stdout and the wall time of the whole process. */
+export async function curl(args: string[], timeoutMs = 120_000): Promise<RunResult> {
+  const r = await runCommand('curl', ['-sS', ...args], timeoutMs);
+  if (r.status !== 0) throw new Error(`curl ${args.filter((a) => !a.includes('?')).join(' ')} failed (${r.status}): ${r.stderr.trim()}`);
+  return r;
+}
+
+export interface GatewayProcess {
+  url: string;
+  pid: number;
+  child: ChildProcess;
+  /** Parsed pino lines the gateway wrote to stdout. */
+  logs: Record<string, unknown>[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs the built gateway (`node bin/flink-jar-gateway.js`, dist/ from `npm run build`) as its own
+ * process on 127.0.0.1:0 with `-Dkey=value` options. BENCH_GATEWAY_NODE_ARGS adds Node flags
+ * (e.g. `--cpu-prof --cpu-prof-dir=.tmp/prof`) for profiling.
+ */
+export async function startGatewayProcess(root: string, options: Record<string, string>): Promise<GatewayProcess> {
+  const logs: Record<string, unknown>[] = [];
+  const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const args = [...nodeArgs, join(root, 'bin', 'flink-jar-gateway.js'), '-Drest.port=0', '-Drest.bind-address=127.0.0.1'];
+  for (const [k, v] of Object.entries(options)) args.push(`-D${k}=${v}`);
+  const { child, match } = await startChild(process.execPath, args, {
+    ready: /^GATEWAY_URL=(\S+)/,
+    timeoutMs: 60_000,
+    onLine: (line) => {
+      if (line.startsWith('{')) {
+        try {
+          logs.push(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          /* not a log line */
+        }
+      }
+    },
+  });
+  return {
+    url: match[1]!,
+    pid: child.pid!,
+    child,
+    logs,
+    stop: () => stopChild(child, 15_000),
+  };
+}
+
+/** VmRSS and VmHWM of a process, in bytes (Linux /proc). */
+export function memoryOf(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN) * 1024;
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+/** Resets the peak RSS (VmHWM) of a process we own to its current RSS; false where the kernel refuses. */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,174 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { azurePlugin } from '../../fs-plugins/azure';
+import { httpPlugin } from '../../fs-plugins/http';
+import { s3Plugin } from '../../fs-plugins/s3';
+import { makeSas, startAzurite, uploadBlob } from '../../test/servers/azurite';
+import { fixtureClient, putObject, startS3Server } from '../../test/servers/s3-server';
+import type { BenchEnv } from '../lib/env';
+import { BenchFetcher } from '../lib/fetcher';
+import { curl, startChild, stopChild, track } from '../lib/procs';
+import { emit, judged, MiB, note, type RunPlan, round, sideBySide, summarize } from '../lib/report';
+
+const S3_KEY = { accessKeyId: 'AKIDBENCH', secretAccessKey: `bench-${randomBytes(12).toString('hex')}` };
+const AZ = { name: 'benchacct', key: randomBytes(64).toString('base64') };
+
+/** curl -o <new file>: throughput from curl's own time_total (its process start-up is not counted). */
+async function curlDownload(env: BenchEnv, url: string, expectedSize: number): Promise<number> {
+  const file = env.scratch('curl-out');
+  try {
+    const r = await curl(['-f', '-o', file, '-w', '%{time_total} %{size_download}', url]);
+    const [secs, bytes] = r.stdout.trim().split(' ').map(Number);
+    if (bytes !== expectedSize) throw new Error(`curl got ${bytes} bytes, expected ${expectedSize}`);
+    return expectedSize / MiB / secs!;
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+/** The socket-to-file ceiling: a node client piping a separate-process TCP sender into a new file. */
+async function socketToFile(env: BenchEnv, port: number, size: number): Promise<number> {
+  const file = env.scratch('ceiling-out');
+  try {
+    const started = performance.now();
+    const sock = connect(port, '127.0.0.1');
+    const out = createWriteStream(file, { flags: 'wx' });
+    await pipeline(sock, out);
+    const ms = performance.now() - started;
+    if (out.bytesWritten !== size) throw new Error(`ceiling: wrote ${out.bytesWritten} of ${size}`);
+    return size / MiB / (ms / 1000);
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+/**
+ * Measure 1: fetch throughput of one object, the gateway's fetch path (in this process) vs curl on
+ * the same object, for HTTP, an S3 presigned URL and an Azure SAS URL (through the HTTP plugin, as
+ * the gateway fetches such URLs), plus the S3 and Azure plugins with credentials, plus the
+ * socket-to-file ceiling.
+ */
+export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<void> {
+  const jar = await env.jar(plan.smoke ? 8 * MiB : 200 * MiB);
+  const size = jar.size;
+
+  // The ceiling first, on an otherwise idle machine.
+  const src = await startChild(process.execPath, [join(env.root, 'bench', 'servers', 'tcp-source.cjs'), String(size)], { ready: /TCP_SOURCE_READY (\d+)/, timeoutMs: 15_000 });
+  let ceiling: number[];
+  try {
+    const port = Number(src.match[1]);
+    ceiling = [];
+    for (let r = 0; r < plan.warmups + plan.reps; r++) {
+      const v = await socketToFile(env, port, size);
+      if (r >= plan.warmups) ceiling.push(v);
+    }
+  } finally {
+    await stopChild(src.child);
+  }
+  const ceilingSummary = summarize(ceiling);
+  emit({
+    name: 'fetch.ceiling',
+    unit: 'MiB/s',
+    gateway: null,
+    anchor: ceilingSummary,
+    ratio: null,
+    ratioIs: 'n/a (the anchor is the socket-to-file ceiling: node net client ← separate-process TCP sender, piped to a new file)',
+    target: null,
+    met: null,
+    smoke: plan.smoke,
+    params: { bytes: size, reps: plan.reps, warmups: plan.warmups },
+  });
+
+  const origin = await env.origin();
+  const [s3, azurite] = await Promise.all([
+    startS3Server({ keys: { [S3_KEY.accessKeyId]: S3_KEY.secretAccessKey }, buckets: ['bench'] }),
+    startAzurite({ accounts: [AZ] }),
+  ]);
+  track(s3.child);
+  track(azurite.child);
+  const fetcher = new BenchFetcher(env.dir, [httpPlugin, s3Plugin, azurePlugin], {
+    'user.artifacts.allowed-schemes': 'http;https;s3;wasbs',
+    'user.artifacts.raw-http-enabled': 'true',
+    'user.artifacts.restricted-hosts.allowed': [origin.port, s3.port, azurite.port].map((p) => `127.0.0.1:${p}`).join(';'),
+    'user.artifacts.max-size': '2 gb',
+    's3.endpoint': s3.url,
+    's3.path.style.access': 'true',
+    's3.access-key': S3_KEY.accessKeyId,
+    's3.secret-key': S3_KEY.secretAccessKey,
+    [`fs.azure.account.key.${AZ.name}.blob.core.windows.net`]: AZ.key,
+    [`fs.azure.account.endpoint.${AZ.name}`]: azurite.blobUrl(AZ.name),
+  });
+  try {
+    const started = performance.now();
+    await Promise.all([putObject(s3.url, S3_KEY, 'bench', jar.name, jar.path), uploadBlob(azurite, AZ, 'jars', jar.name, jar.path)]);
+    note(`uploaded the object to the S3 server and Azurite in ${Math.round(performance.now() - started)} ms`);
+    const s3client = fixtureClient(s3.url, S3_KEY);
+    const presigned = await getSignedUrl(s3client, new GetObjectCommand({ Bucket: 'bench', Key: jar.name }), { expiresIn: 3600 });
+    s3client.destroy();
+    const sas = `${azurite.blobUrl(AZ.name)}/jars/${jar.name}?${makeSas(AZ, { container: 'jars', blobName: jar.name, expiresOn: new Date(Date.now() + 3600_000) })}`;
+
+    const cases = [
+      { name: 'fetch.http', uri: `${origin.url}/${jar.name}`, curlUrl: `${origin.url}/${jar.name}`, min: 0.9, store: 'HTTP origin (bench/servers/jar-origin.cjs)', plugin: 'http' },
+      { name: 'fetch.s3-presigned', uri: presigned, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver with SigV4 checks (test/servers/s3-server.ts)', plugin: 'http (presigned URL)' },
+      { name: 'fetch.azure-sas', uri: sas, curlUrl: sas, min: 0.8, store: 'Azurite blob (test/servers/azurite.ts)', plugin: 'http (SAS URL)' },
+      { name: 'fetch.s3-native', uri: `s3://bench/${jar.name}`, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver', plugin: 's3 (access key; anchor: curl on a presigned URL)' },
+      { name: 'fetch.azure-native', uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`, curlUrl: sas, min: 0.8, store: 'Azurite blob', plugin: 'azure (shared key; anchor: curl on a SAS URL)' },
+    ];
+    for (const c of cases) {
+      // The whole fetcher when it can fetch this URI; otherwise (say a HEAD it cannot do) the
+      // download step alone, and the reason is reported.
+      let gatewayPath = 'ArtifactFetcher.fetch (stat, open, sha256, temp file, zip check, rename)';
+      let fetcherError: string | undefined;
+      try {
+        await fetcher.fetchOnce(c.uri);
+      } catch (err) {
+        fetcherError = `${(err as { code?: string }).code ?? ''} ${(err as Error).message}`.trim();
+        gatewayPath = 'downloadTo only (plugin open, sha256, new file): the full fetcher failed, see fetcherError';
+        note(`${c.name}: the fetcher failed (${fetcherError}); timing the download step alone`);
+      }
+      const gatewayOnce = async () => {
+        const r = fetcherError === undefined ? await fetcher.fetchOnce(c.uri) : await fetcher.downloadOnce(c.uri);
+        if (r.sha256 !== jar.sha256) throw new Error(`${c.name}: wrong sha256`);
+        return size / MiB / (r.ms / 1000);
+      };
+      const { gateway, anchor } = await sideBySide(plan, c.name, gatewayOnce, () => curlDownload(env, c.curlUrl, size));
+      const g = summarize(gateway);
+      const a = summarize(anchor);
+      const ratio = round(g.median / a.median);
+      const vsCeiling = round(g.median / ceilingSummary.median);
+      const isObjectStore = c.min < 0.9;
+      emit({
+        name: c.name,
+        unit: 'MiB/s',
+        gateway: g,
+        anchor: a,
+        ratio,
+        ratioIs: 'gateway/anchor (throughput; higher is better); anchor = curl -o <new file>',
+        target: `≥ ${c.min}× curl`,
+        met: judged(plan, true, ratio >= c.min),
+        smoke: plan.smoke,
+        params: {
+          bytes: size,
+          store: c.store,
+          plugin: c.plugin,
+          gatewayPath,
+          ...(fetcherError !== undefined ? { fetcherError } : {}),
+          ceilingMiBps: ceilingSummary.median,
+          gatewayVsCeiling: vsCeiling,
+          curlVsCeiling: round(a.median / ceilingSummary.median),
+          ...(isObjectStore ? { stretch: '≥ 1.0× curl and ≥ 0.85× the ceiling', stretchMet: judged(plan, true, ratio >= 1 && vsCeiling >= 0.85) } : {}),
+          reps: plan.reps,
+          warmups: plan.warmups,
+        },
+      });
+    }
+  } finally {
+    await fetcher.close();
+    await Promise.all([s3.stop(), azurite.stop()]);
+  }
+}
