@@ -1,8 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { Agent } from 'undici';
 import type { Server } from 'node:http';
-import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { ArtifactFetcher } from './artifacts/artifact-fetcher';
@@ -22,6 +24,7 @@ import { coreOptions } from './config/options';
 import { type Configuration, OptionsRegistry } from './config/registry';
 import { secretsFingerprint } from './config/secrets-dir';
 import { createApp } from './http/app';
+import { isLoopbackAddress, type TokenBridgeDeps } from './http/token-bridge-route';
 import { Authenticator } from './http/auth';
 import { projectRoot } from './project-root';
 import { JobRegistrations } from './submission/job-registrations';
@@ -29,26 +32,105 @@ import { RegistrationStore } from './submission/registration-store';
 import { RemoteJars } from './submission/remote-jars';
 import { RunService } from './submission/run-service';
 import type { DelegationTokenProvider, DelegationTokenReceiver, TokenManager } from './tokens/spi';
+import { builtInTokenProviders } from './tokens/providers';
+import { BridgeReceiverSet } from './tokens/receivers/bridge-receivers';
+import { BridgeSecret } from './tokens/receivers/bridge-secret';
+import { FileTokenReceiver } from './tokens/receivers/file-receiver';
 import { createTokenManager } from './tokens/token-manager';
 import { tokenOptions } from './tokens/token-options';
 
-/** Every option the gateway knows: core, artifacts, delegation tokens, and each plugin's own. */
+/**
+ * Every option the gateway knows: core, artifacts, delegation tokens (with the built-in providers'),
+ * and each plugin's own.
+ */
 export function createRegistry(plugins: readonly FsPluginDefinition[] = []): OptionsRegistry {
   return new OptionsRegistry([
     ...Object.values(coreOptions),
     ...Object.values(artifactOptions),
     ...Object.values(tokenOptions),
+    ...builtInTokenProviders.flatMap((p) => p.options),
     ...plugins.flatMap((p) => p.options),
   ]);
 }
 
 /**
  * The delegation-token providers and receivers to load (each enabled unless
- * `security.delegation.token.provider.<name>.enabled: false`); they must pair up by service name.
+ * `security.delegation.token.provider.<name>.enabled: false`). A provider with a receiver of the same
+ * name in `receivers` has its tokens applied by that receiver; every other provider is paired with
+ * the gateway's delivery receiver (`BridgeReceiverSet`: the token bridge endpoint, and the file
+ * receiver when `gateway.tokens.file-receiver.dir` is set), which takes its tokens to the job's tasks.
  */
 export interface TokenServices {
   providers?: readonly DelegationTokenProvider[];
   receivers?: readonly DelegationTokenReceiver[];
+}
+
+/**
+ * The built-in providers (azure-blob, s3, oauth2), for `main.ts`. Each is enabled by default and
+ * stays inactive until its credentials are configured (then it obtains tokens for registered
+ * jobs); a job asking an unconfigured one for something is rejected.
+ */
+export function builtInTokenServices(config: Configuration, logger: Logger): TokenServices {
+  const caPath = config.getOptional(artifactOptions.caBundle);
+  const ca = caPath ? readFileSync(caPath, 'utf8') : undefined;
+  const log = logger.child({ component: 'tokens' });
+  return { providers: builtInTokenProviders.map((p) => p.create({ log, ...(ca ? { ca } : {}) })) };
+}
+
+/** Where job registrations (and by default the bridge secret) are kept. */
+function tokenStoreDir(config: Configuration): string {
+  return config.getOptional(tokenOptions.storeDir) ?? join(config.get(artifactOptions.cacheDir), 'registrations');
+}
+
+/** The gateway's side of delivering tokens to the job's tasks (docs/adr/0005-token-delivery.md). */
+interface TokenDelivery {
+  receivers: BridgeReceiverSet;
+  file?: FileTokenReceiver;
+  /** Absent when gateway.tokens.bridge-enabled is false. */
+  secret?: BridgeSecret;
+}
+
+async function createTokenDelivery(config: Configuration, log: Logger): Promise<TokenDelivery | undefined> {
+  if (!config.get(tokenOptions.enabled)) return undefined;
+  const dir = config.getOptional(tokenOptions.fileReceiverDir);
+  const file = dir ? new FileTokenReceiver({ dir, log }) : undefined;
+  await file?.init();
+  const secret = config.get(tokenOptions.bridgeEnabled)
+    ? BridgeSecret.loadOrCreate(resolve(config.getOptional(tokenOptions.bridgeSecretFile) ?? join(tokenStoreDir(config), 'bridge-secret')), log)
+    : undefined;
+  return { receivers: new BridgeReceiverSet({ log, ...(file ? { file } : {}) }), ...(file ? { file } : {}), ...(secret ? { secret } : {}) };
+}
+
+/** The bridge endpoint: the delivery's container plus the earliest `validUntil` of its providers. */
+function bridgeEndpoint(delivery: TokenDelivery | undefined, tokens: TokenManager): TokenBridgeDeps | undefined {
+  if (!delivery?.secret) return undefined;
+  return {
+    secret: delivery.secret,
+    container: () => {
+      const container = delivery.receivers.container();
+      const expiries = tokens
+        .status()
+        .providers.filter((p) => p.validUntil !== undefined && p.serviceName in container.tokens)
+        .map((p) => Date.parse(p.validUntil!));
+      return expiries.length > 0 ? { ...container, validUntil: Math.min(...expiries) } : container;
+    },
+  };
+}
+
+/** Flink configuration for the embedded cluster: its token bridge pulls from this gateway. */
+function embeddedFlinkConfig(config: Configuration, delivery: TokenDelivery | undefined, bridgeUrlFile: string | undefined): Record<string, string> {
+  // Jobs that bundle the bridge API anyway still see the cluster's registry.
+  const out: Record<string, string> = { 'classloader.parent-first-patterns.additional': 'dev.flinkjargateway.tokens.' };
+  if (delivery?.secret && bridgeUrlFile) {
+    out['security.delegation.token.provider.gateway.url-file'] = bridgeUrlFile;
+    out['security.delegation.token.provider.gateway.secret-file'] = delivery.secret.path;
+    const poll = config.raw('security.delegation.token.provider.gateway.poll-interval');
+    if (poll !== undefined) out['security.delegation.token.provider.gateway.poll-interval'] = String(poll);
+    // Flink 2.1 retries a failed cycle (e.g. a push to a TaskManager that is reconnecting) after a
+    // fixed 1 h by default; the bridge's cycles are cheap, so retry after one poll interval.
+    out['security.delegation.tokens.renewal.retry.backoff'] = poll !== undefined ? String(poll) : '10 s';
+  }
+  return out;
 }
 
 export interface Gateway {
@@ -59,6 +141,11 @@ export interface Gateway {
   fetches: FetchProgress;
   tokens: TokenManager;
   registrations: JobRegistrations;
+  /**
+   * Tells the gateway where it listens, once it does: the embedded cluster's token bridge reads
+   * the gateway's URL from a file this writes (the port may be ephemeral).
+   */
+  listening(address: AddressInfo, tls?: boolean): void;
   /** Stops accepting work, waits for in-flight requests, stops the embedded cluster. */
   close(server?: Server): Promise<void>;
 }
@@ -77,9 +164,19 @@ export async function compose(
 ): Promise<Gateway> {
   // First, before anything is started: a provider that fails to initialise stops start-up.
   const tokenLog = logger.child({ component: 'tokens' });
-  const tokens = await createTokenManager({ config, providers: tokenServices.providers ?? [], receivers: tokenServices.receivers ?? [], log: tokenLog });
+  const delivery = await createTokenDelivery(config, tokenLog);
+  const providers = tokenServices.providers ?? [];
+  const own = new Set((tokenServices.receivers ?? []).map((r) => r.serviceName));
+  const delivered = delivery ? delivery.receivers.receiversFor(providers.map((p) => p.serviceName).filter((name) => !own.has(name))) : [];
+  const tokens = await createTokenManager({
+    config,
+    providers,
+    receivers: [...(tokenServices.receivers ?? []), ...delivered],
+    log: tokenLog,
+    ...(delivery ? { jobListener: delivery.receivers } : {}),
+  });
   try {
-    return await composeServices(config, logger, plugins, reload, tokens);
+    return await composeServices(config, logger, plugins, reload, tokens, delivery);
   } catch (err) {
     await tokens.close().catch(() => undefined);
     throw err;
@@ -92,20 +189,31 @@ async function composeServices(
   plugins: readonly FsPluginDefinition[],
   reload: (() => Configuration) | undefined,
   tokens: TokenManager,
+  delivery: TokenDelivery | undefined,
 ): Promise<Gateway> {
   let embedded: EmbeddedCluster | undefined;
   let restUrl = config.getOptional(coreOptions.clusterRestUrl);
   let uploadDir = config.getOptional(coreOptions.embeddedUploadDir);
+  // The embedded cluster's token bridge learns this gateway's URL from a file in here, written
+  // once the gateway listens (`listening`).
+  let bridgeDir: string | undefined;
   if (!restUrl) {
-    embedded = await EmbeddedCluster.start({
-      rootDir: projectRoot(),
-      ...(config.getOptional(coreOptions.embeddedJava) ? { java: config.getOptional(coreOptions.embeddedJava)! } : {}),
-      jvmOptions: config.get(coreOptions.embeddedJvmOpts).split(/\s+/).filter(Boolean),
-      slots: config.get(coreOptions.embeddedSlots),
-      ...(uploadDir ? { uploadDir } : {}),
-      startupTimeoutMs: config.get(coreOptions.embeddedStartupTimeout),
-      log: logger,
-    });
+    bridgeDir = delivery?.secret ? mkdtempSync(join(tmpdir(), 'flink-jar-gateway-bridge-')) : undefined;
+    try {
+      embedded = await EmbeddedCluster.start({
+        rootDir: projectRoot(),
+        ...(config.getOptional(coreOptions.embeddedJava) ? { java: config.getOptional(coreOptions.embeddedJava)! } : {}),
+        jvmOptions: config.get(coreOptions.embeddedJvmOpts).split(/\s+/).filter(Boolean),
+        slots: config.get(coreOptions.embeddedSlots),
+        ...(uploadDir ? { uploadDir } : {}),
+        startupTimeoutMs: config.get(coreOptions.embeddedStartupTimeout),
+        log: logger,
+        flinkConfig: embeddedFlinkConfig(config, delivery, bridgeDir ? join(bridgeDir, 'url') : undefined),
+      });
+    } catch (err) {
+      if (bridgeDir) rmSync(bridgeDir, { recursive: true, force: true });
+      throw err;
+    }
     restUrl = embedded.restUrl;
     uploadDir = embedded.uploadDir;
   }
@@ -162,9 +270,7 @@ async function composeServices(
   // followed by the job watcher, which unregisters jobs once they end.
   const tokensEnabled = config.get(tokenOptions.enabled);
   const tokenLog = logger.child({ component: 'tokens' });
-  const store = tokensEnabled
-    ? new RegistrationStore(config.getOptional(tokenOptions.storeDir) ?? join(config.get(artifactOptions.cacheDir), 'registrations'), tokenLog)
-    : undefined;
+  const store = tokensEnabled ? new RegistrationStore(tokenStoreDir(config), tokenLog) : undefined;
   await store?.init();
   const registrations = new JobRegistrations({ tokens, ...(store ? { store } : {}), isSensitive: (key) => config.registry.isSensitive(key), log: tokenLog });
   const watcher = tokensEnabled
@@ -195,6 +301,7 @@ async function composeServices(
     isDraining: () => draining,
     fetches,
     tokens,
+    ...(bridgeEndpoint(delivery, tokens) ? { tokenBridge: bridgeEndpoint(delivery, tokens)! } : {}),
     auth: new Authenticator({
       ...(config.getOptional(coreOptions.authTokensFile) ? { tokensFile: config.getOptional(coreOptions.authTokensFile)! } : {}),
       mutualTls: config.getOptional(coreOptions.tlsClientCa) !== undefined,
@@ -213,6 +320,19 @@ async function composeServices(
     tokens,
     registrations,
     ...(embedded ? { embedded } : {}),
+    listening(address: AddressInfo, tls = false) {
+      if (!bridgeDir) return;
+      const host = address.address;
+      if (!(host === '0.0.0.0' || host === '::' || isLoopbackAddress(host))) {
+        tokenLog.warn({ address: host }, 'the gateway listens on a non-loopback address only, so the embedded cluster\'s token bridge cannot reach it (the bridge endpoint answers loopback clients only)');
+        return;
+      }
+      const url = `${tls ? 'https' : 'http'}://${host === '::1' ? '[::1]' : '127.0.0.1'}:${address.port}`;
+      const tmp = join(bridgeDir, `url.${process.pid}.tmp`);
+      writeFileSync(tmp, `${url}\n`, { mode: 0o600 });
+      renameSync(tmp, join(bridgeDir, 'url'));
+      tokenLog.info({ url }, 'the embedded cluster\'s token bridge pulls tokens from this gateway');
+    },
     async close(server?: Server) {
       draining = true;
       if (server) {
@@ -227,10 +347,12 @@ async function composeServices(
       // Ends the session (providers forget their jobs) and closes the providers once. The store
       // keeps the registrations for the next start.
       await tokens.close();
+      await delivery?.file?.flush();
       await store?.flush().catch((err: unknown) => tokenLog.error({ err }, 'cannot write the job-registration store'));
       await registry.close();
       await cluster.close();
       await embedded?.stop();
+      if (bridgeDir) rmSync(bridgeDir, { recursive: true, force: true });
     },
   };
 }

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { builtinPlugins } from '../fs-plugins';
 import type { FsPluginDefinition } from './artifacts/fs-plugin';
 import { loadThirdPartyPlugins } from './artifacts/plugin-loader';
-import { compose, createRegistry, type Gateway } from './composition';
+import { builtInTokenServices, compose, createRegistry, type Gateway } from './composition';
 import type { Configuration } from './config/registry';
 import { coreOptions } from './config/options';
 import { loadRaw, parseArgs } from './config/load';
@@ -77,7 +77,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   let gateway: Gateway;
   try {
-    gateway = await compose(config, logger, plugins, () => registry.resolve(loadRaw(registry, args, process.env).raw));
+    // The built-in token providers (azure-blob, s3, oauth2), each inactive until configured.
+    gateway = await compose(config, logger, plugins, () => registry.resolve(loadRaw(registry, args, process.env).raw), builtInTokenServices(config, logger));
   } catch (err) {
     if ((err as { code?: string }).code === 'GW_EMBEDDED_UNAVAILABLE') {
       process.stderr.write(`flink-jar-gateway: ${(err as Error).message}\n`);
@@ -97,6 +98,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   const addr = server.address() as AddressInfo;
   const url = `${server instanceof HttpsServer ? 'https' : 'http'}://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  gateway.listening(addr, server instanceof HttpsServer);
   logger.info({ url, jobManager: gateway.cluster.baseUrl, embedded: Boolean(gateway.embedded) }, 'flink-jar-gateway ready');
   // One line on stdout for scripts and tests, independent of the log level.
   process.stdout.write(`GATEWAY_URL=${url}\n`);

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pino from 'pino';
 import { EmbeddedCluster } from '../src/cluster/embedded-cluster';
 import { projectRoot } from '../src/project-root';
@@ -10,12 +13,26 @@ export default async function globalSetup(): Promise<void> {
   if (process.env.SKIP_EMBEDDED_FLINK === '1') return;
   const log = pino({ level: process.env.E2E_FLINK_LOG === '1' ? 'debug' : 'warn' });
   const started = performance.now();
+  // The cluster outlives every test gateway, so its token bridge cannot be given a gateway URL up
+  // front: it reads the URL from a file a test writes once its gateway listens (and removes after),
+  // and the bridge secret from a file that gateway creates (gateway.tokens.bridge-secret-file).
+  // Until then it polls nothing. test/e2e/token-delivery.test.ts uses it.
+  const bridgeDir = mkdtempSync(join(tmpdir(), 'gw-e2e-token-bridge-'));
+  process.env.E2E_TOKEN_BRIDGE_DIR = bridgeDir;
   const cluster = await EmbeddedCluster.start({
     rootDir: projectRoot(__dirname),
     jvmOptions: ['-Xmx768m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'],
     slots: 4,
     startupTimeoutMs: 300_000,
     log,
+    flinkConfig: {
+      'security.delegation.token.provider.gateway.url-file': join(bridgeDir, 'url'),
+      'security.delegation.token.provider.gateway.secret-file': join(bridgeDir, 'bridge-secret'),
+      'security.delegation.token.provider.gateway.poll-interval': '500 ms',
+      // A failed push to the TaskManager would otherwise pause delivery for Flink's default 1 h.
+      'security.delegation.tokens.renewal.retry.backoff': '1 s',
+      'classloader.parent-first-patterns.additional': 'dev.flinkjargateway.tokens.',
+    },
   });
   (globalThis as { __EMBEDDED_FLINK__?: EmbeddedCluster }).__EMBEDDED_FLINK__ = cluster;
   process.env.E2E_FLINK_URL = cluster.restUrl;

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -15,6 +15,12 @@ export interface EmbeddedClusterOptions {
   uploadDir?: string;
   startupTimeoutMs: number;
   log: Logger;
+  /**
+   * Extra Flink configuration, written to a temporary file (mode 0600, in a 0700 directory removed
+   * on stop) passed with `--config`: never on the JVM command line, which the process list shows.
+   * Applied before the launcher's forced keys (see embedded-flink/README.md).
+   */
+  flinkConfig?: Readonly<Record<string, string>>;
 }
 
 /** Thrown when Java or Maven is missing: the message is one line that says what to do. */
@@ -35,23 +41,59 @@ export class EmbeddedCluster {
     readonly uploadDir: string,
     private readonly child: ChildProcess,
     private readonly ownsUploadDir: boolean,
+    private readonly configDir: string | undefined,
   ) {}
 
   static jarPath(rootDir: string): string {
     return join(rootDir, 'embedded-flink', 'target', 'embedded-flink.jar');
   }
 
-  /** Builds embedded-flink with Maven when its jar is missing or older than its sources. */
+  /**
+   * Builds the token bridge (token-bridge/, installed into the local Maven repository, since
+   * embedded-flink depends on it) and embedded-flink with Maven when the last successful build is
+   * older than either module's pom or sources, or its outputs are missing. The build time is a
+   * stamp file (the jar plugin keeps an unchanged jar's old mtime).
+   */
   static ensureBuilt(rootDir: string, log: Logger): void {
     const jar = EmbeddedCluster.jarPath(rootDir);
     const moduleDir = join(rootDir, 'embedded-flink');
-    if (existsSync(jar) && existsSync(join(moduleDir, 'target', 'lib')) && newestMtime([join(moduleDir, 'pom.xml'), join(moduleDir, 'src')]) <= statSync(jar).mtimeMs) return;
+    const bridgeDir = join(rootDir, 'token-bridge');
+    const stamp = join(moduleDir, 'target', BUILD_STAMP);
+    const sources = [join(moduleDir, 'pom.xml'), join(moduleDir, 'src'), join(bridgeDir, 'pom.xml'), join(bridgeDir, 'src', 'main')];
+    if (existsSync(jar) && existsSync(join(moduleDir, 'target', 'lib')) && existsSync(stamp) && newestMtime(sources) <= statSync(stamp).mtimeMs) return;
     if (spawnSync('mvn', ['-v'], { stdio: 'ignore' }).status !== 0) {
       throw new EmbeddedUnavailableError(`the embedded Flink cluster needs Maven to build once (mvn not found); ${HOW_TO_FRONT}`);
     }
-    log.info('building the embedded Flink cluster with Maven (first run only; downloads Flink from Maven Central)');
-    const r = spawnSync('mvn', ['-q', '-B', '-f', join(moduleDir, 'pom.xml'), 'package', '-DskipTests'], { stdio: ['ignore', 'inherit', 'inherit'] });
-    if (r.status !== 0) throw new EmbeddedUnavailableError(`building embedded-flink with Maven failed (exit ${r.status}); ${HOW_TO_FRONT}`);
+    log.info('building the embedded Flink cluster and the token bridge with Maven (first run, or after a source change; downloads Flink from Maven Central)');
+    const started = Date.now();
+    const steps: [string, string[]][] = [
+      ['token-bridge', ['-q', '-B', '-f', join(bridgeDir, 'pom.xml'), 'install', '-DskipTests']],
+      ['embedded-flink', ['-q', '-B', '-f', join(moduleDir, 'pom.xml'), 'package', '-DskipTests']],
+    ];
+    for (const [name, args] of steps) {
+      const r = spawnSync('mvn', args, { stdio: ['ignore', 'inherit', 'inherit'] });
+      if (r.status !== 0) throw new EmbeddedUnavailableError(`building ${name} with Maven failed (exit ${r.status}); ${HOW_TO_FRONT}`);
+    }
+    // Sources edited during the build are newer than the stamp, so they trigger the next build.
+    writeFileSync(stamp, `${new Date(started).toISOString()}\n`);
+    utimesSync(stamp, new Date(started), new Date(started));
+  }
+
+  /** Writes `flinkConfig` as flat YAML (`key: "value"`, JSON-quoted) into a new private directory. */
+  static writeConfigFile(flinkConfig: Readonly<Record<string, string>>): { dir: string; file: string } {
+    const dir = mkdtempSync(join(tmpdir(), 'flink-jar-gateway-flink-conf-'));
+    const file = join(dir, 'config.yaml');
+    const lines = ['# Written by flink-jar-gateway for its embedded Flink cluster; removed when it stops.'];
+    for (const [key, value] of Object.entries(flinkConfig)) {
+      if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(key)) {
+        rmSync(dir, { recursive: true, force: true });
+        throw new Error(`'${key}' is not a Flink configuration key`);
+      }
+      // A JSON string is a valid YAML double-quoted scalar.
+      lines.push(`${key}: ${JSON.stringify(value)}`);
+    }
+    writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600 });
+    return { dir, file };
   }
 
   static async start(opts: EmbeddedClusterOptions): Promise<EmbeddedCluster> {
@@ -64,12 +106,19 @@ export class EmbeddedCluster {
     const uploadDir = opts.uploadDir ?? mkdtempSync(join(tmpdir(), 'flink-jar-gateway-'));
     const started = performance.now();
     // Secrets never go on this command line (it is visible in the process list).
-    const child = spawn(java, [...opts.jvmOptions, '-jar', EmbeddedCluster.jarPath(opts.rootDir), '--upload-dir', uploadDir, '--slots', String(opts.slots)], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const conf = opts.flinkConfig && Object.keys(opts.flinkConfig).length > 0 ? EmbeddedCluster.writeConfigFile(opts.flinkConfig) : undefined;
+    const child = spawn(
+      java,
+      [...opts.jvmOptions, '-jar', EmbeddedCluster.jarPath(opts.rootDir), '--upload-dir', uploadDir, '--slots', String(opts.slots), ...(conf ? ['--config', conf.file] : [])],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    const removeConf = () => {
+      if (conf) rmSync(conf.dir, { recursive: true, force: true });
+    };
     const log = opts.log.child({ component: 'embedded-flink' });
     createInterface({ input: child.stderr! }).on('line', (line) => log.debug({ jvm: line }, 'embedded Flink'));
     const restUrl = await new Promise<string>((resolve, reject) => {
+      child.once('exit', removeConf);
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
         reject(new Error(`the embedded Flink cluster did not start within ${opts.startupTimeoutMs} ms`));
@@ -91,7 +140,7 @@ export class EmbeddedCluster {
       });
     });
     log.info({ restUrl, uploadDir, startupMs: Math.round(performance.now() - started) }, 'embedded Flink session cluster ready');
-    return new EmbeddedCluster(restUrl, uploadDir, child, ownsUploadDir);
+    return new EmbeddedCluster(restUrl, uploadDir, child, ownsUploadDir, conf?.dir);
   }
 
   /** Closes the JVM's stdin (its shutdown signal) and waits; kills it if it lingers. */
@@ -104,8 +153,12 @@ export class EmbeddedCluster {
       clearTimeout(timer);
     }
     if (this.ownsUploadDir) rmSync(this.uploadDir, { recursive: true, force: true });
+    if (this.configDir) rmSync(this.configDir, { recursive: true, force: true });
   }
 }
+
+/** embedded-flink/target/<this>: written after each successful Maven build. */
+const BUILD_STAMP = 'flink-jar-gateway-build.stamp';
 
 function newestMtime(paths: string[]): number {
   let newest = 0;

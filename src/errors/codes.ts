@@ -91,6 +91,16 @@ export const ERROR_CODES = {
     status: 400,
     template: "The delegation-token provider '{provider}' refused the job: {reason}. The job was not started.",
   },
+  GW_TOKENS_BRIDGE_UNAUTHORIZED: {
+    status: 401,
+    template:
+      'The token bridge needs "Authorization: Bearer <secret>" with the secret from the file gateway.tokens.bridge-secret-file names (the Flink side reads the same file through security.delegation.token.provider.gateway.secret-file).',
+  },
+  GW_TOKENS_BRIDGE_FORBIDDEN: {
+    status: 403,
+    template:
+      "The token bridge answers loopback clients only, and this request came from {address}; run Flink's JobManager next to the gateway and point security.delegation.token.provider.gateway.url at http://127.0.0.1:<gateway port>.",
+  },
   GW_CLUSTER_UNAVAILABLE: {
     status: 503,
     template: 'The JobManager at {target} is not reachable ({reason}). It may be starting or restarting; retry shortly.',

@@ -5,6 +5,7 @@ import type { JobManagerClient } from '../cluster/jobmanager-client';
 import type { Authenticator } from './auth';
 import type { RunService } from '../submission/run-service';
 import type { TokenStatus } from '../tokens/spi';
+import type { TokenBridgeDeps } from './token-bridge-route';
 import { errorMiddleware } from './error-middleware';
 import { createGatewayRoutes } from './gateway-routes';
 import { createJarRoutes } from './jar-routes';
@@ -20,6 +21,7 @@ export interface AppDeps {
   isDraining: () => boolean;
   fetches?: FetchProgress;
   tokens?: { status(): TokenStatus };
+  tokenBridge?: TokenBridgeDeps;
 }
 
 /**

@@ -22,6 +22,8 @@ export interface AuthOptions {
 const OPEN_ROUTES: readonly { method: string; path: RegExp }[] = [
   { method: 'GET', path: /^\/gateway\/v1\/(health|ready)$/ },
   { method: 'GET', path: /^\/(v1\/)?config\/?$/ },
+  // The token bridge authenticates on its own (loopback peer + the bridge secret as bearer token).
+  { method: 'GET', path: /^\/gateway\/v1\/tokens\/bridge$/ },
 ];
 
 interface TokenTable {

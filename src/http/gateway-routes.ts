@@ -4,6 +4,7 @@ import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
 import type { TokenStatus } from '../tokens/spi';
 import { sendJson } from './responses';
+import { type TokenBridgeDeps, tokenBridgeHandler } from './token-bridge-route';
 
 export interface GatewayRouteDeps {
   cluster: JobManagerClient;
@@ -11,6 +12,8 @@ export interface GatewayRouteDeps {
   fetches?: FetchProgress;
   /** The delegation-token manager (its status only). */
   tokens?: { status(): TokenStatus };
+  /** The token bridge endpoint; absent = 404 (tokens or the bridge disabled). */
+  tokenBridge?: TokenBridgeDeps;
 }
 
 /** The gateway's own routes under /gateway/v1 (not Flink paths). */
@@ -37,5 +40,7 @@ export function createGatewayRoutes(deps: GatewayRouteDeps): Router {
   // Delegation-token status: providers, last obtain, next renewal, registered jobs, last error.
   // Never a token value: the manager's status holds none.
   router.get('/tokens', (_req, res) => sendJson(res, 200, deps.tokens?.status() ?? { enabled: false, providers: [], registeredJobs: [] }));
+  // The latest tokens themselves, for the Flink-side token bridge only (loopback + bridge secret).
+  router.get('/tokens/bridge', tokenBridgeHandler(deps.tokenBridge));
   return router;
 }

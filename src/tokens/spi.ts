@@ -87,6 +87,21 @@ export interface TokenManagerListener {
   onNewTokensObtained(container: TokenContainer): void | Promise<void>;
 }
 
+/**
+ * Told about the manager's per-job registry, for delivery that addresses tokens by job (the token
+ * bridge and the file receiver in `src/tokens/receivers/`). Called outside the providers; a throw
+ * or rejection is logged and ignored.
+ */
+export interface TokenJobListener {
+  /** Before any provider sees the job (a first registration, or again after a restart). */
+  jobRegistering(jobId: string): void | Promise<void>;
+  /**
+   * After every provider dropped the job. `unregistered`: it ended, was rolled back or dropped at
+   * start; `session-end`: the manager's session ended (gateway shutdown) and the job may still run.
+   */
+  jobUnregistered(jobId: string, cause: 'unregistered' | 'session-end'): void | Promise<void>;
+}
+
 /** Status for GET /gateway/v1/tokens — never a token value. */
 export interface TokenStatus {
   enabled: boolean;

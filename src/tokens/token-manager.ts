@@ -10,6 +10,7 @@ import type {
   DelegationTokenProvider,
   DelegationTokenReceiver,
   JobConfiguration,
+  TokenJobListener,
   TokenManager,
   TokenManagerListener,
   TokenStatus,
@@ -24,6 +25,8 @@ export interface TokenManagerDeps {
   clock?: Clock;
   /** Uniform in [0, 1), for the retry jitter. */
   random?: () => number;
+  /** Told when jobs come and go (delivery by job: the token bridge, the file receiver). */
+  jobListener?: TokenJobListener;
 }
 
 /** The manager for this configuration: the no-op one when `security.delegation.tokens.enabled` is false. */
@@ -78,10 +81,12 @@ export class DefaultTokenManager implements TokenManager {
   private readonly ratio: number;
   private readonly cooldownMs: number;
   private readonly log: Logger;
+  private readonly jobListener: TokenJobListener | undefined;
 
   private constructor(deps: TokenManagerDeps) {
     this.clock = deps.clock ?? systemClock;
     this.log = deps.log;
+    this.jobListener = deps.jobListener;
     this.ratio = deps.config.get(tokenOptions.renewalRatio);
     this.cooldownMs = deps.config.get(tokenOptions.reobtainCooldown);
     this.backoff = new RetryBackoff({
@@ -139,7 +144,7 @@ export class DefaultTokenManager implements TokenManager {
     // restart, from the registration store); ones that ended meanwhile would otherwise leak.
     for (const jobId of [...this.registered.keys()]) {
       try {
-        await this.unregisterJob(jobId);
+        await this.unregisterJobInternal(jobId, 'session-end');
       } catch (err) {
         this.log.error({ jobId, err }, 'Failed to unregister job while stopping the manager');
       }
@@ -192,6 +197,8 @@ export class DefaultTokenManager implements TokenManager {
     const copy: JobConfiguration = Object.freeze({ ...jobConfiguration });
     const previouslyRegistered = this.registered.has(jobId);
     let current: string | undefined;
+    // Delivery learns about the job before any provider can put it into a payload.
+    await this.tellListener('jobRegistering', jobId, () => this.jobListener?.jobRegistering(jobId));
     try {
       for (const [name, p] of this.providers) {
         current = name;
@@ -213,7 +220,11 @@ export class DefaultTokenManager implements TokenManager {
   }
 
   /** Never throws: a provider's failure is logged and the job is dropped anyway (no retry). */
-  async unregisterJob(jobId: string): Promise<void> {
+  unregisterJob(jobId: string): Promise<void> {
+    return this.unregisterJobInternal(jobId, 'unregistered');
+  }
+
+  private async unregisterJobInternal(jobId: string, cause: 'unregistered' | 'session-end'): Promise<void> {
     for (const [name, p] of this.providers) {
       try {
         await p.unregisterJob?.(jobId);
@@ -222,6 +233,15 @@ export class DefaultTokenManager implements TokenManager {
       }
     }
     this.registered.delete(jobId);
+    await this.tellListener('jobUnregistered', jobId, () => this.jobListener?.jobUnregistered(jobId, cause));
+  }
+
+  private async tellListener(what: string, jobId: string, call: () => void | Promise<void> | undefined): Promise<void> {
+    try {
+      await call();
+    } catch (err) {
+      this.log.error({ jobId, err }, `token job listener failed in ${what}`);
+    }
   }
 
   status(): TokenStatus {

@@ -57,6 +57,18 @@ export const tokenOptions = {
     key: 'gateway.tokens.watcher.missing-reads', type: 'int', default: 3, min: 1, section,
     description: 'A registered job absent from /v1/jobs/overview counts as gone (and is unregistered) only after this many successful reads without it, and only once the missing grace period has passed too.',
   }),
+  bridgeEnabled: option({
+    key: 'gateway.tokens.bridge-enabled', type: 'boolean', default: true, section,
+    description: 'Serve GET /gateway/v1/tokens/bridge: the latest tokens of every provider, for the Flink-side token bridge (flink-jar-gateway-token-bridge, docs/adr/0005-token-delivery.md), to loopback clients presenting the bridge secret only. When the gateway starts the embedded cluster, that cluster is configured to pull from it.',
+  }),
+  bridgeSecretFile: option({
+    key: 'gateway.tokens.bridge-secret-file', type: 'string', section,
+    description: 'File holding the token bridge\'s shared secret (one line, printable ASCII), re-read when it changes. Created with 32 random bytes (base64url, mode 0600) when missing. Point the Flink side\'s security.delegation.token.provider.gateway.secret-file at the same file. Default: <gateway.tokens.store-dir>/bridge-secret.',
+  }),
+  fileReceiverDir: option({
+    key: 'gateway.tokens.file-receiver.dir', type: 'string', section,
+    description: 'When set, every registered job\'s tokens are also written to <dir>/<jobId>.json (versioned JSON, mode 0600, replaced atomically on every renewal) for setups that mount a shared volume into the TaskManagers; a job\'s file is removed when the job is unregistered (it ended, or its start was rolled back), not when the gateway merely stops.',
+  }),
   watchMissingGrace: option({
     key: 'gateway.tokens.watcher.missing-grace', type: 'duration', default: 60_000, min: 0, section,
     description: 'How long a registered job must have been absent from /v1/jobs/overview before it counts as gone.',

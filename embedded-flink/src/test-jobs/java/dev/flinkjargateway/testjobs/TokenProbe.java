@@ -1,0 +1,104 @@
+package dev.flinkjargateway.testjobs;
+
+import dev.flinkjargateway.tokens.GatewayTokens;
+import dev.flinkjargateway.tokens.JobTokens;
+import java.util.Optional;
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestartStrategyOptions;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+/**
+ * Checks, inside a running TASK, that flink-jar-gateway's token bridge delivered this job's tokens:
+ * a map function reads {@code GatewayTokens.forJob(<its own job id from the RuntimeContext>)} and
+ * fails the job when the provider's entry for the job is absent, or does not contain the expected
+ * text, within the timeout (delivery is by polling, so it retries). The job finishes otherwise.
+ *
+ * <p>Entry class {@code dev.flinkjargateway.testjobs.TokenProbe} in {@code GatewayTestJob.jar}.
+ * Arguments: {@code --provider <name>} (required), {@code --expect <text>} (default: any entry),
+ * {@code --timeout-ms <n>} (default 30000). It prints only provider names and the job id, never a
+ * token. The bridge classes come from the cluster's class path (they are not in this jar).
+ */
+public class TokenProbe {
+
+    public static void main(String[] args) throws Exception {
+        String provider = null;
+        String expect = "";
+        long timeoutMs = 30_000;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--provider":
+                    provider = args[++i];
+                    break;
+                case "--expect":
+                    expect = args[++i];
+                    break;
+                case "--timeout-ms":
+                    timeoutMs = Long.parseLong(args[++i]);
+                    break;
+                default:
+                    throw new IllegalArgumentException("Unknown argument: " + args[i]);
+            }
+        }
+        if (provider == null) {
+            throw new IllegalArgumentException("--provider <name> is required");
+        }
+        Configuration conf = new Configuration();
+        // A missing token must fail the job, not restart it.
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        env.setParallelism(1);
+        env.fromData(1)
+                .name("one-element")
+                .map(new Probe(provider, expect, timeoutMs))
+                .name("token-probe")
+                .print()
+                .name("print-sink");
+        env.execute("TokenProbe");
+    }
+
+    /** Runs in the TaskManager: this is where a job's code needs its tokens. */
+    public static final class Probe extends RichMapFunction<Integer, String> {
+        private static final long serialVersionUID = 1L;
+        private final String provider;
+        private final String expect;
+        private final long timeoutMs;
+
+        Probe(String provider, String expect, long timeoutMs) {
+            this.provider = provider;
+            this.expect = expect;
+            this.timeoutMs = timeoutMs;
+        }
+
+        @Override
+        public String map(Integer value) throws Exception {
+            JobID jobId = getRuntimeContext().getJobInfo().getJobId();
+            long deadline = System.currentTimeMillis() + timeoutMs;
+            JobTokens tokens;
+            for (; ; ) {
+                tokens = GatewayTokens.forJob(jobId);
+                Optional<String> entry = tokens.get(provider);
+                if (entry.isPresent() && entry.get().contains(expect)) {
+                    return "token-probe: job " + jobId + " has its " + provider + " token in its task";
+                }
+                if (System.currentTimeMillis() >= deadline) {
+                    break;
+                }
+                Thread.sleep(200);
+            }
+            throw new IllegalStateException(
+                    "token-probe: no matching "
+                            + provider
+                            + " token for job "
+                            + jobId
+                            + " in this task within "
+                            + timeoutMs
+                            + " ms (providers with an entry for the job: "
+                            + tokens.providers()
+                            + "; deliveries to this JVM: "
+                            + GatewayTokens.updates()
+                            + ")");
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import type { NextFunction, Request, Response } from 'express';
+import { GatewayError } from '../errors/gateway-error';
+import type { TokenContainer } from '../tokens/spi';
+
+/** What the bridge endpoint serves. */
+export interface TokenBridgeContainer extends TokenContainer {
+  /** Epoch ms: the earliest expiry of the tokens in the container, when any provider gave one. */
+  validUntil?: number;
+}
+
+export interface TokenBridgeDeps {
+  /** Checks the bearer value against the bridge secret (constant time). */
+  secret: { matches(presented: string): boolean };
+  container(): TokenBridgeContainer;
+}
+
+/** 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6 (a dual-stack listener reports `::ffff:127.0.0.1`). */
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (!address) return false;
+  const a = address.toLowerCase();
+  if (a === '::1') return true;
+  const v4 = a.startsWith('::ffff:') ? a.slice(7) : a;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}
+
+/**
+ * `GET /gateway/v1/tokens/bridge`: the latest token container (every provider's payload, entries of
+ * jobs that are no longer registered left out) for the Flink-side token bridge. Only to loopback
+ * peers (the TCP peer address, never a forwarded-for header) that present the bridge secret as a
+ * bearer token; 403 / 401 in Flink's envelope otherwise. The body is a secret: it is never logged,
+ * not cacheable and carries no CORS header.
+ */
+export function tokenBridgeHandler(deps: TokenBridgeDeps | undefined) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (!deps) {
+      next(new GatewayError('GW_ROUTE_NOT_FOUND', { uri: req.originalUrl.split('?')[0] ?? '' }));
+      return;
+    }
+    const peer = req.socket.remoteAddress;
+    if (!isLoopbackAddress(peer)) {
+      next(new GatewayError('GW_TOKENS_BRIDGE_FORBIDDEN', { address: peer ?? 'an unknown address' }));
+      return;
+    }
+    const header = req.headers.authorization;
+    const m = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!m || !deps.secret.matches(m[1]!)) {
+      const err = new GatewayError('GW_TOKENS_BRIDGE_UNAUTHORIZED');
+      err.headers = { 'www-authenticate': 'Bearer realm="flink-jar-gateway-token-bridge"' };
+      next(err);
+      return;
+    }
+    const text = JSON.stringify(deps.container());
+    res.writeHead(200, {
+      'content-type': 'application/json; charset=UTF-8',
+      'content-length': Buffer.byteLength(text),
+      'cache-control': 'no-store',
+    });
+    res.end(text);
+  };
+}
