@@ -24,6 +24,7 @@ import { coreOptions } from './config/options';
 import { type Configuration, OptionsRegistry } from './config/registry';
 import { secretsFingerprint } from './config/secrets-dir';
 import { createApp } from './http/app';
+import { Metrics } from './metrics';
 import { isLoopbackAddress, type TokenBridgeDeps } from './http/token-bridge-route';
 import { Authenticator } from './http/auth';
 import { projectRoot } from './project-root';
@@ -249,10 +250,23 @@ async function composeServices(
   const cache = new JarCache(config.get(artifactOptions.cacheDir), config.get(artifactOptions.cacheMaxSize), logger.child({ component: 'jar-cache' }));
   await cache.init();
   const fetches = new FetchProgress();
+  const slots = new Semaphore(config.get(artifactOptions.maxConcurrentFetches), config.get(artifactOptions.fetchQueueSize));
+  const metrics = new Metrics({
+    fetchQueueDepth: () => slots.queued,
+    cacheEntries: () => cache.stats().entries,
+    registeredJobs: () => tokens.status().registeredJobs.length,
+    tokenProviders: () => tokens.status().providers,
+    nextRenewal: () => tokens.status().nextRenewalAt,
+  });
   const fetcher = new ArtifactFetcher({
     plugins: registry,
     cache,
-    slots: new Semaphore(config.get(artifactOptions.maxConcurrentFetches), config.get(artifactOptions.fetchQueueSize)),
+    slots,
+    onFetch: (plugin, result, seconds, bytes) => {
+      metrics.fetchDuration.observe({ plugin, result }, seconds);
+      if (bytes > 0) metrics.fetchBytes.inc({ plugin }, bytes);
+      if (result !== 'failed') metrics.cache.inc({ result: result === 'cached' ? 'hit' : 'miss' });
+    },
     progress: fetches,
     allowedSchemes: config.get(artifactOptions.allowedSchemes),
     maxBytes: config.get(artifactOptions.maxSize),
@@ -291,6 +305,7 @@ async function composeServices(
     ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff) } : {}),
     dedupeRetentionMs: config.get(coreOptions.runDedupeRetention),
     registrations,
+    onSubmission: (source, outcome) => metrics.submissions.inc({ source, outcome }),
   });
   let draining = false;
   const app = createApp({
@@ -301,6 +316,7 @@ async function composeServices(
     isDraining: () => draining,
     fetches,
     tokens,
+    metrics,
     ...(bridgeEndpoint(delivery, tokens) ? { tokenBridge: bridgeEndpoint(delivery, tokens)! } : {}),
     auth: new Authenticator({
       ...(config.getOptional(coreOptions.authTokensFile) ? { tokensFile: config.getOptional(coreOptions.authTokensFile)! } : {}),

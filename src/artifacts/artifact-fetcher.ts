@@ -27,6 +27,8 @@ export interface FetcherOptions {
   log: Logger;
   /** Aborted at shutdown. */
   shutdown?: AbortSignal;
+  /** Observes each fetch: plugin name, result, seconds, bytes downloaded. */
+  onFetch?: (plugin: string, result: 'done' | 'cached' | 'failed', seconds: number, bytes: number) => void;
 }
 
 /** A verified jar in the cache, held (not evictable) until `release()`. */
@@ -88,6 +90,9 @@ export class ArtifactFetcher {
   private async fetchOnce(uri: URL, key: string, pin: string | undefined, log: Logger): Promise<CacheEntry & { fromCache: boolean }> {
     const fs = this.o.plugins.fileSystemFor(uri.protocol.replace(/:$/, '').toLowerCase())!;
     const rec = this.o.progress.start(redactUri(uri));
+    const pluginName = this.o.plugins.pluginFor(uri.protocol.replace(/:$/, '').toLowerCase())?.name ?? 'unknown';
+    const t0 = performance.now();
+    const observe = (result: 'done' | 'cached' | 'failed', bytes: number) => this.o.onFetch?.(pluginName, result, (performance.now() - t0) / 1000, bytes);
     const flog = log.child({ fetchId: rec.id, uri: rec.uri });
     const timeout = AbortSignal.timeout(this.o.timeoutMs);
     const signal = this.o.shutdown ? AbortSignal.any([timeout, this.o.shutdown]) : timeout;
@@ -105,16 +110,19 @@ export class ArtifactFetcher {
       if (cached && (isCurrent(cached, stat) || (pin !== undefined && cached.sha256 === pin))) {
         flog.info({ sha256: cached.sha256 }, 'jar unchanged; using the cached copy');
         this.o.progress.finish(rec, { phase: 'cached', sha256: cached.sha256 });
+        observe('cached', 0);
         return { ...cached, fromCache: true };
       }
       rec.total = stat.size;
       const entry = await this.retrying(() => this.download(uri, key, rec, stat, signal, flog), signal, flog);
       this.o.progress.finish(rec, { phase: 'done', sha256: entry.sha256 });
+      observe('done', entry.size);
       void this.o.cache.evict().catch((err: unknown) => flog.warn({ err: (err as Error).message }, 'cache eviction failed'));
       return { ...entry, fromCache: false };
     } catch (err) {
       const e = timeout.aborted ? new GatewayError('GW_FETCH_TIMEOUT', { uri: rec.uri, timeoutMs: this.o.timeoutMs }, { cause: err }) : err;
       this.o.progress.finish(rec, { phase: 'failed', error: (e as Error).message });
+      observe('failed', rec.bytes);
       throw e;
     } finally {
       release();

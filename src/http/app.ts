@@ -9,10 +9,12 @@ import type { TokenBridgeDeps } from './token-bridge-route';
 import { errorMiddleware } from './error-middleware';
 import { createGatewayRoutes } from './gateway-routes';
 import { createJarRoutes } from './jar-routes';
+import { Metrics } from '../metrics';
 import { createPassThrough } from './pass-through';
 import { requestContext } from './request-context';
 
 export interface AppDeps {
+  metrics?: Metrics;
   auth?: Authenticator;
   logger: Logger;
   cluster: JobManagerClient;
@@ -36,7 +38,8 @@ export function createApp(deps: AppDeps): Express {
   if (deps.auth) app.use(deps.auth.middleware());
   app.use('/gateway/v1', createGatewayRoutes(deps));
   app.use(createJarRoutes(deps));
-  app.use(createPassThrough(deps.cluster, deps.logger));
+  const metrics = deps.metrics;
+  app.use(createPassThrough(deps.cluster, deps.logger, metrics ? (status, seconds) => metrics.passThrough.observe({ status_class: Metrics.statusClass(status) }, seconds) : undefined));
   app.use(errorMiddleware(deps.logger));
   return app;
 }

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { FetchProgress } from '../artifacts/fetch-progress';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
+import type { Metrics } from '../metrics';
 import { GatewayError } from '../errors/gateway-error';
 import type { TokenStatus } from '../tokens/spi';
 import { sendJson } from './responses';
@@ -14,11 +15,22 @@ export interface GatewayRouteDeps {
   tokens?: { status(): TokenStatus };
   /** The token bridge endpoint; absent = 404 (tokens or the bridge disabled). */
   tokenBridge?: TokenBridgeDeps;
+  metrics?: Metrics;
 }
 
 /** The gateway's own routes under /gateway/v1 (not Flink paths). */
 export function createGatewayRoutes(deps: GatewayRouteDeps): Router {
   const router = Router();
+  // Prometheus text format; no label carries a URI, a job id or other unbounded value.
+  router.get('/metrics', async (_req, res, next) => {
+    if (!deps.metrics) return next(new GatewayError('GW_ROUTE_NOT_FOUND', { uri: '/gateway/v1/metrics' }));
+    try {
+      const text = await deps.metrics.registry.metrics();
+      res.writeHead(200, { 'content-type': deps.metrics.registry.contentType }).end(text);
+    } catch (err) {
+      next(err);
+    }
+  });
   router.get('/health', (_req, res) => sendJson(res, 200, { status: 'UP' }));
   router.get('/ready', async (_req, res) => {
     if (deps.isDraining()) return sendJson(res, 503, { ready: false, reason: 'draining' });

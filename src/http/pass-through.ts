@@ -48,7 +48,7 @@ function hasBody(req: Request): boolean {
  * query unchanged, bodies streamed both ways with backpressure, status and end-to-end headers kept.
  * The Flink Web UI is served this way.
  */
-export function createPassThrough(cluster: JobManagerClient, logger: Logger) {
+export function createPassThrough(cluster: JobManagerClient, logger: Logger, onResponse?: (status: number, seconds: number) => void) {
   return async function passThrough(req: Request, res: Response, next: NextFunction): Promise<void> {
     const abort = new AbortController();
     // If the client goes away, stop the upstream exchange too (a pass-through owns nothing).
@@ -56,6 +56,7 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger) {
       if (!res.writableFinished) abort.abort();
     });
     let upstream: Dispatcher.ResponseData;
+    const t0 = performance.now();
     try {
       upstream = await cluster.dispatcher.request({
         origin: new URL(cluster.baseUrl).origin,
@@ -70,6 +71,7 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger) {
       next(cluster.translate(err, `${req.method} pass-through`, 0));
       return;
     }
+    onResponse?.(upstream.statusCode, (performance.now() - t0) / 1000);
     // writeHead, not res.set: Express would append a charset to the upstream content type.
     res.writeHead(upstream.statusCode, responseHeaders(upstream.headers));
     try {

@@ -35,6 +35,8 @@ export interface RunServiceOptions {
   clock?: () => number;
   /** The job-registration hook (delegation tokens); absent in tests that do not need it. */
   registrations?: JobRegistrar;
+  /** Counts submissions by source and outcome. */
+  onSubmission?: (source: 'upload' | 'uri', outcome: 'accepted' | 'rejected' | 'failed' | 'deduplicated') => void;
 }
 
 export interface RunOutcome {
@@ -54,8 +56,17 @@ export class RunService {
     const jobId = request.jobId ?? randomBytes(16).toString('hex');
     request.body.jobId = jobId;
     const jobLog = log.child({ jobId });
+    const source = request.flinkConfiguration[JOB_JAR_KEY]?.trim() ? 'uri' : 'upload';
     // Not tied to the HTTP request: a client disconnect must not cancel a run in progress.
-    const result = await this.flights.run(jobId, () => this.runOnce(jarId, jobId, request, query, jobLog));
+    let result: { value: RunOutcome; shared: boolean };
+    try {
+      result = await this.flights.run(jobId, () => this.runOnce(jarId, jobId, request, query, jobLog));
+    } catch (err) {
+      const status = (err as { status?: number }).status ?? 500;
+      this.opts.onSubmission?.(source, status < 500 ? 'rejected' : 'failed');
+      throw err;
+    }
+    this.opts.onSubmission?.(source, result.shared ? 'deduplicated' : 'accepted');
     if (result.shared) jobLog.info('run for this jobId already in flight or accepted; returning its result');
     return { outcome: result.value, shared: result.shared };
   }

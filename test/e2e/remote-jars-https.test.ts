@@ -83,6 +83,44 @@ describe('remote job jars over HTTPS on the real embedded Flink', () => {
   });
 });
 
+describe('metrics after remote-jar runs', () => {
+  it('shows non-zero submission, fetch and cache counters', async () => {
+    const tls = makeSelfSignedCert();
+    const dir = mkdtempSync(join(tmpdir(), 'gw-metrics-'));
+    writeFileSync(join(dir, 'ca.pem'), tls.cert);
+    const origin = await startHttpOrigin({ tls, files: { '/m/wordcount.jar': readFileSync(WORDCOUNT_JAR) } });
+    const gw = await startGateway(flinkUrl(), {
+      'web.submit.jar-uri.enable': 'true',
+      'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+      'user.artifacts.ca-bundle': join(dir, 'ca.pem'),
+    }, [httpPlugin]);
+    try {
+      const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER }]);
+      const placeholder = String(up.body.filename).split('/').pop()!;
+      for (let i = 0; i < 2; i++) {
+        const jobId = newJobId();
+        const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': `${origin.url}/m/wordcount.jar` } });
+        expect(r.status).toBe(200);
+        await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED']);
+      }
+      await json('GET', `${gw.url}/v1/overview`);
+      const text = await (await fetch(`${gw.url}/gateway/v1/metrics`)).text();
+      const value = (re: RegExp) => Number(re.exec(text)?.[1] ?? 0);
+      expect(value(/flink_gateway_submissions_total\{source="uri",outcome="accepted"\} (\d+)/)).toBe(2);
+      expect(value(/flink_gateway_fetch_bytes_total\{plugin="http"\} (\d+)/)).toBe(readFileSync(WORDCOUNT_JAR).length);
+      expect(value(/flink_gateway_cache_lookups_total\{result="hit"\} (\d+)/)).toBe(1);
+      expect(value(/flink_gateway_cache_lookups_total\{result="miss"\} (\d+)/)).toBe(1);
+      expect(text).toMatch(/flink_gateway_pass_through_duration_seconds_count\{status_class="2xx"\} [1-9]/);
+      expect(text).not.toContain(origin.url);
+      await json('DELETE', `${gw.url}/jars/${placeholder}`);
+    } finally {
+      await gw.close();
+      await origin.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('a large remote jar', () => {
   it('streams a 520 MB jar to the JobManager without memory growing with its size', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gw-big-jar-'));
