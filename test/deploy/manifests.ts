@@ -1,0 +1,54 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { projectRoot } from '../../src/project-root';
+
+/** A Kubernetes object as read from YAML; fields are reached through the helpers below. */
+// biome-ignore lint/suspicious/noExplicitAny: manifests are arbitrary YAML; the schemas check their shape.
+export type K8sObject = Record<string, any>;
+
+export interface Manifest {
+  file: string;
+  index: number;
+  obj: K8sObject;
+}
+
+export const EXAMPLES_DIR = join(projectRoot(__dirname), 'examples', 'kubernetes');
+
+/** Every document of every *.yaml / *.yml file in examples/kubernetes/. YAML errors and duplicate keys throw. */
+export function loadManifests(dir: string = EXAMPLES_DIR): Manifest[] {
+  const out: Manifest[] = [];
+  for (const file of readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+    const docs = parseAllDocuments(readFileSync(join(dir, file), 'utf8'), { uniqueKeys: true });
+    docs.forEach((doc, index) => {
+      if (doc.errors.length > 0) throw new Error(`${file} document ${index}: ${doc.errors.map((e) => e.message).join('; ')}`);
+      const obj = doc.toJS() as K8sObject | null;
+      if (obj) out.push({ file, index, obj });
+    });
+  }
+  return out;
+}
+
+export function label(m: Manifest): string {
+  return `${m.file}#${m.index} ${m.obj.kind}/${m.obj.metadata?.name}`;
+}
+
+export function ofKind(manifests: Manifest[], kind: string): Manifest[] {
+  return manifests.filter((m) => m.obj.kind === kind);
+}
+
+export function onlyOne(manifests: Manifest[], kind: string, name?: string): K8sObject {
+  const found = ofKind(manifests, kind).filter((m) => name === undefined || m.obj.metadata?.name === name);
+  if (found.length !== 1) throw new Error(`expected exactly one ${kind}${name ? ` named ${name}` : ''} in examples/kubernetes, found ${found.length}`);
+  return found[0]!.obj;
+}
+
+/** `-Dkey=value` pairs of a whitespace-separated argument string (as Flink's entrypoint reads them). */
+export function dynamicProperties(args: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const a of args.trim().split(/\s+/)) {
+    const m = /^-D([^=]+)=(.*)$/.exec(a);
+    if (m) out.set(m[1]!, m[2]!);
+  }
+  return out;
+}
