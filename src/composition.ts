@@ -352,8 +352,17 @@ async function composeServices(
     async close(server?: Server) {
       draining = true;
       if (server) {
+        // Requests in flight finish; a keep-alive connection is closed as soon as it goes idle
+        // (not after its idle timeout); whatever is still open after the drain timeout is cut.
+        const drainMs = config.get(coreOptions.drainTimeout);
         await new Promise<void>((resolve) => {
-          server.close(() => resolve());
+          const sweep = setInterval(() => server.closeIdleConnections(), 100);
+          const deadline = setTimeout(() => server.closeAllConnections(), drainMs);
+          server.close(() => {
+            clearInterval(sweep);
+            clearTimeout(deadline);
+            resolve();
+          });
           server.closeIdleConnections();
         });
       }

@@ -91,6 +91,10 @@ export const coreOptions = {
     key: 'gateway.plugins.dir', type: 'string', section: 'Remote jars',
     description: 'Directory of third-party filesystem plugins: each sub-folder holds a manifest.json ({"name","schemes","entry","contractVersion"}). A plugin that fails to load stops start-up.',
   }),
+  drainTimeout: option({
+    key: 'gateway.drain-timeout', type: 'duration', default: 25_000, min: 0, section: 'Listening',
+    description: 'On SIGTERM: how long requests in flight (uploads, fetches, runs) may take before the remaining connections are cut. Keep it below the pod\'s terminationGracePeriodSeconds.',
+  }),
   uploadMaxSize: option({
     key: 'gateway.upload.max-size', type: 'memory', default: 1024 ** 3, min: 1, section: 'Jars',
     description: 'Largest jar accepted by POST /jars/upload. Larger uploads are refused with 413 and nothing is kept on the JobManager.',

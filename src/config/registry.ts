@@ -61,8 +61,10 @@ export class OptionsRegistry {
     return [...this.exact.values(), ...this.templates.map((t) => t.def)];
   }
 
+  /** A declared option's own flag wins (gateway.secrets.dir is a path); else the name heuristic. */
   isSensitive(key: string): boolean {
-    return this.lookup(key)?.sensitive === true || looksSensitive(key);
+    const def = this.lookup(key);
+    return def ? def.sensitive === true : looksSensitive(key);
   }
 
   /** Validates raw entries, collecting every problem, and returns the resolved configuration. */

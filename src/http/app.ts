@@ -11,6 +11,7 @@ import { createGatewayRoutes } from './gateway-routes';
 import { createJarRoutes } from './jar-routes';
 import { Metrics } from '../metrics';
 import { createPassThrough } from './pass-through';
+import { drainGate } from './drain-gate';
 import { requestContext } from './request-context';
 
 export interface AppDeps {
@@ -35,6 +36,7 @@ export function createApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestContext(deps.logger));
+  app.use(drainGate(deps.isDraining));
   if (deps.auth) app.use(deps.auth.middleware());
   app.use('/gateway/v1', createGatewayRoutes(deps));
   app.use(createJarRoutes(deps));

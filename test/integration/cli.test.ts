@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/project-root';
 import { startOrigin } from '../helpers/origin';
+import { Agent, request } from 'undici';
 import { runProcess } from '../helpers/run-process';
 
 // Runs the built CLI (npm test builds dist/ first), as a user would.
@@ -70,6 +71,48 @@ describe('the command line', () => {
       expect(out).not.toContain('cli-secret-987');
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
+      await origin.close();
+    }
+  });
+});
+
+describe('graceful drain on SIGTERM', () => {
+  it('finishes the request in flight, closes keep-alive connections at once, and exits promptly', async () => {
+    // (Without the drain sweep, the kept-alive connection would hold the process for its 65 s idle timeout.)
+    const origin = await startOrigin((req, res) => {
+      const delay = req.url?.includes('slow') ? 1500 : 0;
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'), delay);
+    });
+    const child = spawn(process.execPath, [bin, `-Dgateway.cluster.rest-url=${origin.url}`, '-Drest.port=0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const agent = new Agent({ keepAliveTimeout: 60_000 });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`not ready: ${out}`)), 20_000);
+        child.stdout.on('data', () => {
+          const m = /GATEWAY_URL=(\S+)/.exec(out);
+          if (m) {
+            clearTimeout(t);
+            resolve(m[1]!);
+          }
+        });
+      });
+      // A kept-alive connection, then a slow request in flight when SIGTERM arrives.
+      await (await request(`${url}/v1/overview`, { dispatcher: agent })).body.dump();
+      const slow = request(`${url}/v1/slow`, { dispatcher: agent });
+      await new Promise((r) => setTimeout(r, 300));
+      const started = Date.now();
+      const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const res = await slow;
+      expect(res.statusCode).toBe(200);
+      await res.body.dump();
+      expect(await exit).toBe(0);
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await agent.close();
       await origin.close();
     }
   });
