@@ -1,9 +1,10 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/project-root';
 import { startOrigin } from '../helpers/origin';
 import { Agent, request } from 'undici';
+import { startGatewayProcess } from '../helpers/gateway-process';
 import { runProcess } from '../helpers/run-process';
 
 // Runs the built CLI (npm test builds dist/ first), as a user would.
@@ -49,28 +50,14 @@ describe('the command line', () => {
 
   it('fronts an existing JobManager, warns about secrets on the command line without printing them, and drains on SIGTERM', async () => {
     const origin = await startOrigin((_req, res) => res.end('{}'));
-    const child = spawn(process.execPath, [bin, `-Dgateway.cluster.rest-url=${origin.url}`, '-Drest.port=0', '-Ds3.secret-key=cli-secret-987'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const gw = await startGatewayProcess([`-Dgateway.cluster.rest-url=${origin.url}`, '-Drest.port=0', '-Ds3.secret-key=cli-secret-987']);
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`not ready: ${out}`)), 20_000);
-        child.stdout.on('data', () => {
-          const m = /GATEWAY_URL=(\S+)/.exec(out);
-          if (m) {
-            clearTimeout(t);
-            resolve(m[1]!);
-          }
-        });
-      });
-      expect((await fetch(`${url}/gateway/v1/health`)).status).toBe(200);
-      const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      expect(await exit).toBe(0);
-      expect(out).toContain('a sensitive option was given with -D');
-      expect(out).not.toContain('cli-secret-987');
+      expect((await fetch(`${gw.url}/gateway/v1/health`)).status).toBe(200);
+      expect(await gw.stop()).toBe(0);
+      expect(gw.output()).toContain('a sensitive option was given with -D');
+      expect(gw.output()).not.toContain('cli-secret-987');
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      gw.kill();
       await origin.close();
     }
   });
@@ -83,35 +70,23 @@ describe('graceful drain on SIGTERM', () => {
       const delay = req.url?.includes('slow') ? 1500 : 0;
       setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'), delay);
     });
-    const child = spawn(process.execPath, [bin, `-Dgateway.cluster.rest-url=${origin.url}`, '-Drest.port=0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const gw = await startGatewayProcess([`-Dgateway.cluster.rest-url=${origin.url}`, '-Drest.port=0']);
     const agent = new Agent({ keepAliveTimeout: 60_000 });
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`not ready: ${out}`)), 20_000);
-        child.stdout.on('data', () => {
-          const m = /GATEWAY_URL=(\S+)/.exec(out);
-          if (m) {
-            clearTimeout(t);
-            resolve(m[1]!);
-          }
-        });
-      });
+      const url = gw.url;
       // A kept-alive connection, then a slow request in flight when SIGTERM arrives.
       await (await request(`${url}/v1/overview`, { dispatcher: agent })).body.dump();
       const slow = request(`${url}/v1/slow`, { dispatcher: agent });
       await new Promise((r) => setTimeout(r, 300));
       const started = Date.now();
-      const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
+      const exit = gw.stop();
       const res = await slow;
       expect(res.statusCode).toBe(200);
       await res.body.dump();
       expect(await exit).toBe(0);
       expect(Date.now() - started).toBeLessThan(5000);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      gw.kill();
       await agent.close();
       await origin.close();
     }

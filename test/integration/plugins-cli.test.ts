@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/project-root';
 import { startOrigin } from '../helpers/origin';
+import { startGatewayProcess } from '../helpers/gateway-process';
 import { runProcess } from '../helpers/run-process';
 
 // Runs the built CLI (npm test builds dist/ first), as a user would.
@@ -51,27 +51,12 @@ describe('third-party plugins on the command line', () => {
   it('starts with a good plugin directory, its options validated with the rest of the configuration', async () => {
     const origin = await startOrigin((_req, res) => res.end('{}'));
     const args = [bin, `-Dgateway.plugins.dir=${join(root, 'test/fixtures/plugins')}`, `-Dgateway.cluster.rest-url=${origin.url}`, '-Drest.port=0', `-Dfixture.root=${root}`];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const gw = await startGatewayProcess(args.slice(1));
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`not ready: ${out}`)), 20_000);
-        child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}`)));
-        child.stdout.on('data', () => {
-          const m = /GATEWAY_URL=(\S+)/.exec(out);
-          if (m) {
-            clearTimeout(t);
-            resolve(m[1]!);
-          }
-        });
-      });
-      expect((await fetch(`${url}/gateway/v1/health`)).status).toBe(200);
-      const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      expect(await exit).toBe(0);
+      expect((await fetch(`${gw.url}/gateway/v1/health`)).status).toBe(200);
+      expect(await gw.stop()).toBe(0);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      gw.kill();
       await origin.close();
     }
   });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { projectRoot } from '../../../src/project-root';
 import { Authenticator, parseTokensFile } from '../../../src/http/auth';
 import { startGateway, type TestGateway } from '../../helpers/gateway';
 import { startOrigin, type Origin } from '../../helpers/origin';
+import { startGatewayProcess } from '../../helpers/gateway-process';
 import { runProcess } from '../../helpers/run-process';
 
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
@@ -100,20 +101,9 @@ describe('exposure rule and mutual TLS (the CLI)', () => {
       ossl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
     }
     const jm = await startOrigin((_req, res) => res.end('{}'));
-    const child = spawn(process.execPath, [bin, `-Dgateway.cluster.rest-url=${jm.url}`, '-Drest.port=0', `-Dgateway.tls.cert=${join(dir, 'server.pem')}`, `-Dgateway.tls.key=${join(dir, 'server.key')}`, `-Dgateway.tls.client-ca=${join(dir, 'ca.pem')}`, '-Dgateway.log.level=debug'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const gw = await startGatewayProcess([`-Dgateway.cluster.rest-url=${jm.url}`, '-Drest.port=0', `-Dgateway.tls.cert=${join(dir, 'server.pem')}`, `-Dgateway.tls.key=${join(dir, 'server.key')}`, `-Dgateway.tls.client-ca=${join(dir, 'ca.pem')}`, '-Dgateway.log.level=debug']);
+    const url = gw.url;
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`not ready: ${out}`)), 20_000);
-        child.stdout.on('data', () => {
-          const m = /GATEWAY_URL=(\S+)/.exec(out);
-          if (m) {
-            clearTimeout(t);
-            resolve(m[1]!);
-          }
-        });
-      });
       expect(url).toMatch(/^https:/);
       const ca = readFileSync(join(dir, 'ca.pem'), 'utf8');
       const withCert = new Agent({ connect: { ca, cert: readFileSync(join(dir, 'client.pem')), key: readFileSync(join(dir, 'client.key')) } });
@@ -129,11 +119,10 @@ describe('exposure rule and mutual TLS (the CLI)', () => {
       await probe.body.dump();
       await Promise.all([withCert.close(), noCert.close()]);
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      await gw.stop();
       await jm.close();
       rmSync(dir, { recursive: true, force: true });
     }
-    expect(out).toContain('cert:flink-operator');
+    expect(gw.output()).toContain('cert:flink-operator');
   });
 });
