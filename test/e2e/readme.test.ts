@@ -5,6 +5,7 @@ import { httpPlugin } from '../../fs-plugins/http';
 import { projectRoot } from '../../src/project-root';
 import { newJobId, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
+import { buildJar } from '../helpers/jars';
 import { runProcess } from '../helpers/run-process';
 import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
 import { makeSelfSignedCert } from '../servers/tls';
@@ -36,9 +37,10 @@ describe('README curl examples', () => {
   it('run unchanged against the gateway and the embedded cluster', async () => {
     const readme = readFileSync(join(projectRoot(__dirname), 'README.md'), 'utf8');
     const blocks = [...readme.matchAll(/<!-- readme-test -->\n```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-    expect(blocks).toHaveLength(2);
-    const ids = { '0123456789abcdef0123456789abcdef': newJobId(), fedcba9876543210fedcba9876543210: newJobId() };
-    const env = { ...process.env, GATEWAY: gw.url, JAR: WORDCOUNT_JAR, JAR_URL: `${origin.url}/releases/wordcount.jar`, INPUT_DIR: join(dir, 'words.txt') };
+    expect(blocks).toHaveLength(3);
+    const ids = { '0123456789abcdef0123456789abcdef': newJobId(), fedcba9876543210fedcba9876543210: newJobId(), '00112233445566778899aabbccddeeff': newJobId() };
+    const env = { ...process.env, GATEWAY: gw.url, JAR: WORDCOUNT_JAR, JAR_URL: `${origin.url}/releases/wordcount.jar`, INPUT_DIR: join(dir, 'words.txt'), PLACEHOLDER_JAR: join(dir, 'empty.jar') };
+    writeFileSync(join(dir, 'empty.jar'), buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' }));
     const outputs: string[] = [];
     for (const block of blocks) {
       let script = block;
@@ -55,7 +57,9 @@ describe('README curl examples', () => {
     expect(outputs[1]).toContain('"phase":"done"');
     expect(outputs[1]).toContain(`{"jobid":"${ids.fedcba9876543210fedcba9876543210}"}`);
     expect(outputs[1]).toContain('cancel: 202');
+    expect(outputs[2]).toContain(`{"jobid":"${ids['00112233445566778899aabbccddeeff']}"}`);
     await waitForJobState(gw.url, ids['0123456789abcdef0123456789abcdef'], ['FINISHED']);
     await waitForJobState(gw.url, ids.fedcba9876543210fedcba9876543210, ['CANCELED']);
+    await waitForJobState(gw.url, ids['00112233445566778899aabbccddeeff'], ['FINISHED']);
   });
 });
