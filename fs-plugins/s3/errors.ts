@@ -35,7 +35,7 @@ function label(status: number | undefined, name: string | undefined): string {
 }
 
 /**
- * Turns whatever the AWS SDK (or the socket under it) threw into a gateway error, so no SDK error
+ * Turns whatever the AWS SDK, undici (or the socket under them) threw into a gateway error, so no SDK error
  * type escapes the plugin. Messages carry the status and the S3 error code only: never the SDK's
  * message, which may echo request details.
  */
@@ -46,7 +46,7 @@ export function translateS3Error(err: unknown, uri: URL, signal: AbortSignal): E
   const e = (typeof err === 'object' && err !== null ? err : {}) as SdkLikeError;
   const status = e.$metadata?.httpStatusCode;
   const name = typeof e.name === 'string' ? e.name : undefined;
-  const code = typeof e.code === 'string' ? e.code : errnoInMessage(err);
+  const code = specificCode(err) ?? errnoInMessage(err);
 
   if (status === 404 || (status === undefined && name !== undefined && NOT_FOUND.has(name))) {
     return fetchError.notFound(uri, label(404, name === 'Unknown' ? 'NotFound' : name));
@@ -58,14 +58,33 @@ export function translateS3Error(err: unknown, uri: URL, signal: AbortSignal): E
   if (name === 'CredentialsProviderError') {
     return fetchError.denied(uri, 's3', 'no credentials: none configured and the AWS default credential chain found none');
   }
+  if (status === 416) return fetchError.invalid(uri, `the byte range is not satisfiable (${label(status, name)})`);
   if (status === 400 && name !== undefined && INVALID.has(name)) {
     return fetchError.invalid(uri, `the store rejected the request (${label(status, name)})`);
   }
-  if (name === 'TimeoutError' || code === 'ETIMEDOUT') {
+  if (name === 'TimeoutError' || code === 'ETIMEDOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return fetchError.unavailable(uri, 'timed out (no data from the store within the socket timeout)');
   }
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return fetchError.unavailable(uri, 'timed out connecting to the store');
   if (status !== undefined) return fetchError.unavailable(uri, label(status, name));
   return fetchError.unavailable(uri, code !== undefined && /^[A-Z0-9_]{2,40}$/.test(code) ? code : label(undefined, name));
+}
+
+/** The most specific `code` in the cause chain (undici wraps socket errors in UND_ERR_SOCKET). */
+function specificCode(err: unknown): string | undefined {
+  let generic: string | undefined;
+  let cur: unknown = err;
+  for (let depth = 0; depth < 5 && typeof cur === 'object' && cur !== null; depth++) {
+    const code = (cur as SdkLikeError).code;
+    if (typeof code === 'string') {
+      if (code !== 'UND_ERR_SOCKET' && code !== 'UND_ERR_CONNECT') return code;
+      generic ??= code;
+    }
+    const next = (cur as SdkLikeError).cause;
+    if (next === cur) break;
+    cur = next;
+  }
+  return generic;
 }
 
 /**
