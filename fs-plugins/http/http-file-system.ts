@@ -12,6 +12,8 @@ export interface HttpSettings {
   rawHttpEnabled: boolean;
   /** Lower-cased header names; sent only to the jar URI's own origin. */
   headers: Record<string, string>;
+  /** host or host:port entries (lower case) the headers may be sent to. */
+  headerHosts: string[];
   maxRedirects: number;
   connectTimeoutMs: number;
   readTimeoutMs: number;
@@ -47,8 +49,9 @@ export class HttpFileSystem implements FileSystem {
   async stat(uri: URL, signal: AbortSignal): Promise<ObjectStat> {
     const head = await this.send(uri, 'HEAD', {}, signal);
     await discard(head);
-    if (head.statusCode === 405 || head.statusCode === 501) {
-      // Some servers (and some signed URLs, which are signed for GET only) refuse HEAD.
+    if (head.statusCode === 405 || head.statusCode === 501 || head.statusCode === 403) {
+      // Some servers refuse HEAD (405, 501); URLs signed for GET only (S3 presigned, GCS signed)
+      // answer it 403, because the method is part of what was signed. The ranged GET decides.
       const get = await this.send(uri, 'GET', { range: 'bytes=0-0' }, signal);
       await discard(get);
       if (get.statusCode !== 200 && get.statusCode !== 206) throw statusError(uri, get.statusCode);
@@ -90,7 +93,7 @@ export class HttpFileSystem implements FileSystem {
     for (let redirects = 0; ; redirects++) {
       await this.checkTarget(uri, current, signal);
       // Credentials configured for the jar URI go to its origin only, never to where it redirects.
-      const headers = { ...(current.origin === uri.origin ? settings.headers : {}), ...extra };
+      const headers = { ...(current.origin === uri.origin && headersAllowed(uri, settings.headerHosts) ? settings.headers : {}), ...extra };
       let res: Dispatcher.ResponseData;
       try {
         res = await request(current, { dispatcher: this.deps.dispatcher, method, headers, signal });
@@ -211,4 +214,11 @@ function statOf(res: Dispatcher.ResponseData): ObjectStat {
   const lastModified = Date.parse(first(h['last-modified']) ?? '');
   if (Number.isFinite(lastModified)) stat.lastModified = lastModified;
   return stat;
+}
+
+/** The configured headers go only to listed hosts (host, or host:port with the URI's effective port). */
+function headersAllowed(uri: URL, hosts: readonly string[]): boolean {
+  const host = uri.hostname.toLowerCase().replace(/^\[|\]$/g, '');
+  const port = uri.port || (uri.protocol === 'https:' ? '443' : '80');
+  return hosts.some((h) => h === host || h === `${host}:${port}` || h === `[${host}]:${port}`);
 }

@@ -18,10 +18,14 @@ export function createHttpFileSystem(ctx: PluginContext, env: NodeJS.ProcessEnv 
   const settings = {
     rawHttpEnabled: config.get(httpOptions.rawHttpEnabled),
     headers,
+    headerHosts: config.get(httpOptions.headersHosts).map((h) => h.trim().toLowerCase()).filter(Boolean),
     maxRedirects: config.get(httpOptions.maxRedirects),
     connectTimeoutMs: config.get(httpOptions.connectTimeout),
     readTimeoutMs: config.get(httpOptions.readTimeout),
   };
+  if (Object.keys(headers).length > 0 && settings.headerHosts.length === 0) {
+    log.warn('user.artifacts.http-headers is set but user.artifacts.http-headers.hosts is empty: the headers are never sent');
+  }
   const proxy = proxySettingsFrom(env);
   if (hasProxy(proxy)) {
     // redactUri drops the proxy's userinfo (its credentials).

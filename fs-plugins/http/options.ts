@@ -14,6 +14,14 @@ export const httpOptions = {
       'Headers added to every request to the jar URI\'s own origin (scheme, host and port), in Flink\'s map syntax ' +
       '(Authorization:Bearer <token>,X-Api-Key:<key>). Never sent to another origin after a redirect.',
   } satisfies OptionDef<'map'>,
+  headersHosts: {
+    key: 'user.artifacts.http-headers.hosts', type: 'list', default: [], section: SECTION,
+    description:
+      'Where user.artifacts.http-headers may be sent: host or host:port entries separated by ";" (e.g. ' +
+      'repo.example.com;artifactory.internal:8443). Headers go only to a jar URI whose host is listed — ' +
+      'otherwise anyone who can submit a run could point a URI at their own server and collect them. ' +
+      'With headers set and no hosts, headers are never sent (and start-up logs a warning).',
+  } satisfies OptionDef<'list'>,
   maxRedirects: {
     key: 'user.artifacts.http.max-redirects', type: 'int', default: 5, min: 0, max: 20, section: SECTION,
     description: 'Redirects followed per request (301, 302, 303, 307, 308); every hop passes the restricted-host guard. One more is refused.',

@@ -144,6 +144,11 @@ export class ArtifactFetcher {
         maxBytes: this.o.maxBytes,
         onProgress: (b) => (rec.bytes = b),
       });
+      // A body that ends early without a Content-Length is only caught by comparing with the size
+      // the store announced before: treat it as a transient failure (retried), not as a bad jar.
+      if (stat.size !== undefined && result.size !== stat.size) {
+        throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: rec.uri, detail: `the store announced ${stat.size} bytes but sent ${result.size}` });
+      }
       rec.phase = 'verifying';
       const problem = await zipProblem(tmp);
       if (problem) throw new GatewayError('GW_FETCH_NOT_JAR', { uri: rec.uri, reason: problem });
@@ -161,6 +166,10 @@ export class ArtifactFetcher {
       return entry;
     } catch (err) {
       await unlink(tmp).catch(() => undefined); // no partial file is ever used
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOSPC' || code === 'EDQUOT') {
+        throw new GatewayError('GW_FETCH_DISK_FULL', { dir: this.o.cache.dir, uri: rec.uri }, { cause: err });
+      }
       throw err;
     } finally {
       clearInterval(timer);

@@ -1,4 +1,4 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { GatewayError } from '../errors/gateway-error';
 import type { ConnectGuard } from './fs-plugin';
@@ -10,7 +10,9 @@ const V4_RESTRICTED: [string, number][] = [
   ['224.0.0.0', 4], ['240.0.0.0', 4],
 ];
 const V6_RESTRICTED: [string, number][] = [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64],
+  // ::/96 holds :: and ::1 and the deprecated IPv4-compatible form (::a.b.c.d, which WHATWG URL writes as
+  // ::7f00:1); ::ffff:0:0:0/96 is the IPv4-translated form. Neither has a legitimate use as a jar origin.
+  ['::', 96], ['::ffff:0:0:0', 96], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64],
 ];
 
 const blocked = new BlockList();
@@ -37,23 +39,34 @@ export function isRestrictedAddress(address: string): boolean {
   if (family === 4) return blocked.check(address, 'ipv4');
   if (family === 6) {
     const v4 = embeddedV4(address);
-    if (v4 !== undefined) return blocked.check(v4, 'ipv4');
+    // The IPv6 check as well: ::8.8.8.8 (IPv4-compatible) is refused like ::808:808.
+    if (v4 !== undefined) return blocked.check(v4, 'ipv4') || blocked.check(address, 'ipv6');
     if (address.toLowerCase().startsWith('64:ff9b:1:')) return true; // local-use NAT64 (RFC 8215)
     return blocked.check(address, 'ipv6');
   }
   return true; // not an IP: refuse rather than guess
 }
 
+/** `dns.lookup` with `all: true`: every address a name resolves to. */
+export type ResolveAll = (hostname: string, options: LookupAllOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
 export interface ConnectGuardOptions {
   /** `user.artifacts.disallow-restricted-hosts`. */
   enabled: boolean;
   /** `host:port` entries of `user.artifacts.restricted-hosts.allowed`. */
   allowed: readonly string[];
+  /**
+   * The resolver whose answers are checked and then connected to; `dns.lookup` (the system
+   * resolver) unless given. Tests inject one backed by a DNS server on loopback, to prove the check
+   * holds for names that resolve to restricted addresses, including a rebinding name.
+   */
+  resolve?: ResolveAll;
 }
 
 /** See `ConnectGuard`. */
 export function createConnectGuard(opts: ConnectGuardOptions): ConnectGuard {
   const allowed = new Set(opts.allowed.map((e) => e.trim().toLowerCase()).filter(Boolean));
+  const resolve: ResolveAll = opts.resolve ?? ((hostname, options, callback) => dnsLookup(hostname, options, callback));
   const exempt = (host: string, port: number) => {
     const h = host.toLowerCase().replace(/^\[|\]$/g, '');
     return allowed.has(`${h}:${port}`) || allowed.has(`[${h}]:${port}`);
@@ -69,7 +82,7 @@ export function createConnectGuard(opts: ConnectGuardOptions): ConnectGuard {
 
   const lookupFor = (port: number): LookupFunction =>
     ((hostname: string, options: { all?: boolean; family?: number }, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
-      dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      resolve(hostname, { ...options, all: true }, (err, addresses) => {
         if (err) return callback(err, options.all ? [] : '', 0);
         if (opts.enabled && !exempt(hostname, port)) {
           const bad = addresses.find((a) => isRestrictedAddress(a.address) && !exempt(a.address, port));

@@ -79,6 +79,10 @@ export const ERROR_CODES = {
     template: '{uri} has SHA-256 {actual}, not the expected {expected}; the object changed or the digest is wrong. Nothing was run.',
   },
   GW_FETCH_NOT_JAR: { status: 400, template: '{uri} is not a valid jar: {reason}. Nothing was run.' },
+  GW_FETCH_DISK_FULL: {
+    status: 507,
+    template: 'No space left in gateway.artifacts.cache-dir ({dir}) while fetching {uri}; nothing partial was kept. Free space, lower gateway.artifacts.cache.max-size, or give the cache a larger volume.',
+  },
   GW_FETCH_BUSY: {
     status: 503,
     template: 'Too many jar fetches are waiting (user.artifacts.max-concurrent-fetches = {limit}); retry shortly.',

@@ -82,6 +82,8 @@ export function classify(method: string, rawPath: string): Classification {
 export function isBareJarId(id: string): boolean {
   return (
     id.length > 0 && id.length <= 255 && id !== '.' && id !== '..' &&
-    !/[/\\\u0000-\u001f\u007f]/.test(id)
+    // '?' and '#' would change the meaning of the URL the gateway forwards (Flink reads a query);
+    // '%' survives our decoding but Flink decodes path parameters once more and fails with a 500.
+    !/[/\\?#%\u0000-\u001f\u007f]/.test(id)
   );
 }

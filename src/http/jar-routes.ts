@@ -35,7 +35,7 @@ export function createJarRoutes(deps: JarRouteDeps) {
     try {
       if (c.kind === 'jar-noncanonical') throw new GatewayError('GW_ROUTE_NONCANONICAL', { path: rawPath });
       if (c.kind === 'jar-not-found') throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: rawUrl });
-      if (c.jarId !== undefined && !isBareJarId(c.jarId)) throw new GatewayError('GW_JAR_ID_INVALID', { jarId: c.jarId.slice(0, 300) });
+      if (c.jarId !== undefined && !isBareJarId(c.jarId)) throw new GatewayError('GW_JAR_ID_INVALID', { jarId: Array.from(c.jarId).slice(0, 300).join('').toWellFormed() });
       const jarId = c.jarId ?? '';
       switch (c.route) {
         case 'list': {
@@ -60,7 +60,7 @@ export function createJarRoutes(deps: JarRouteDeps) {
         case 'delete': {
           const r = await deps.cluster.json('DELETE', `/v1/jars/${encodeURIComponent(jarId)}${query}`, { operation: 'delete jar' });
           if (r.status === 200) return sendJson(res, 200, r.body);
-          if (r.status === 400) {
+          if (r.status === 400 || r.status === 404) {
             // Flink answers 400 (not 404) for an unknown jar; keep that, the operator relies on it.
             throw new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage: `File ${jarId} does not exist` });
           }

@@ -177,7 +177,7 @@ export class RunService {
    */
   private runFailure(operation: 'run' | 'plan', res: JsonResponse): GatewayError {
     const flinkMessage = summariseFlinkErrors(res.body);
-    if (/Jar file .* does not exist/.test(flinkMessage)) return new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage });
+    if (/Jar file .* does not exist/.test(flinkMessage) || res.status === 404) return new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage });
     if (res.status === 500) return new GatewayError('GW_JAR_INVALID', { flinkMessage });
     if (res.status === 400) return new GatewayError(operation === 'run' ? 'GW_RUN_REJECTED' : 'GW_PLAN_REJECTED', { flinkMessage });
     return this.opts.cluster.failure(operation, res);

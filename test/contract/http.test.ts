@@ -43,7 +43,7 @@ function httpFs(settings: Record<string, string>, opts: BuildOptions): FileSyste
   return fs;
 }
 
-const bearer = (token: string) => ({ 'user.artifacts.http-headers': `Authorization:Bearer ${token}` });
+const bearer = (token: string) => ({ 'user.artifacts.http-headers': `Authorization:Bearer ${token}`, 'user.artifacts.http-headers.hosts': '127.0.0.1;localhost' });
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -152,9 +152,16 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
     await failure(none.stat(new URL(`${tlsOrigin.url}/redirect/1/small.jar`), signal()), 'GW_FETCH_URI_INVALID');
   });
 
+  it('sends no headers to a host that is not listed in user.artifacts.http-headers.hosts', async () => {
+    const fs = fsWith({ 'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN}`, 'user.artifacts.http-headers.hosts': 'repo.example.com' });
+    const start = tlsOrigin.requests.length;
+    await failure(fs.stat(new URL(`${tlsOrigin.url}/auth/small.jar`), signal()), 'GW_FETCH_DENIED');
+    expect(tlsOrigin.requests.slice(start).every((r) => r.headers.authorization === undefined)).toBe(true);
+  });
+
   it('sends the configured headers to the original origin only, never after a cross-origin redirect', async () => {
     const fs = fsWith(
-      { 'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN},X-Api-Key:${API_KEY}` },
+      { 'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN},X-Api-Key:${API_KEY}`, 'user.artifacts.http-headers.hosts': '127.0.0.1;localhost' },
       [...exempt, `localhost:${tlsOrigin.port}`],
     );
     const target = `${tlsOrigin.altUrl}/auth/small.jar`; // same server, other origin (localhost vs 127.0.0.1)

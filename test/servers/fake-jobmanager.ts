@@ -1,0 +1,138 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import busboy from 'busboy';
+
+/** One jar the fake JobManager holds, by id, with the digest of the bytes it received. */
+export interface HeldJar {
+  id: string;
+  name: string;
+  sha256: string;
+  size: number;
+}
+
+/** One run the fake JobManager accepted: which jar, with which bytes. */
+export interface AcceptedRun {
+  jarId: string;
+  jobId: string;
+  sha256: string;
+  flinkConfiguration: Record<string, unknown>;
+}
+
+export interface FakeJobManager {
+  url: string;
+  port: number;
+  jars: Map<string, HeldJar>;
+  runs: AcceptedRun[];
+  /** Every request line seen (`POST /v1/jars/upload`). */
+  requests: string[];
+  /** When set, `/run` answers this status with a Flink error body instead of accepting the job. */
+  rejectRuns?: { status: number; message: string };
+  /** When set, `/jars/upload` drains the body and answers this status with a Flink error body. */
+  rejectUploads?: { status: number; message: string };
+  stop(): Promise<void>;
+}
+
+/**
+ * A node:http stand-in for a Flink JobManager, for tests that need the gateway's fetch and hand-off
+ * but not a real job: `POST /v1/jars/upload` (multipart, kept as a SHA-256 digest), `GET /v1/jars`,
+ * `DELETE /v1/jars/:id`, `POST /v1/jars/:id/run` (records the jar's digest: "which bytes would
+ * have run"), `GET /v1/config`, `GET /v1/jobs/:id/status` (404). Not a Flink emulator: a fake,
+ * used where the real cluster adds nothing but time.
+ */
+export async function startFakeJobManager(): Promise<FakeJobManager> {
+  const jars = new Map<string, HeldJar>();
+  const runs: AcceptedRun[] = [];
+  const requests: string[] = [];
+  const send = (res: ServerResponse, status: number, body: unknown) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': String(Buffer.byteLength(text)) }).end(text);
+  };
+  const readJson = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+  };
+  const jm: FakeJobManager = {
+    url: '',
+    port: 0,
+    jars,
+    runs,
+    requests,
+    stop: async () => undefined,
+  };
+  const server: Server = createServer({ requestTimeout: 0 }, (req, res) => {
+    const path = (req.url ?? '/').split('?')[0]!.replace(/^\/v1(?=\/)/, '');
+    requests.push(`${req.method} ${req.url}`);
+    if (req.method === 'POST' && path === '/jars/upload' && jm.rejectUploads) {
+      const reject = jm.rejectUploads;
+      req.resume();
+      req.once('end', () => send(res, reject.status, { errors: [reject.message] }));
+      return;
+    }
+    if (req.method === 'POST' && path === '/jars/upload') {
+      const bb = busboy({ headers: req.headers });
+      let held: HeldJar | undefined;
+      let failed = false;
+      bb.on('file', (_field, file, info) => {
+        const hash = createHash('sha256');
+        let size = 0;
+        file.on('data', (d: Buffer) => {
+          hash.update(d);
+          size += d.length;
+        });
+        file.on('end', () => {
+          const id = `${randomUUID()}_${info.filename ?? 'job.jar'}`;
+          held = { id, name: info.filename ?? 'job.jar', sha256: hash.digest('hex'), size };
+        });
+      });
+      bb.on('error', () => {
+        failed = true;
+        send(res, 400, { errors: ['bad multipart'] });
+      });
+      bb.on('close', () => {
+        if (failed) return;
+        if (!held) return send(res, 400, { errors: ['Exactly 1 file must be sent, received 0.'] });
+        jars.set(held.id, held);
+        send(res, 200, { filename: `/tmp/flink-web-upload/${held.id}`, status: 'success' });
+      });
+      req.pipe(bb);
+      return;
+    }
+    if (req.method === 'GET' && path === '/jars') {
+      return send(res, 200, { address: jm.url, files: [...jars.values()].map((j) => ({ id: j.id, name: j.name, uploaded: Date.now(), entry: [] })) });
+    }
+    const del = /^\/jars\/([^/]+)$/.exec(path);
+    if (req.method === 'DELETE' && del) {
+      const id = decodeURIComponent(del[1]!);
+      if (!jars.delete(id)) return send(res, 400, { errors: [`File ${id} does not exist in /tmp/flink-web-upload.`] });
+      return send(res, 200, {});
+    }
+    const run = /^\/jars\/([^/]+)\/run$/.exec(path);
+    if (req.method === 'POST' && run) {
+      void readJson(req).then((body) => {
+        const id = decodeURIComponent(run[1]!);
+        const jar = jars.get(id);
+        if (!jar) return send(res, 500, { errors: [`Jar file /tmp/flink-web-upload/${id} does not exist`] });
+        if (jm.rejectRuns) return send(res, jm.rejectRuns.status, { errors: [jm.rejectRuns.message] });
+        const jobId = typeof body.jobId === 'string' ? body.jobId : randomBytes(16).toString('hex');
+        runs.push({ jarId: id, jobId, sha256: jar.sha256, flinkConfiguration: (body.flinkConfiguration as Record<string, unknown>) ?? {} });
+        send(res, 200, { jobid: jobId });
+      });
+      return;
+    }
+    if (req.method === 'GET' && path === '/config') return send(res, 200, { 'refresh-interval': 3000, 'timezone-name': 'UTC', 'timezone-offset': 0, 'flink-version': '2.1.0', 'flink-revision': 'fake', features: { 'web-submit': true, 'web-cancel': true, 'web-rescale': false, 'web-history': false } });
+    if (req.method === 'GET' && /^\/jobs\/[^/]+\/status$/.test(path)) return send(res, 404, { errors: ['Job not found'] });
+    send(res, 404, { errors: ['Not found: ' + path] });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  jm.port = (server.address() as AddressInfo).port;
+  jm.url = `http://127.0.0.1:${jm.port}`;
+  jm.stop = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return jm;
+}
