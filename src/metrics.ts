@@ -48,7 +48,7 @@ export class Metrics {
     fetchQueueDepth: () => number;
     cacheEntries: () => number;
     registeredJobs: () => number;
-    tokenProviders: () => { serviceName: string; validUntil?: string; lastError?: string }[];
+    tokenProviders: () => { serviceName: string; lastObtainAt?: string; validUntil?: string; lastError?: string }[];
     nextRenewal: () => string | undefined;
   }) {
     collectDefaultMetrics({ register: this.registry, prefix: 'flink_gateway_' });
@@ -62,6 +62,24 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         for (const p of gauges.tokenProviders()) this.set({ provider: p.serviceName }, p.lastError ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'flink_gateway_token_last_obtain_timestamp_seconds',
+      help: 'When each provider last obtained tokens successfully (epoch seconds).',
+      labelNames: ['provider'],
+      registers: [this.registry],
+      collect() {
+        for (const p of gauges.tokenProviders()) if (p.lastObtainAt) this.set({ provider: p.serviceName }, Date.parse(p.lastObtainAt) / 1000);
+      },
+    });
+    new Gauge({
+      name: 'flink_gateway_token_valid_until_timestamp_seconds',
+      help: 'Expiry of each provider\'s current tokens (epoch seconds); absent when they do not expire.',
+      labelNames: ['provider'],
+      registers: [this.registry],
+      collect() {
+        for (const p of gauges.tokenProviders()) if (p.validUntil) this.set({ provider: p.serviceName }, Date.parse(p.validUntil) / 1000);
       },
     });
     new Gauge({
