@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import {
   StorageSharedKeyCredential,
   generateBlobSASQueryParameters,
 } from '@azure/storage-blob';
+import { startChildServer } from './child-server';
 import { projectRoot } from '../../src/project-root';
 
 export interface AzuriteAccount {
@@ -40,46 +41,16 @@ export async function startAzurite(opts: { accounts: AzuriteAccount[] }): Promis
   const main = join(projectRoot(__dirname), 'node_modules', 'azurite', 'dist', 'src', 'blob', 'main.js');
   const args = [main, '--blobHost', '127.0.0.1', '--blobPort', '0', '--location', dir, '--disableTelemetry', '--silent', '--skipApiVersionCheck'];
   const env = { ...process.env, AZURITE_ACCOUNTS: opts.accounts.map((a) => `${a.name}:${a.key}`).join(';') };
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-    await rm(dir, { recursive: true, force: true });
-  };
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let output = '';
-      const timer = setTimeout(() => reject(new Error(`Azurite not ready within 30 s:\n${output}`)), 30_000);
-      const onData = (d: Buffer) => {
-        output += d.toString('utf8');
-        const m = READY.exec(output);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1]!);
-        }
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
-      child.once('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        reject(new Error(`Azurite exited (${code}) before it was ready:\n${output}`));
-      });
-    });
-    // Keep draining the pipes so the child can never block on a full pipe.
-    child.stdout!.resume();
-    child.stderr!.resume();
-    return { url, port: Number(new URL(url).port), blobUrl: (account) => `${url}/${account}`, child, stop };
+    const server = await startChildServer('Azurite', process.execPath, args, { env, ready: READY });
+    const url = server.match[1]!;
+    const stop = async () => {
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    };
+    return { url, port: Number(new URL(url).port), blobUrl: (account) => `${url}/${account}`, child: server.child, stop };
   } catch (err) {
-    await stop();
+    await rm(dir, { recursive: true, force: true });
     throw err;
   }
 }

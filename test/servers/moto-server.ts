@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/project-root';
+import { startChildServer } from './child-server';
 import type { S3Creds } from './s3-server';
 
 /** How a fresh checkout gets moto's server (.ci/run does exactly this). */
@@ -55,42 +56,10 @@ export async function startMotoServer(): Promise<MotoServer> {
   delete env.INITIAL_NO_AUTH_ACTION_COUNT;
   // moto would otherwise take the account/credentials of whoever runs the tests into account.
   for (const name of Object.keys(env)) if (name.startsWith('AWS_') || name.startsWith('MOTO_')) delete env[name];
-  const child = spawn(bin, ['-H', '127.0.0.1', '-p', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-  };
+  const server = await startChildServer('moto server', bin, ['-H', '127.0.0.1', '-p', '0'], { env, ready: READY, timeoutMs: 60_000 });
+  const { child, stop } = server;
+  const url = server.match[1]!;
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let output = '';
-      const timer = setTimeout(() => reject(new Error(`moto server not ready within 60 s:\n${output}`)), 60_000);
-      const onData = (d: Buffer) => {
-        output += d.toString('utf8');
-        const m = READY.exec(output);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1]!);
-        }
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
-      child.once('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-      child.once('exit', (code, sig) => {
-        clearTimeout(timer);
-        reject(new Error(`moto server exited (${code ?? sig}) before it was ready:\n${output}`));
-      });
-    });
-    // Keep draining the pipes (werkzeug logs every request) so the child never blocks on a full pipe.
-    child.stdout!.resume();
-    child.stderr!.resume();
     // Bound is not the same as serving: wait for a real answer from moto's own API.
     const deadline = Date.now() + 30_000;
     for (;;) {

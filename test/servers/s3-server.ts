@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { startChildServer } from './child-server';
 
 export interface S3ServerOptions {
   /** access key id → secret */
@@ -44,46 +45,16 @@ export async function startS3Server(opts: S3ServerOptions): Promise<S3Server> {
     S3RVER_BUCKETS: opts.buckets.join(','),
     S3RVER_VERSIONED_BUCKETS: (opts.versionedBuckets ?? []).join(','),
   };
-  const child = spawn(process.execPath, [join(__dirname, 's3-server.wrapper.cjs'), dir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-    await rm(dir, { recursive: true, force: true });
-  };
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let output = '';
-      const timer = setTimeout(() => reject(new Error(`S3 server not ready within 30 s:\n${output}`)), 30_000);
-      const onData = (d: Buffer) => {
-        output += d.toString('utf8');
-        const m = READY.exec(output);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1]!);
-        }
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
-      child.once('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        reject(new Error(`S3 server exited (${code}) before it was ready:\n${output}`));
-      });
-    });
-    // Keep draining the pipes so a chatty server can never block on a full pipe.
-    child.stdout!.resume();
-    child.stderr!.resume();
-    return { url, port: Number(new URL(url).port), child, stop };
+    const server = await startChildServer('S3 server', process.execPath, [join(__dirname, 's3-server.wrapper.cjs'), dir], { env, ready: READY });
+    const url = server.match[1]!;
+    const stop = async () => {
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    };
+    return { url, port: Number(new URL(url).port), child: server.child, stop };
   } catch (err) {
-    await stop();
+    await rm(dir, { recursive: true, force: true });
     throw err;
   }
 }

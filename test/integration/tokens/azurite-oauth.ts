@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import type { TokenCredential } from '@azure/identity';
 import { projectRoot } from '../../../src/project-root';
 import type { AzuriteAccount } from '../../servers/azurite';
+import { type ChildServer, startChildServer } from '../../servers/child-server';
 
 /**
  * Azurite's Blob service over HTTPS with OAuth (`--oauth basic`), which is what `Get User
@@ -37,38 +38,14 @@ export async function startAzuriteOAuth(accounts: AzuriteAccount[]): Promise<Azu
     '--skipApiVersionCheck', '--oauth', 'basic', '--cert', cert, '--key', key,
   ];
   const env = { ...process.env, AZURITE_ACCOUNTS: accounts.map((a) => `${a.name}:${a.key}`).join(';') };
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let server: ChildServer | undefined;
   const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await server?.stop();
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let output = '';
-      const timer = setTimeout(() => reject(new Error(`Azurite (OAuth) not ready within 30 s:\n${output}`)), 30_000);
-      const onData = (d: Buffer) => {
-        output += d.toString('utf8');
-        const m = READY.exec(output);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1]!);
-        }
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        reject(new Error(`Azurite (OAuth) exited (${code}) before it was ready:\n${output}`));
-      });
-    });
-    child.stdout!.resume();
-    child.stderr!.resume();
+    server = await startChildServer('Azurite (OAuth)', process.execPath, args, { env, ready: READY });
+    const url = server.match[1]!;
     return { url, blobUrl: (account) => `${url}/${account}`, ca: await readFile(cert, 'utf8'), stop };
   } catch (err) {
     await stop();
