@@ -236,6 +236,9 @@ async function composeServices(
   const ca = caPath ? readFileSync(caPath, 'utf8') : undefined;
   const ctxFor = (current: Configuration) => (p: FsPluginDefinition) => ({ config: current, log: logger.child({ plugin: p.name }), guard, errors: fetchError, ...(ca ? { ca } : {}) });
   const registry = new PluginRegistry(plugins, ctxFor(config));
+  // Create every plugin now: a bad plugin setting (a half key pair, a bad endpoint) fails start-up
+  // loudly instead of the first fetch, and readiness then implies working plugins.
+  for (const p of plugins) registry.fileSystemFor(p.schemes[0]!);
   const secretsDir = config.getOptional(coreOptions.secretsDir);
   const stopWatching = secretsDir && reload
     ? watchSecrets(secretsDir, config.get(coreOptions.secretsPollInterval), () => {

@@ -80,6 +80,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     // The built-in token providers (azure-blob, s3, oauth2), each inactive until configured.
     gateway = await compose(config, logger, plugins, () => registry.resolve(loadRaw(registry, args, process.env).raw), builtInTokenServices(config, logger));
   } catch (err) {
+    if ((err as { code?: string }).code === 'GW_CONFIG_INVALID') {
+      // A plugin's own settings (checked when it is created) are configuration errors too.
+      process.stderr.write(`flink-jar-gateway: ${(err as Error).message}\n`);
+      return 2;
+    }
     if ((err as { code?: string }).code === 'GW_EMBEDDED_UNAVAILABLE') {
       process.stderr.write(`flink-jar-gateway: ${(err as Error).message}\n`);
     } else {

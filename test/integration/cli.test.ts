@@ -50,7 +50,7 @@ describe('the command line', () => {
 
   it('fronts an existing JobManager, warns about secrets on the command line without printing them, and drains on SIGTERM', async () => {
     const origin = await startOrigin((_req, res) => res.end('{}'));
-    const gw = await startGatewayProcess([`-Dgateway.cluster.rest-url=${origin.url}`, '-Drest.port=0', '-Ds3.secret-key=cli-secret-987']);
+    const gw = await startGatewayProcess([`-Dgateway.cluster.rest-url=${origin.url}`, '-Drest.port=0', '-Ds3.access-key=AKIDCLI', '-Ds3.secret-key=cli-secret-987']);
     try {
       expect((await fetch(`${gw.url}/gateway/v1/health`)).status).toBe(200);
       expect(await gw.stop()).toBe(0);
@@ -90,5 +90,13 @@ describe('graceful drain on SIGTERM', () => {
       await agent.close();
       await origin.close();
     }
+  });
+});
+
+describe('plugin settings are validated at start', () => {
+  it('a half S3 key pair stops start-up with a message naming the missing key', async () => {
+    const r = await runProcess(process.execPath, [bin, '-Dgateway.cluster.rest-url=http://127.0.0.1:9', '-Drest.port=0', '-Ds3.access-key=AKIDONLY'], { timeoutMs: 20_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('s3.secret-key');
   });
 });
