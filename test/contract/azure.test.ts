@@ -1,16 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
 import { azurePlugin, defaultBlobEndpoint, lazyDefaultCredential, parseAzureUri, resolveAzureAuth } from '../../fs-plugins/azure';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
-import { createConnectGuard } from '../../src/artifacts/connect-guard';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { makeSas, startAzurite, uploadBlob, type Azurite, type AzuriteAccount } from '../servers/azurite';
 import { fsPluginContract } from './fs-plugin-contract';
+import { pluginFileSystem, randomFile, readAll } from './plugin-fixtures';
 
 const ACCT: AzuriteAccount = { name: 'clustera', key: randomBytes(64).toString('base64') };
 const WRONG_KEY = randomBytes(64).toString('base64');
@@ -21,14 +19,6 @@ const DFS_HOST = `${ACCT.name}.dfs.core.windows.net`;
 const rawOf = (settings: Record<string, string>) =>
   new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
 
-/** An Azure FileSystem built the way the gateway builds it: plugin options → registry → create(ctx). */
-function azureFs(settings: Record<string, string>, allowed: string[]): FileSystem {
-  return azurePlugin.create({
-    config: new OptionsRegistry(azurePlugin.options).resolve(rawOf(settings)),
-    log: pino({ level: 'silent' }),
-    guard: createConnectGuard({ enabled: true, allowed }),
-  });
-}
 
 /** Account key under its WASB (.blob.) name plus the Azurite endpoint override. */
 const keyed = (azurite: Azurite, key = ACCT.key) => ({
@@ -36,11 +26,6 @@ const keyed = (azurite: Azurite, key = ACCT.key) => ({
   [`fs.azure.account.endpoint.${ACCT.name}`]: azurite.blobUrl(ACCT.name),
 });
 
-async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
 
 async function failure(p: Promise<unknown>): Promise<{ code?: string; message: string; json: string }> {
   return p.then(
@@ -49,18 +34,6 @@ async function failure(p: Promise<unknown>): Promise<{ code?: string; message: s
   );
 }
 
-/** Writes `size` random bytes to a file and returns their SHA-256 (keeps 64 MiB out of the heap). */
-async function randomFile(path: string, size: number): Promise<string> {
-  const hash = createHash('sha256');
-  const out = createWriteStream(path);
-  for (let left = size; left > 0; left -= 1024 * 1024) {
-    const chunk = randomBytes(Math.min(left, 1024 * 1024));
-    hash.update(chunk);
-    if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
-  }
-  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
-  return hash.digest('hex');
-}
 
 fsPluginContract('azure', async () => {
   const azurite = await startAzurite({ accounts: [ACCT] });
@@ -72,9 +45,9 @@ fsPluginContract('azure', async () => {
     const sha256 = await randomFile(largeFile, LARGE_SIZE);
     await uploadBlob(azurite, ACCT, 'jars', 'apps/large.jar', largeFile);
     const exempt = [`127.0.0.1:${azurite.port}`];
-    const fs = azureFs(keyed(azurite), exempt);
-    const wrongCredentialsFs = azureFs(keyed(azurite, WRONG_KEY), exempt);
-    const guardedFs = azureFs(keyed(azurite), []);
+    const fs = pluginFileSystem(azurePlugin, keyed(azurite), exempt);
+    const wrongCredentialsFs = pluginFileSystem(azurePlugin, keyed(azurite, WRONG_KEY), exempt);
+    const guardedFs = pluginFileSystem(azurePlugin, keyed(azurite), []);
     return {
       fs,
       wrongCredentialsFs,
@@ -102,7 +75,7 @@ describe('azure plugin specifics', () => {
   let etag: string;
   const opened: FileSystem[] = [];
   const make = (settings: Record<string, string>, allowed = exempt) => {
-    const fs = azureFs(settings, allowed);
+    const fs = pluginFileSystem(azurePlugin, settings, allowed);
     opened.push(fs);
     return fs;
   };
@@ -277,7 +250,7 @@ describe('azure plugin specifics', () => {
     const fs = make(keyed(azurite));
     expect((await failure(fs.stat(new URL(`wasbs://${HOST}/dir/app.jar`), signal()))).code).toBe('GW_FETCH_URI_INVALID');
     expect((await failure(fs.stat(new URL(`wasbs://jars@${HOST}/`), signal()))).code).toBe('GW_FETCH_URI_INVALID');
-    expect(() => azureFs({ [`fs.azure.account.endpoint.${ACCT.name}`]: 'ftp://example.com/x' }, [])).toThrow(
+    expect(() => pluginFileSystem(azurePlugin, { [`fs.azure.account.endpoint.${ACCT.name}`]: 'ftp://example.com/x' }, [])).toThrow(
       expect.objectContaining({ code: 'GW_CONFIG_INVALID' }),
     );
   });

@@ -1,5 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +9,7 @@ import { createConnectGuard } from '../../src/artifacts/connect-guard';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { fsPluginContract } from './fs-plugin-contract';
+import { randomFile } from './plugin-fixtures';
 
 const LARGE_SIZE = 32 * 1024 * 1024;
 
@@ -28,18 +28,6 @@ const enabledIn = (...dirs: string[]) => ({
   'user.artifacts.local-file.allowed-dirs': dirs.join(';'),
 });
 
-/** Writes `size` random bytes to a file and returns their SHA-256 (keeps the bytes out of the heap). */
-async function randomFile(path: string, size: number): Promise<string> {
-  const hash = createHash('sha256');
-  const out = createWriteStream(path);
-  for (let left = size; left > 0; left -= 1024 * 1024) {
-    const chunk = randomBytes(Math.min(left, 1024 * 1024));
-    hash.update(chunk);
-    if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
-  }
-  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
-  return hash.digest('hex');
-}
 
 async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
   return p.then(

@@ -1,5 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import { loadThirdPartyPlugins } from '../../src/artifacts/plugin-loader';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { projectRoot } from '../../src/project-root';
 import { fsPluginContract } from './fs-plugin-contract';
+import { randomFile } from './plugin-fixtures';
 
 // A third-party plugin (plain JavaScript, loaded from its folder by the gateway's loader) must pass
 // the same contract as the built-in ones.
@@ -29,17 +29,6 @@ function fixtureFs(plugin: FsPluginDefinition, settings: Record<string, string>)
   });
 }
 
-async function randomFile(path: string, size: number): Promise<string> {
-  const hash = createHash('sha256');
-  const out = createWriteStream(path);
-  for (let left = size; left > 0; left -= 1024 * 1024) {
-    const chunk = randomBytes(Math.min(left, 1024 * 1024));
-    hash.update(chunk);
-    if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
-  }
-  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
-  return hash.digest('hex');
-}
 
 fsPluginContract(
   'third-party fixture-store',

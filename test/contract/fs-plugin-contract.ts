@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import { readAll } from './plugin-fixtures';
 
 /**
  * What every fs-plugin must do, run against each plugin's real server (Azurite, the SigV4-checking
@@ -23,11 +24,6 @@ export interface ContractFixture {
   close(): Promise<void>;
 }
 
-async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
 
 function expectCode(err: unknown, code: string, secrets: string[]): void {
   expect((err as { code?: string }).code).toBe(code);

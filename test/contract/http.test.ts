@@ -7,6 +7,7 @@ import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { startForwardProxy, startHttpOrigin, type ForwardProxy, type HttpOrigin } from '../servers/http-origin';
 import { makeSelfSignedCert, type TlsMaterial } from '../servers/tls';
 import { fsPluginContract } from './fs-plugin-contract';
+import { readAll } from './plugin-fixtures';
 
 const GOOD_TOKEN = `good-${randomBytes(12).toString('hex')}`;
 const WRONG_TOKEN = `wrong-${randomBytes(12).toString('hex')}`;
@@ -45,11 +46,6 @@ function httpFs(settings: Record<string, string>, opts: BuildOptions): FileSyste
 
 const bearer = (token: string) => ({ 'user.artifacts.http-headers': `Authorization:Bearer ${token}`, 'user.artifacts.http-headers.hosts': '127.0.0.1;localhost' });
 
-async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
 
 /** Awaits a failure and checks its code, and that no secret (header value, query signature) leaks. */
 async function failure(p: Promise<unknown>, code: string): Promise<Error> {

@@ -1,17 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import pino from 'pino';
 import { azurePlugin } from '../../fs-plugins/azure';
 import { s3Plugin } from '../../fs-plugins/s3';
-import { createConnectGuard } from '../../src/artifacts/connect-guard';
-import type { FileSystem, FsPluginDefinition } from '../../src/artifacts/fs-plugin';
-import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { fixtureService, startAzurite, uploadBlob } from '../servers/azurite';
 import { putObject, startS3Server } from '../servers/s3-server';
+import { pluginFileSystem } from './plugin-fixtures';
 
-function make(plugin: FsPluginDefinition, settings: Record<string, string>, allowed: string): FileSystem {
-  const raw = new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
-  return plugin.create({ config: new OptionsRegistry(plugin.options).resolve(raw), log: pino({ level: 'silent' }), guard: createConnectGuard({ enabled: true, allowed: [allowed] }) });
-}
 
 /**
  * The stores' own checksums travel with whole-object reads so the fetcher can verify the bytes end to
@@ -24,7 +17,7 @@ describe('store checksums for end-to-end verification', () => {
   it('S3 reports the single-part ETag as MD5', async () => {
     const creds = { accessKeyId: 'AKIDINT', secretAccessKey: 'integrity-secret' };
     const s3 = await startS3Server({ keys: { [creds.accessKeyId]: creds.secretAccessKey }, buckets: ['b'] });
-    const fs = make(s3Plugin, { 's3.endpoint': s3.url, 's3.path.style.access': 'true', 's3.access-key': creds.accessKeyId, 's3.secret-key': creds.secretAccessKey }, `127.0.0.1:${s3.port}`);
+    const fs = pluginFileSystem(s3Plugin, { 's3.endpoint': s3.url, 's3.path.style.access': 'true', 's3.access-key': creds.accessKeyId, 's3.secret-key': creds.secretAccessKey }, [`127.0.0.1:${s3.port}`]);
     try {
       await putObject(s3.url, creds, 'b', 'x.jar', bytes);
       const whole = await fs.open(new URL('s3://b/x.jar'), { signal: AbortSignal.timeout(10_000) });
@@ -42,7 +35,7 @@ describe('store checksums for end-to-end verification', () => {
   it('Azure reports the blob Content-MD5', async () => {
     const account = { name: 'intacct', key: randomBytes(64).toString('base64') };
     const azurite = await startAzurite({ accounts: [account] });
-    const fs = make(azurePlugin, { [`fs.azure.account.key.${account.name}.blob.core.windows.net`]: account.key, [`fs.azure.account.endpoint.${account.name}`]: azurite.blobUrl(account.name) }, `127.0.0.1:${azurite.port}`);
+    const fs = pluginFileSystem(azurePlugin, { [`fs.azure.account.key.${account.name}.blob.core.windows.net`]: account.key, [`fs.azure.account.endpoint.${account.name}`]: azurite.blobUrl(account.name) }, [`127.0.0.1:${azurite.port}`]);
     try {
       // Put Blob as a publisher does it: with Content-MD5, which Azure stores with the blob.
       await uploadBlob(azurite, account, 'jars', 'placeholder.jar', Buffer.from('x'));

@@ -1,17 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, PutBucketVersioningCommand } from '@aws-sdk/client-s3';
-import pino from 'pino';
 import { s3Plugin } from '../../fs-plugins/s3';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
-import { createConnectGuard } from '../../src/artifacts/connect-guard';
-import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { startMotoServer, type IamPolicy, type MotoServer } from '../servers/moto-server';
 import { fixtureClient, putObject, type S3Creds } from '../servers/s3-server';
 import { fsPluginContract } from './fs-plugin-contract';
+import { pluginFileSystem, randomFile, readAll } from './plugin-fixtures';
 
 // The S3 plugin against moto's server (PyPI moto[server], test/servers/requirements.txt, installed by
 // .ci/run into .tmp/venv): real object versioning, and IAM-checked SigV4 (access key, signature and
@@ -31,15 +28,6 @@ const readerPolicy = (bucket: string): IamPolicy => ({
   ],
 });
 
-/** An S3 FileSystem built the way the gateway builds it: plugin options → registry → create(ctx). */
-function s3Fs(settings: Record<string, string>, allowed: string[]): FileSystem {
-  const raw = new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
-  return s3Plugin.create({
-    config: new OptionsRegistry(s3Plugin.options).resolve(raw),
-    log: pino({ level: 'silent' }),
-    guard: createConnectGuard({ enabled: true, allowed }),
-  });
-}
 
 const staticKeys = (url: string, creds: S3Creds) => ({
   's3.endpoint': url,
@@ -48,11 +36,6 @@ const staticKeys = (url: string, creds: S3Creds) => ({
   's3.secret-key': creds.secretAccessKey,
 });
 
-async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
 
 /** The gateway error code and message a promise rejects with ('resolved' if it does not). */
 async function failure(p: Promise<unknown>): Promise<{ code?: string; message: string } | 'resolved'> {
@@ -62,18 +45,6 @@ async function failure(p: Promise<unknown>): Promise<{ code?: string; message: s
   );
 }
 
-/** Writes `size` random bytes to a file and returns their SHA-256 (keeps the large object out of the heap). */
-async function randomFile(path: string, size: number): Promise<string> {
-  const hash = createHash('sha256');
-  const out = createWriteStream(path);
-  for (let left = size; left > 0; left -= 1024 * 1024) {
-    const chunk = randomBytes(Math.min(left, 1024 * 1024));
-    hash.update(chunk);
-    if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
-  }
-  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
-  return hash.digest('hex');
-}
 
 /** A versioned bucket, created and switched to Versioning=Enabled by a signed, IAM-authorized admin. */
 async function versionedBucket(server: MotoServer, admin: S3Creds, bucket: string): Promise<void> {
@@ -111,10 +82,10 @@ fsPluginContract('s3 (moto)', async () => {
     const sha256 = await randomFile(largeFile, LARGE_SIZE);
     await putObject(server.url, admin, 'jars', 'apps/large.jar', largeFile);
     const exempt = [`127.0.0.1:${server.port}`];
-    const fs = s3Fs(staticKeys(server.url, reader), exempt);
+    const fs = pluginFileSystem(s3Plugin, staticKeys(server.url, reader), exempt);
     // The reader's real access key id with a wrong secret: moto answers 403 SignatureDoesNotMatch.
-    const wrongCredentialsFs = s3Fs(staticKeys(server.url, { ...reader, secretAccessKey: WRONG_SECRET }), exempt);
-    const guardedFs = s3Fs(staticKeys(server.url, reader), []);
+    const wrongCredentialsFs = pluginFileSystem(s3Plugin, staticKeys(server.url, { ...reader, secretAccessKey: WRONG_SECRET }), exempt);
+    const guardedFs = pluginFileSystem(s3Plugin, staticKeys(server.url, reader), []);
     return {
       fs,
       wrongCredentialsFs,
@@ -143,7 +114,7 @@ describe('s3 plugin on moto: object versions and IAM', () => {
   let fs: FileSystem;
   const opened: FileSystem[] = [];
   const make = (creds: S3Creds) => {
-    const made = s3Fs(staticKeys(server.url, creds), [`127.0.0.1:${server.port}`]);
+    const made = pluginFileSystem(s3Plugin, staticKeys(server.url, creds), [`127.0.0.1:${server.port}`]);
     opened.push(made);
     return made;
   };

@@ -1,31 +1,19 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
 import { s3Plugin } from '../../fs-plugins/s3';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
-import { createConnectGuard } from '../../src/artifacts/connect-guard';
-import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { putObject, startS3Server, type S3Server } from '../servers/s3-server';
 import { fsPluginContract } from './fs-plugin-contract';
+import { pluginFileSystem, randomFile, readAll } from './plugin-fixtures';
 
 const A = { accessKeyId: 'AKIDCLUSTERA', secretAccessKey: randomBytes(24).toString('base64url') };
 const B = { accessKeyId: 'AKIDCLUSTERB', secretAccessKey: randomBytes(24).toString('base64url') };
 const WRONG_SECRET = randomBytes(24).toString('base64url');
 const LARGE_SIZE = 64 * 1024 * 1024;
 
-/** An S3 FileSystem built the way the gateway builds it: plugin options → registry → create(ctx). */
-function s3Fs(settings: Record<string, string>, allowed: string[]): FileSystem {
-  const raw = new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
-  return s3Plugin.create({
-    config: new OptionsRegistry(s3Plugin.options).resolve(raw),
-    log: pino({ level: 'silent' }),
-    guard: createConnectGuard({ enabled: true, allowed }),
-  });
-}
 
 const staticKeys = (url: string, creds: { accessKeyId: string; secretAccessKey: string }) => ({
   's3.endpoint': url,
@@ -34,11 +22,6 @@ const staticKeys = (url: string, creds: { accessKeyId: string; secretAccessKey: 
   's3.secret-key': creds.secretAccessKey,
 });
 
-async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
 
 async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
   return p.then(
@@ -47,18 +30,6 @@ async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
   );
 }
 
-/** Writes `size` random bytes to a file and returns their SHA-256 (keeps 64 MiB out of the heap). */
-async function randomFile(path: string, size: number): Promise<string> {
-  const hash = createHash('sha256');
-  const out = createWriteStream(path);
-  for (let left = size; left > 0; left -= 1024 * 1024) {
-    const chunk = randomBytes(Math.min(left, 1024 * 1024));
-    hash.update(chunk);
-    if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
-  }
-  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
-  return hash.digest('hex');
-}
 
 fsPluginContract('s3', async () => {
   const server = await startS3Server({ keys: { [A.accessKeyId]: A.secretAccessKey }, buckets: ['jars'] });
@@ -70,9 +41,9 @@ fsPluginContract('s3', async () => {
     const sha256 = await randomFile(largeFile, LARGE_SIZE);
     await putObject(server.url, A, 'jars', 'apps/large.jar', largeFile);
     const exempt = [`127.0.0.1:${server.port}`];
-    const fs = s3Fs(staticKeys(server.url, A), exempt);
-    const wrongCredentialsFs = s3Fs(staticKeys(server.url, { ...A, secretAccessKey: WRONG_SECRET }), exempt);
-    const guardedFs = s3Fs(staticKeys(server.url, A), []);
+    const fs = pluginFileSystem(s3Plugin, staticKeys(server.url, A), exempt);
+    const wrongCredentialsFs = pluginFileSystem(s3Plugin, staticKeys(server.url, { ...A, secretAccessKey: WRONG_SECRET }), exempt);
+    const guardedFs = pluginFileSystem(s3Plugin, staticKeys(server.url, A), []);
     return {
       fs,
       wrongCredentialsFs,
@@ -99,7 +70,7 @@ describe('s3 plugin specifics', () => {
   let exempt: string[];
   const opened: FileSystem[] = [];
   const make = (settings: Record<string, string>, allowed = exempt) => {
-    const fs = s3Fs(settings, allowed);
+    const fs = pluginFileSystem(s3Plugin, settings, allowed);
     opened.push(fs);
     return fs;
   };
@@ -233,7 +204,7 @@ describe('s3 plugin specifics', () => {
     ] as const) {
       let err: unknown;
       try {
-        s3Fs(settings, []);
+        pluginFileSystem(s3Plugin, settings, []);
       } catch (e) {
         err = e;
       }
