@@ -311,6 +311,7 @@ async function composeServices(
     onSubmission: (source, outcome) => metrics.submissions.inc({ source, outcome }),
   });
   let draining = false;
+  const tokenBridge = bridgeEndpoint(delivery, tokens);
   const app = createApp({
     logger,
     cluster,
@@ -320,7 +321,7 @@ async function composeServices(
     fetches,
     tokens,
     metrics,
-    ...(bridgeEndpoint(delivery, tokens) ? { tokenBridge: bridgeEndpoint(delivery, tokens)! } : {}),
+    ...(tokenBridge ? { tokenBridge } : {}),
     auth: new Authenticator({
       ...(config.getOptional(coreOptions.authTokensFile) ? { tokensFile: config.getOptional(coreOptions.authTokensFile)! } : {}),
       mutualTls: config.getOptional(coreOptions.tlsClientCa) !== undefined,

@@ -153,7 +153,7 @@ export class HttpFileSystem implements FileSystem {
         if (isGatewayError(err)) return reject(err);
         // The target cannot be checked here. Fail closed while the guard is on; when it is off the proxy
         // may well be the only resolver (a common corporate set-up), so let it try.
-        if (!guardEnabled(this.deps.guard)) return resolve();
+        if (!this.deps.guard.enabled) return resolve();
         reject(fetchError.unavailable(uri, `cannot resolve ${host} to check it against user.artifacts.disallow-restricted-hosts (${err.code ?? 'lookup failed'})`));
       });
     });
@@ -178,11 +178,6 @@ export class HttpFileSystem implements FileSystem {
     const { connectTimeoutMs, readTimeoutMs } = this.deps.settings;
     return translateError(err, { uri, signal, connectTimeoutMs, readTimeoutMs });
   }
-}
-
-/** Whether the guard refuses restricted addresses at all. */
-function guardEnabled(guard: ConnectGuard): boolean {
-  return guard.enabled;
 }
 
 /** Reads and drops a body we do not use, so the connection can be reused (or is closed if it is large). */

@@ -1,9 +1,5 @@
 import { ConfigError, type Configuration, type ConfigProblem } from '../../src/config/registry';
-import type { OptionDef, OptionType } from '../../src/config/types';
-
-function option<T extends OptionType>(def: OptionDef<T>): OptionDef<T> {
-  return def;
-}
+import { option, type OptionDef } from '../../src/config/types';
 
 const section = 'S3 plugin';
 

@@ -1,10 +1,6 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { OptionDef, OptionType } from '../config/types';
-
-function option<T extends OptionType>(def: OptionDef<T>): OptionDef<T> {
-  return def;
-}
+import { option, type OptionDef } from '../config/types';
 
 const section = 'Remote jars';
 

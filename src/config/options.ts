@@ -1,9 +1,4 @@
-import type { OptionDef, OptionType, OptionValueMap } from './types';
-
-/** Declares one option; the generic ties `default` to `type`. */
-function option<T extends OptionType>(def: OptionDef<T>): OptionDef<T> {
-  return def;
-}
+import { option, type OptionDef, type OptionValueMap } from './types';
 
 /**
  * The gateway's own options. Plugins declare theirs next to their code and the composition root

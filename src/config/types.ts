@@ -38,6 +38,11 @@ export interface OptionDef<T extends OptionType = OptionType> {
   section: string;
 }
 
+/** Declares one option; the generic ties `default` to `type`. */
+export function option<T extends OptionType>(def: OptionDef<T>): OptionDef<T> {
+  return def;
+}
+
 const DURATION_UNITS: Record<string, number> = {
   ms: 1, milli: 1, millis: 1, millisecond: 1, milliseconds: 1,
   s: 1000, sec: 1000, secs: 1000, second: 1000, seconds: 1000,

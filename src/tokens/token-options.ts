@@ -1,8 +1,4 @@
-import type { OptionDef, OptionType } from '../config/types';
-
-function option<T extends OptionType>(def: OptionDef<T>): OptionDef<T> {
-  return def;
-}
+import { option, type OptionDef } from '../config/types';
 
 const section = 'Delegation tokens';
 
