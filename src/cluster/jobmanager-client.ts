@@ -6,6 +6,8 @@ import { summariseFlinkErrors } from './flink-errors';
 export interface JsonResponse {
   status: number;
   body: unknown;
+  /** True when the answer was not JSON (a proxy's or load balancer's page, not Flink's handler). */
+  notJson?: boolean;
 }
 
 export interface JobManagerClientOptions {
@@ -59,7 +61,7 @@ export class JobManagerClient {
         signal: AbortSignal.any(signals),
       });
       const text = await res.body.text();
-      return { status: res.statusCode, body: parseJson(text) };
+      return { status: res.statusCode, ...parseJson(text) };
     } catch (err) {
       throw this.translate(err, options.operation, timeoutMs);
     }
@@ -80,7 +82,7 @@ export class JobManagerClient {
         ...(signal ? { signal } : {}),
       });
       const text = await res.body.text();
-      return { status: res.statusCode, body: parseJson(text) };
+      return { status: res.statusCode, ...parseJson(text) };
     } catch (err) {
       throw this.translate(err, 'upload', this.opts.requestTimeoutMs);
     }
@@ -90,9 +92,16 @@ export class JobManagerClient {
     return this.opts.runTimeoutMs;
   }
 
+  /** gateway.cluster.request-timeout: the bound on any call other than run/plan. */
+  requestTimeoutMs(): number {
+    return this.opts.requestTimeoutMs;
+  }
+
   /** Maps transport errors to gateway errors; leaves gateway errors alone. */
   translate(err: unknown, operation: string, timeoutMs: number): unknown {
-    if ((err as { code?: string })?.code?.startsWith('GW_')) return err;
+    // `code` is not always a string: the DOMException of AbortSignal.timeout() has code 23.
+    const errCode = (err as { code?: unknown })?.code;
+    if (typeof errCode === 'string' && errCode.startsWith('GW_')) return err;
     const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
     if (e?.name === 'TimeoutError' || e?.code === 'UND_ERR_HEADERS_TIMEOUT' || e?.code === 'UND_ERR_BODY_TIMEOUT') {
       return new GatewayError('GW_CLUSTER_TIMEOUT', { target: this.baseUrl, timeoutMs, operation }, { cause: err });
@@ -112,11 +121,11 @@ export class JobManagerClient {
   }
 }
 
-function parseJson(text: string): unknown {
-  if (text === '') return {};
+function parseJson(text: string): { body: unknown; notJson?: true } {
+  if (text === '') return { body: {} };
   try {
-    return JSON.parse(text);
+    return { body: JSON.parse(text) };
   } catch {
-    return { errors: [`non-JSON response: ${text.slice(0, 200)}`] };
+    return { body: { errors: [`non-JSON response: ${text.slice(0, 200)}`] }, notJson: true };
   }
 }

@@ -65,10 +65,14 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
         headers: requestHeaders(req),
         body: hasBody(req) ? req : null,
         signal: abort.signal,
+        // A JobManager that accepts the connection and never answers must not hang the client.
+        // Only the wait for the response head is bounded (undici refreshes it while a request
+        // body is still being sent); a long response body streams for as long as it takes.
+        headersTimeout: cluster.requestTimeoutMs(),
       });
     } catch (err) {
       if (abort.signal.aborted) return;
-      next(cluster.translate(err, `${req.method} pass-through`, 0));
+      next(cluster.translate(err, `${req.method} pass-through`, cluster.requestTimeoutMs()));
       return;
     }
     onResponse?.(upstream.statusCode, (performance.now() - t0) / 1000);

@@ -45,6 +45,12 @@ export function redactConfiguration(config: Readonly<Record<string, string>>, is
 export class JobRegistrations implements JobRegistrar, WatchedJobs {
   private readonly jobs = new Map<string, number>();
   private readonly submitting = new Set<string>();
+  /**
+   * Jobs a retry is registering again while an earlier attempt's registration stands (its run was
+   * accepted, or its outcome is unknown): that attempt may have started the job, so this one's
+   * failure must not take the registration away.
+   */
+  private readonly retrying = new Set<string>();
   private readonly enabled: boolean;
   private readonly now: () => number;
 
@@ -56,6 +62,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
   async register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger): Promise<void> {
     if (!this.enabled) return;
     const configuration = redactConfiguration(flinkConfiguration, this.opts.isSensitive);
+    const earlier = this.jobs.has(jobId);
     this.submitting.add(jobId);
     try {
       await this.opts.tokens.registerJob(jobId, configuration as JobConfiguration);
@@ -67,6 +74,8 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     }
     const registeredAt = this.jobs.get(jobId) ?? this.now();
     this.jobs.set(jobId, registeredAt);
+    if (earlier) this.retrying.add(jobId);
+    else this.retrying.delete(jobId);
     if (!this.opts.store) return;
     const provenance: Record<string, string> = {};
     for (const [k, v] of Object.entries(configuration)) if (k.startsWith(PROVENANCE_PREFIX)) provenance[k] = v;
@@ -82,12 +91,20 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
 
   async rollback(jobId: string, log: Logger): Promise<void> {
     if (!this.enabled) return;
+    if (this.retrying.has(jobId)) {
+      // A refused retry proves nothing about the earlier attempt: leave the job to the watcher,
+      // which drops it once the JobManager provably does not have it.
+      this.submitted(jobId);
+      log.info('run failed, but an earlier run with this jobId may have reached the JobManager; its registration is kept for the job watcher');
+      return;
+    }
     await this.forget(jobId, log);
     log.info('job registration rolled back');
   }
 
   submitted(jobId: string): void {
     this.submitting.delete(jobId);
+    this.retrying.delete(jobId);
   }
 
   watchedJobs(): string[] {
@@ -145,6 +162,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
 
   private async forget(jobId: string, log: Logger): Promise<void> {
     this.submitting.delete(jobId);
+    this.retrying.delete(jobId);
     this.jobs.delete(jobId);
     await this.opts.tokens.unregisterJob(jobId);
     await this.safeRemove(jobId, log);

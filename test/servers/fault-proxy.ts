@@ -9,15 +9,27 @@ export type Fault =
   | { kind: 'stall'; afterBytes: number }
   /** Forwards the whole response at `bytesPerSecond`. */
   | { kind: 'drip'; bytesPerSecond: number }
-  /** Answers the request itself with this status (`Connection: close`); the store never sees it. */
-  | { kind: 'status'; status: number }
+  /**
+   * Answers the request itself with this status (`Connection: close`); the store never sees it. The
+   * body is `injected <status>` as text/plain, or `body` as application/json when given.
+   */
+  | { kind: 'status'; status: number; body?: string }
   /**
    * Drops the response's `Content-Length`, and ends the connection cleanly (FIN, no reset) after
    * `afterBodyBytes` body bytes: a truncation the HTTP layer cannot see.
    */
   | { kind: 'truncate'; afterBodyBytes: number }
   /** Flips one bit of the body byte at `atBodyByte`, everything else unchanged: a wrong jar of the right size. */
-  | { kind: 'corrupt'; atBodyByte: number };
+  | { kind: 'corrupt'; atBodyByte: number }
+  /** Forwards the request, then holds the whole response for `ms` before passing it on: a slow upstream. */
+  | { kind: 'delay'; ms: number }
+  /** Reads the request and never answers; the upstream never sees it: a server that accepted the connection and hung. */
+  | { kind: 'blackhole' }
+  /**
+   * Reads the request head, then closes the connection without answering (FIN; RST with `reset`);
+   * the upstream never sees it. The client cannot tell this from a server that died mid-request.
+   */
+  | { kind: 'close'; reset?: boolean };
 
 /** The request a connection carries, as the plan sees it. */
 export interface ProxiedRequest {
@@ -35,6 +47,12 @@ export interface FaultProxy {
   log: (ProxiedRequest & { fault: Fault['kind'] })[];
   /** Replaces the plan for connections accepted from now on. */
   setPlan(plan: (req: ProxiedRequest) => Fault): void;
+  /**
+   * Stops listening: new connections are refused (ECONNREFUSED), as by a server that is down or
+   * restarting; connections already open carry on. `resume()` listens on the same port again.
+   */
+  pause(): void;
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -44,7 +62,8 @@ const TICK_MS = 100;
 /**
  * A TCP proxy on 127.0.0.1, port 0, in front of one HTTP store (an origin, the S3 server), that
  * injects faults per request: reset after N bytes, stall, drip at R B/s, an error status, a silent
- * truncation, a flipped byte. It rewrites each request's `Connection` header to `close`, so every
+ * truncation, a flipped byte, a delayed or missing answer, a connection closed unanswered; and it
+ * can stop listening for a while (a restart). It rewrites each request's `Connection` header to `close`, so every
  * connection carries exactly one request and byte counts are per response. Sockets it opened are
  * destroyed by `stop()`.
  */
@@ -79,8 +98,19 @@ export async function startFaultProxy(target: { host: string; port: number }, in
       const fault = plan(req);
       log.push({ ...req, fault: fault.kind });
       if (fault.kind === 'status') {
-        const body = method === 'HEAD' ? '' : `injected ${fault.status}`;
-        client.end(`HTTP/1.1 ${fault.status} Injected\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(`injected ${fault.status}`)}\r\nconnection: close\r\n\r\n${body}`);
+        const text = fault.body ?? `injected ${fault.status}`;
+        const type = fault.body === undefined ? 'text/plain' : 'application/json';
+        const body = method === 'HEAD' ? '' : text;
+        client.end(`HTTP/1.1 ${fault.status} Injected\r\ncontent-type: ${type}\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${body}`);
+        return;
+      }
+      if (fault.kind === 'blackhole') {
+        client.resume(); // swallow the body, answer nothing
+        return;
+      }
+      if (fault.kind === 'close') {
+        if (fault.reset) client.resetAndDestroy();
+        else client.end();
         return;
       }
       const lines = headText.split('\r\n').filter((l) => !/^connection\s*:/i.test(l));
@@ -100,6 +130,7 @@ export async function startFaultProxy(target: { host: string; port: number }, in
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;
+  let paused = false;
   return {
     url: `http://127.0.0.1:${port}`,
     port,
@@ -107,11 +138,28 @@ export async function startFaultProxy(target: { host: string; port: number }, in
     setPlan: (p) => {
       plan = p;
     },
+    pause: () => {
+      if (paused) return;
+      paused = true;
+      server.close();
+    },
+    resume: async () => {
+      if (!paused) return;
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, '127.0.0.1', () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      paused = false;
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         for (const t of timers) clearInterval(t);
         for (const s of sockets) s.destroy();
-        server.close(() => resolve());
+        if (paused) resolve();
+        else server.close(() => resolve());
       }),
   };
 }
@@ -122,6 +170,19 @@ function relay(upstream: Socket, client: Socket, fault: Fault, timers: Set<NodeJ
     case 'pass':
       upstream.pipe(client);
       return;
+    case 'delay': {
+      // Nothing reads the upstream socket until the timer fires, so the response waits in it.
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        upstream.pipe(client);
+      }, fault.ms);
+      timers.add(timer);
+      client.once('close', () => {
+        clearTimeout(timer);
+        timers.delete(timer);
+      });
+      return;
+    }
     case 'reset':
     case 'stall': {
       let sent = 0;

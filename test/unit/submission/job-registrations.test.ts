@@ -83,6 +83,23 @@ describe('job registrations (token manager + store)', () => {
     expect(regs.watchedJobs()).toEqual([]);
   });
 
+  it('a refused retry keeps the registration of an earlier attempt (it may have started the job) and hands it to the watcher', async () => {
+    const { providers, regs, store, tokens, cap } = await setup();
+    await regs.register(J1, {}, cap.log);
+    regs.submitted(J1); // e.g. the first run timed out: outcome unknown
+    await regs.register(J1, {}, cap.log); // the client retries with the same jobId
+    expect(regs.watchedJobs()).toEqual([]); // retry in flight
+    await regs.rollback(J1, cap.log); // ...and the JobManager refuses it
+    expect(providers[0]!.unregistered).toEqual([]);
+    expect(tokens.status().registeredJobs).toEqual([J1]);
+    expect(store.list().map((r) => r.jobId)).toEqual([J1]);
+    expect(regs.watchedJobs()).toEqual([J1]);
+    // A fresh registration that fails is still rolled back.
+    await regs.register(J2, {}, cap.log);
+    await regs.rollback(J2, cap.log);
+    expect(providers[0]!.unregistered).toEqual([J2]);
+  });
+
   it('restores at start: running jobs are registered again, ended or unknown ones dropped (and providers told)', async () => {
     const first = await setup();
     for (const j of [J1, J2, J3]) await first.regs.register(j, { 'parallelism.default': j.slice(0, 1) }, first.cap.log);
