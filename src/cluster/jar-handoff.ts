@@ -52,10 +52,14 @@ export class JarHandoff {
 
   private async upload(path: string, name: string): Promise<HandedOffJar> {
     const body = new MultipartJarBody(name);
-    const file = createReadStream(path);
-    file.once('end', () => body.complete());
-    file.once('error', (err) => body.abandon(err));
-    body.feed(file);
+    // Read from disk only once a JobManager connection takes the body: a hand-off waiting for one
+    // of the client's connections must not hold jar bytes (RSS grew with the requests in flight).
+    body.feedWhenRead(() => {
+      const file = createReadStream(path);
+      file.once('end', () => body.complete());
+      file.once('error', (err) => body.abandon(err));
+      return file;
+    });
     const res = await this.cluster.upload(body.stream, body.contentType);
     if (res.status !== 200) throw this.cluster.failure('upload', res);
     const filename = String((res.body as { filename?: unknown }).filename ?? '');

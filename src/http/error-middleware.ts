@@ -29,6 +29,8 @@ export function errorMiddleware(fallbackLogger: Logger) {
       'content-type': 'application/json; charset=UTF-8',
       'content-length': Buffer.byteLength(text),
       'access-control-allow-origin': '*',
+      // Every 503 is temporary (JobManager restarting, queue full, draining): say when to retry.
+      ...(gw.status === 503 ? { 'retry-after': '5' } : {}),
       ...gw.headers,
     });
     res.end(text);
