@@ -8,6 +8,9 @@ import { join, resolve } from 'node:path';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { ArtifactFetcher } from './artifacts/artifact-fetcher';
+import { AuditLog } from './audit/audit-log';
+import { UriAllowList } from './artifacts/uri-allow-list';
+import { Permissions } from './http/authorization';
 import { createConnectGuard } from './artifacts/connect-guard';
 import { fetchError } from './artifacts/fetch-error';
 import { FetchProgress } from './artifacts/fetch-progress';
@@ -228,7 +231,23 @@ async function composeServices(
   });
 
   const shutdown = new AbortController();
+  const allowList = new UriAllowList(config.get(artifactOptions.allowedUris));
+  const auth = new Authenticator({
+    ...(config.getOptional(coreOptions.authTokensFile) ? { tokensFile: config.getOptional(coreOptions.authTokensFile)! } : {}),
+    mutualTls: config.getOptional(coreOptions.tlsClientCa) !== undefined,
+  });
+  const permissions = new Permissions({
+    read: config.get(coreOptions.permissionRead),
+    submit: config.get(coreOptions.permissionSubmit),
+    cancel: config.get(coreOptions.permissionCancel),
+  });
+  if (permissions.restricted && !auth.enabled) {
+    throw new Error('gateway.auth.permission.* names principals, but no authentication is configured: set gateway.auth.tokens-file or gateway.tls.client-ca (without authentication every caller is "anonymous")');
+  }
+  const policyMode = config.get(coreOptions.policyMode) as 'open' | 'fetched-only';
+  const audit = AuditLog.open(config.get(coreOptions.auditLog));
   const guard = createConnectGuard({
+    allowList,
     enabled: config.get(artifactOptions.disallowRestrictedHosts),
     allowed: config.get(artifactOptions.restrictedHostsAllowed),
   });
@@ -261,6 +280,12 @@ async function composeServices(
     tokenProviders: () => tokens.status().providers,
     nextRenewal: () => tokens.status().nextRenewalAt,
   });
+  // One set of zip-structure bounds for uploads and fetched jars alike.
+  const zipLimits = {
+    maxEntries: config.get(artifactOptions.maxZipEntries),
+    maxCentralDirectorySize: config.get(artifactOptions.maxCentralDirectorySize),
+    maxManifestSize: config.get(artifactOptions.maxManifestSize),
+  };
   const fetcher = new ArtifactFetcher({
     plugins: registry,
     cache,
@@ -272,7 +297,10 @@ async function composeServices(
     },
     progress: fetches,
     allowedSchemes: config.get(artifactOptions.allowedSchemes),
+    allowList,
+    audit,
     maxBytes: config.get(artifactOptions.maxSize),
+    zipLimits,
     timeoutMs: config.get(artifactOptions.fetchTimeout),
     retries: config.get(artifactOptions.fetchRetries),
     progressIntervalMs: config.get(artifactOptions.progressInterval),
@@ -308,6 +336,8 @@ async function composeServices(
     ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff) } : {}),
     dedupeRetentionMs: config.get(coreOptions.runDedupeRetention),
     registrations,
+    policyMode,
+    audit,
     onSubmission: (source, outcome) => metrics.submissions.inc({ source, outcome }),
   });
   let draining = false;
@@ -317,15 +347,14 @@ async function composeServices(
     cluster,
     runs,
     uploadMaxBytes: config.get(coreOptions.uploadMaxSize),
+    zipLimits,
     isDraining: () => draining,
     fetches,
     tokens,
     metrics,
     ...(tokenBridge ? { tokenBridge } : {}),
-    auth: new Authenticator({
-      ...(config.getOptional(coreOptions.authTokensFile) ? { tokensFile: config.getOptional(coreOptions.authTokensFile)! } : {}),
-      mutualTls: config.getOptional(coreOptions.tlsClientCa) !== undefined,
-    }),
+    auth,
+    authorization: { permissions, policyMode, audit },
   });
   // The app is composed: register the stored jobs again, then start obtaining tokens (the first
   // cycle then already covers them), then follow the jobs.
@@ -381,6 +410,7 @@ async function composeServices(
       await registry.close();
       await cluster.close();
       await embedded?.stop();
+      audit.close();
       if (bridgeDir) rmSync(bridgeDir, { recursive: true, force: true });
     },
   };

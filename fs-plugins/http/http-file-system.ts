@@ -124,6 +124,7 @@ export class HttpFileSystem implements FileSystem {
   private async checkTarget(uri: URL, target: URL, signal: AbortSignal): Promise<void> {
     const { settings, guard } = this.deps;
     const isRedirect = target !== uri;
+    if (isRedirect) guard.checkRedirect?.(uri, target);
     const scheme = target.protocol.slice(0, -1);
     if (scheme !== 'https' && !(scheme === 'http' && settings.rawHttpEnabled)) {
       const hint = scheme === 'http'

@@ -3,6 +3,7 @@ import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { type AuditLog, type AuditSubject, outcomeOf } from '../audit/audit-log';
 import { GatewayError } from '../errors/gateway-error';
 import { downloadTo } from './download';
 import type { FetchProgress, FetchRecord } from './fetch-progress';
@@ -10,8 +11,10 @@ import type { ObjectStat } from './fs-plugin';
 import type { CacheEntry, JarCache } from './jar-cache';
 import type { PluginRegistry } from './plugin-registry';
 import type { Semaphore } from './semaphore';
+import type { UriAllowList } from './uri-allow-list';
 import { checkUri, handoffName } from './uri-policy';
 import { redactUri } from './uri';
+import type { ZipLimits } from './zip-bounds';
 import { zipProblem } from './zip-verify';
 
 export interface FetcherOptions {
@@ -20,7 +23,13 @@ export interface FetcherOptions {
   slots: Semaphore;
   progress: FetchProgress;
   allowedSchemes: readonly string[];
+  /** `user.artifacts.allowed-uris`; absent or empty = any URI that passes the other checks. */
+  allowList?: UriAllowList;
+  /** Receives one record per fetch. */
+  audit?: AuditLog;
   maxBytes: number;
+  /** Zip-structure bounds a fetched jar must keep (the registry's defaults unless given). */
+  zipLimits?: ZipLimits;
   timeoutMs: number;
   retries: number;
   progressIntervalMs: number;
@@ -42,6 +51,8 @@ export interface FetchedJar {
   /** Hand-off file name derived from the URI. */
   name: string;
   fromCache: boolean;
+  /** The policy checks it passed, for the audit log. */
+  verdicts: Record<string, string>;
   release(): void;
 }
 
@@ -58,8 +69,49 @@ export class ArtifactFetcher {
 
   constructor(private readonly o: FetcherOptions) {}
 
-  async fetch(rawUri: string, opts: { sha256?: string; log?: Logger } = {}): Promise<FetchedJar> {
+  async fetch(rawUri: string, opts: { sha256?: string; log?: Logger; audit?: AuditSubject & { jobId?: string } } = {}): Promise<FetchedJar> {
+    const t0 = performance.now();
+    const verdicts: Record<string, string> = {};
+    let redacted = redactUri(rawUri.length > 4096 ? '<too long>' : rawUri);
+    try {
+      const jar = await this.fetchChecked(rawUri, opts, verdicts, (u) => (redacted = u));
+      this.audit(opts.audit, {
+        uri: jar.uri,
+        ...(jar.version !== undefined ? { version: jar.version } : {}),
+        ...(jar.etag !== undefined ? { etag: jar.etag } : {}),
+        sha256: jar.sha256,
+        size: jar.size,
+        fromCache: jar.fromCache,
+        verdicts,
+        outcome: jar.fromCache ? 'cached' : 'fetched',
+        durationMs: Math.round(performance.now() - t0),
+      });
+      const { etag: _etag, ...out } = jar;
+      return out;
+    } catch (err) {
+      const { outcome, error } = outcomeOf(err);
+      if (error === 'GW_FETCH_RESTRICTED_HOST') verdicts.connect = 'refused';
+      if (error === 'GW_FETCH_URI_NOT_ALLOWED') verdicts.allowList = verdicts.connect ? 'refused a redirect target' : 'refused';
+      this.audit(opts.audit, { uri: redacted, verdicts, outcome, error, durationMs: Math.round(performance.now() - t0) });
+      throw err;
+    }
+  }
+
+  private audit(subject: (AuditSubject & { jobId?: string }) | undefined, record: Omit<Parameters<AuditLog['fetch']>[0], 'principal' | 'reqId'>): void {
+    if (!this.o.audit || !subject) return;
+    this.o.audit.fetch({ principal: subject.principal, reqId: subject.reqId, ...(subject.jobId ? { jobId: subject.jobId } : {}), ...record });
+  }
+
+  private async fetchChecked(
+    rawUri: string,
+    opts: { sha256?: string; log?: Logger },
+    verdicts: Record<string, string>,
+    onUri: (redacted: string) => void,
+  ): Promise<FetchedJar & { etag?: string }> {
     const uri = checkUri(rawUri, this.o.allowedSchemes, this.o.plugins);
+    onUri(redactUri(uri));
+    verdicts.scheme = 'allowed';
+    verdicts.allowList = (this.o.allowList?.check(uri) ?? { verdict: 'not configured' }).verdict;
     const pin = opts.sha256?.trim().toLowerCase();
     if (pin !== undefined && !/^[0-9a-f]{64}$/.test(pin)) {
       throw new GatewayError('GW_FETCH_URI_INVALID', { uri: redactUri(uri), reason: 'the sha256 pin must be 64 hexadecimal characters' });
@@ -70,19 +122,29 @@ export class ArtifactFetcher {
       shared = this.fetchOnce(uri, key, pin, opts.log ?? this.o.log).finally(() => this.inflight.delete(key));
       this.inflight.set(key, shared);
     }
-    const entry = await shared;
+    let entry: CacheEntry & { fromCache: boolean };
+    try {
+      entry = await shared;
+    } finally {
+      // Connect-time checks (restricted addresses, redirect targets) ran inside the fetch.
+      verdicts.connect = 'checked';
+    }
+    verdicts.pin = pin === undefined ? 'none' : entry.sha256 === pin ? 'matched' : 'mismatch';
     if (pin !== undefined && entry.sha256 !== pin) {
       throw new GatewayError('GW_FETCH_DIGEST_MISMATCH', { uri: redactUri(uri), actual: entry.sha256, expected: pin });
     }
+    verdicts.zip = 'ok';
     const release = this.o.cache.hold(entry.sha256);
     return {
       path: this.o.cache.blobPath(entry.sha256),
       sha256: entry.sha256,
       size: entry.size,
       ...(entry.version !== undefined ? { version: entry.version } : {}),
+      ...(entry.etag !== undefined ? { etag: entry.etag } : {}),
       uri: redactUri(uri),
       name: handoffName(uri),
       fromCache: entry.fromCache,
+      verdicts,
       release,
     };
   }
@@ -150,8 +212,11 @@ export class ArtifactFetcher {
         throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: rec.uri, detail: `the store announced ${stat.size} bytes but sent ${result.size}` });
       }
       rec.phase = 'verifying';
-      const problem = await zipProblem(tmp);
-      if (problem) throw new GatewayError('GW_FETCH_NOT_JAR', { uri: rec.uri, reason: problem });
+      const problem = await zipProblem(tmp, this.o.zipLimits);
+      if (problem) {
+        if (problem.limit) log.info({ limit: problem.limit, sha256: result.sha256 }, 'fetched jar refused: over a zip-structure bound');
+        throw new GatewayError('GW_FETCH_NOT_JAR', { uri: rec.uri, reason: problem.reason });
+      }
       const st = { ...stat, ...result.stat };
       const entry = await this.o.cache.commit(key, tmp, {
         uri: rec.uri,

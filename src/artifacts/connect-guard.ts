@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from '
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { GatewayError } from '../errors/gateway-error';
 import type { ConnectGuard } from './fs-plugin';
+import type { UriAllowList } from './uri-allow-list';
 
 // Addresses a fetch must not reach unless exempted: the server-side request forgery guard.
 const V4_RESTRICTED: [string, number][] = [
@@ -15,9 +16,25 @@ const V6_RESTRICTED: [string, number][] = [
   ['::', 96], ['::ffff:0:0:0', 96], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64],
 ];
 
+const V6_TUNNEL_RESTRICTED: [string, number][] = [
+  // Teredo (2001:0::/32, RFC 4380) embeds two IPv4 addresses, the server's in bits 32–63 and the
+  // client's inverted in the last 32 bits, and reaches them through a UDP tunnel. Refused whatever
+  // it embeds: it is a NAT-traversal prefix for client hosts, never a store's address, and decoding
+  // both halves would only widen what has to be right.
+  ['2001::', 32],
+];
+
+/** 6to4 (2002::/16, RFC 3056) embeds an IPv4 address in bits 16–47: 2002:7f00:1:: is 127.0.0.1. */
+function sixToFour([net, prefix]: [string, number]): [string, number] {
+  const [a, b, c, d] = net.split('.').map(Number) as [number, number, number, number];
+  return [`2002:${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}::`, 16 + prefix];
+}
+
 const blocked = new BlockList();
 for (const [net, prefix] of V4_RESTRICTED) blocked.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of V6_RESTRICTED) blocked.addSubnet(net, prefix, 'ipv6');
+// A 6to4 address is restricted when the IPv4 address it embeds is; one with a public IPv4 address
+// is an ordinary (if deprecated, RFC 7526) global address.
+for (const [net, prefix] of [...V6_RESTRICTED, ...V6_TUNNEL_RESTRICTED, ...V4_RESTRICTED.map(sixToFour)]) blocked.addSubnet(net, prefix, 'ipv6');
 
 /** The IPv4 address embedded in an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::/96) IPv6 address. */
 function embeddedV4(address: string): string | undefined {
@@ -33,7 +50,11 @@ function embeddedV4(address: string): string | undefined {
   return undefined;
 }
 
-/** True when `address` (an IP literal) is in a restricted range, including its mapped forms. */
+/**
+ * True when `address` (an IP literal) is in a restricted range, including the forms that embed an
+ * IPv4 address: IPv4-mapped, IPv4-compatible, NAT64, 6to4 (when the embedded address is
+ * restricted) and Teredo (always).
+ */
 export function isRestrictedAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return blocked.check(address, 'ipv4');
@@ -61,6 +82,8 @@ export interface ConnectGuardOptions {
    * holds for names that resolve to restricted addresses, including a rebinding name.
    */
   resolve?: ResolveAll;
+  /** `user.artifacts.allowed-uris`, applied to redirect targets too. */
+  allowList?: UriAllowList;
 }
 
 /** See `ConnectGuard`. */
@@ -96,5 +119,8 @@ export function createConnectGuard(opts: ConnectGuardOptions): ConnectGuard {
     }) as unknown as LookupFunction;
 
   // Without a port the exemption list cannot match; plugins should prefer lookupFor(port).
-  return { enabled: opts.enabled, checkHost, lookupFor, lookup: lookupFor(-1) };
+  const checkRedirect = (submitted: URL, target: URL) => {
+    opts.allowList?.check(target, submitted);
+  };
+  return { enabled: opts.enabled, checkHost, lookupFor, lookup: lookupFor(-1), checkRedirect };
 }

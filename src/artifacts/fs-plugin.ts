@@ -81,6 +81,13 @@ export interface ConnectGuard {
   checkHost(host: string, port: number): void;
   /** `lookup` for a specific port (the exemption list is per host:port). */
   lookupFor(port: number): LookupFunction;
+  /**
+   * Throws `GW_FETCH_URI_NOT_ALLOWED` when a redirect leads outside `user.artifacts.allowed-uris`.
+   * A plugin that follows redirects calls it for every target before connecting (the submitted
+   * URI itself is checked by the gateway before the plugin sees it). Optional for plugins written
+   * before it existed; a guard built by the gateway always has it.
+   */
+  checkRedirect?(submitted: URL, target: URL): void;
 }
 
 export interface PluginContext {

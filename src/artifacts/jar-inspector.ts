@@ -1,37 +1,44 @@
 import { createHash, type Hash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
+import { DEFAULT_ZIP_LIMITS, ManifestScanner, readZipEnd, ZIP_TAIL, type ZipLimits } from './zip-bounds';
 
 const LOCAL_HEADER = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
-const EOCD = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
-/** An end-of-central-directory record is 22 bytes plus a comment of at most 65535 bytes. */
-const EOCD_SEARCH = 22 + 0xffff;
 
+/** `limit`: the option key when a zip-structure bound (not the format) refused the jar. */
 export type JarVerdict =
   | { ok: true; sha256: string; size: number }
-  | { ok: false; reason: string; sha256: string; size: number };
+  | { ok: false; reason: string; limit?: string; sha256: string; size: number };
 
 /**
  * Passes bytes through unchanged while hashing them (SHA-256) and checking that they form a zip:
- * a local file header at offset 0 and an end-of-central-directory record in the tail. Memory is
- * bounded by the tail window (64 KiB), whatever the jar size.
+ * a local file header at offset 0 and an end-of-central-directory record in the tail, within the
+ * zip-structure bounds (entries, central-directory size, manifest size; see zip-bounds.ts).
+ * Memory is bounded by the tail window (64 KiB) and one partial header, whatever the jar size.
  */
 export class JarInspector extends Transform {
   private readonly hash: Hash = createHash('sha256');
+  private readonly manifests: ManifestScanner;
   private head = Buffer.alloc(0);
-  /** The last chunks, by reference, covering at least EOCD_SEARCH bytes; joined once in verdict(). */
+  /** The last chunks, by reference, covering at least ZIP_TAIL bytes; joined once in verdict(). */
   private tailChunks: Buffer[] = [];
   private tailBytes = 0;
   private bytes = 0;
   private digest?: string;
 
+  constructor(private readonly limits: ZipLimits = DEFAULT_ZIP_LIMITS) {
+    super();
+    this.manifests = new ManifestScanner(limits.maxManifestSize);
+  }
+
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     this.hash.update(chunk);
+    this.manifests.push(chunk);
     this.bytes += chunk.length;
     if (this.head.length < 4) this.head = Buffer.concat([this.head, chunk.subarray(0, 4 - this.head.length)]);
     // Keep references, not copies: copying the window for every chunk doubled the bytes touched.
     this.tailChunks.push(chunk);
     this.tailBytes += chunk.length;
-    while (this.tailChunks.length > 1 && this.tailBytes - this.tailChunks[0]!.length >= EOCD_SEARCH) {
+    while (this.tailChunks.length > 1 && this.tailBytes - this.tailChunks[0]!.length >= ZIP_TAIL) {
       this.tailBytes -= this.tailChunks.shift()!.length;
     }
     done(null, chunk);
@@ -47,13 +54,11 @@ export class JarInspector extends Transform {
     const base = { sha256: this.digest, size: this.bytes };
     if (this.bytes === 0) return { ...base, ok: false, reason: 'the file is empty' };
     if (!this.head.equals(LOCAL_HEADER)) return { ...base, ok: false, reason: 'it does not start with a zip local file header (PK\\x03\\x04)' };
-    const tail = Buffer.concat(this.tailChunks).subarray(-EOCD_SEARCH);
-    const at = tail.lastIndexOf(EOCD);
-    if (at < 0 || tail.length - at < 22) {
-      return { ...base, ok: false, reason: 'it has no zip end-of-central-directory record (truncated or not a zip)' };
-    }
-    const entries = tail.readUInt16LE(at + 10);
-    if (entries === 0) return { ...base, ok: false, reason: 'the zip has no entries' };
+    const end = readZipEnd(Buffer.concat(this.tailChunks).subarray(-ZIP_TAIL), this.bytes, this.limits);
+    if ('reason' in end) return { ...base, ok: false, ...end };
+    if (end.entries === 0) return { ...base, ok: false, reason: 'the zip has no entries' };
+    const manifest = this.manifests.oversizedFrom(end.cdStart);
+    if (manifest) return { ...base, ok: false, ...manifest };
     return { ...base, ok: true };
   }
 }

@@ -50,6 +50,26 @@ export const coreOptions = {
     key: 'gateway.auth.tokens-file', type: 'string', section: 'Security',
     description: 'File of "<principal> <sha256-hex of the token>" lines; requests must send "Authorization: Bearer <token>". Tokens are stored hashed; the file is re-read when it changes. Health, readiness and GET /config stay open.',
   }),
+  permissionRead: option({
+    key: 'gateway.auth.permission.read', type: 'list', default: ['*'], section: 'Security',
+    description: 'Principals that may read: every GET/HEAD (job and cluster state, the Web UI, jar lists, gateway status), except the GET routes that act (plan, yarn-cancel). Entries "token:<name>" (a gateway.auth.tokens-file line), "cert:<subject CN>" or "*" (every authenticated caller), separated by ";".',
+  }),
+  permissionSubmit: option({
+    key: 'gateway.auth.permission.submit', type: 'list', default: ['*'], section: 'Security',
+    description: 'Principals that may submit: upload, fetch, plan, run and delete jars, and POST /v1/jobs. Same entry syntax as gateway.auth.permission.read.',
+  }),
+  permissionCancel: option({
+    key: 'gateway.auth.permission.cancel', type: 'list', default: ['*'], section: 'Security',
+    description: 'Principals that may control running jobs and the cluster: cancel, stop (with savepoint), trigger savepoints and checkpoints, rescale, and every other call that changes state (including DELETE /cluster). Same entry syntax as gateway.auth.permission.read.',
+  }),
+  policyMode: option({
+    key: 'gateway.policy.mode', type: 'enum', default: 'open', values: ['open', 'fetched-only'], section: 'Security',
+    description: '"open": uploaded jars and POST /v1/jobs (flink run) work as on Flink. "fetched-only": the cluster runs only jars that passed the URI policy — runs and plans must name user.artifacts.job-jar or a jar id registered by POST /jars/fetch; POST /v1/jobs is refused. Uploads stay allowed (the operator uploads a placeholder jar before a run by URI).',
+  }),
+  auditLog: option({
+    key: 'gateway.audit.log', type: 'string', default: 'stdout', section: 'Logging',
+    description: 'Where the audit log goes: one JSON line per submission and per fetch (principal, redacted URI, version/ETag, SHA-256, size, job id, policy verdicts, outcome, duration). "stdout", "none", or a file path (appended to, created with mode 0600).',
+  }),
   tlsCert: option({
     key: 'gateway.tls.cert', type: 'string', section: 'Security',
     description: 'PEM certificate (chain) of the gateway\'s HTTPS listener. With gateway.tls.key.',

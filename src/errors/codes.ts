@@ -54,7 +54,7 @@ export const ERROR_CODES = {
   },
   GW_FETCH_URI_NOT_ALLOWED: {
     status: 400,
-    template: '{uri} is not allowed by user.artifacts.allowed-uris on this cluster; ask the cluster administrator to allow it.',
+    template: '{uri} is not allowed on this cluster: {reason}. user.artifacts.allowed-uris allows: {allowed}. Name a jar under one of them, or ask the cluster administrator to add an entry.',
   },
   GW_FETCH_RESTRICTED_HOST: {
     status: 400,
@@ -90,6 +90,14 @@ export const ERROR_CODES = {
   GW_AUTH_REQUIRED: {
     status: 401,
     template: 'This gateway requires authentication: send "Authorization: Bearer <token>" (a token listed in gateway.auth.tokens-file) or a client certificate trusted by gateway.tls.client-ca.',
+  },
+  GW_AUTH_FORBIDDEN: {
+    status: 403,
+    template: '{principal} may not {action} on this gateway ({route}); gateway.auth.permission.{action} lists who may. Ask the gateway administrator to add this principal.',
+  },
+  GW_POLICY_FETCHED_ONLY: {
+    status: 403,
+    template: 'This cluster runs only jars fetched by URI (gateway.policy.mode: fetched-only), so {what} is refused. Name the jar with user.artifacts.job-jar: <uri> in flinkConfiguration, or register it with POST /jars/fetch and run the returned jar id.',
   },
   GW_TOKENS_REJECTED: {
     status: 400,

@@ -1,8 +1,10 @@
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import type { FetchProgress } from '../artifacts/fetch-progress';
+import type { ZipLimits } from '../artifacts/zip-bounds';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import type { Authenticator } from './auth';
+import { authorization, type AuthorizationDeps } from './authorization';
 import type { RunService } from '../submission/run-service';
 import type { TokenStatus } from '../tokens/spi';
 import type { TokenBridgeDeps } from './token-bridge-route';
@@ -17,10 +19,14 @@ import { requestContext } from './request-context';
 export interface AppDeps {
   metrics?: Metrics;
   auth?: Authenticator;
+  /** Permissions and the fetched-only policy for routes the gateway passes through. */
+  authorization?: AuthorizationDeps;
   logger: Logger;
   cluster: JobManagerClient;
   runs: RunService;
   uploadMaxBytes: number;
+  /** Zip-structure bounds an uploaded jar must keep (user.artifacts.max-zip-entries and co.). */
+  zipLimits?: ZipLimits;
   isDraining: () => boolean;
   fetches?: FetchProgress;
   tokens?: { status(): TokenStatus };
@@ -38,6 +44,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestContext(deps.logger));
   app.use(drainGate(deps.isDraining));
   if (deps.auth) app.use(deps.auth.middleware());
+  if (deps.authorization) app.use(authorization(deps.authorization));
   app.use('/gateway/v1', createGatewayRoutes(deps));
   app.use(createJarRoutes(deps));
   const metrics = deps.metrics;

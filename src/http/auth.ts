@@ -97,12 +97,14 @@ export class Authenticator {
 
   middleware() {
     return (req: Request, res: Response, next: NextFunction): void => {
+      const path = req.originalUrl.split('?')[0] ?? '/';
+      // Probes and the bridge need no permission either (authorization.ts reads this).
+      res.locals.openRoute = OPEN_ROUTES.some((r) => r.method === req.method && r.path.test(path));
       if (!this.enabled) {
         res.locals.principal = 'anonymous';
         next();
         return;
       }
-      const path = req.originalUrl.split('?')[0] ?? '/';
       const principal = this.principalOf(req);
       if (principal) {
         res.locals.principal = principal;
@@ -110,7 +112,7 @@ export class Authenticator {
         next();
         return;
       }
-      if (OPEN_ROUTES.some((r) => r.method === req.method && r.path.test(path))) {
+      if (res.locals.openRoute) {
         res.locals.principal = 'anonymous';
         next();
         return;

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
+import type { ZipLimits } from '../artifacts/zip-bounds';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
 import { parseJarRequest } from '../submission/run-request';
@@ -13,6 +14,8 @@ export interface JarRouteDeps {
   cluster: JobManagerClient;
   runs: RunService;
   uploadMaxBytes: number;
+  /** Zip-structure bounds an uploaded jar must keep (user.artifacts.max-zip-entries and co.). */
+  zipLimits?: ZipLimits;
   /** Largest JSON body accepted on run/plan (Flink's rest.server.max-content-length default). */
   jsonLimitBytes?: number;
 }
@@ -32,6 +35,7 @@ export function createJarRoutes(deps: JarRouteDeps) {
     const c = classify(req.method, rawPath);
     if (c.kind === 'pass-through') return next();
     const log: Logger = res.locals.log;
+    const caller = { principal: String(res.locals.principal ?? 'anonymous'), reqId: String(res.locals.reqId ?? ''), ...(res.locals.permission ? { permission: String(res.locals.permission) } : {}) };
     try {
       if (c.kind === 'jar-noncanonical') throw new GatewayError('GW_ROUTE_NONCANONICAL', { path: rawPath });
       if (c.kind === 'jar-not-found') throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: rawUrl });
@@ -44,7 +48,7 @@ export function createJarRoutes(deps: JarRouteDeps) {
           return sendJson(res, 200, r.body);
         }
         case 'upload': {
-          const result = await uploadJar(req, deps.cluster, deps.uploadMaxBytes, log);
+          const result = await uploadJar(req, deps.cluster, deps.uploadMaxBytes, log, deps.zipLimits);
           return sendJson(res, 200, result.body);
         }
         case 'fetch': {
@@ -55,11 +59,14 @@ export function createJarRoutes(deps: JarRouteDeps) {
           if (body.sha256 !== undefined && body.sha256 !== null && typeof body.sha256 !== 'string') {
             throw new GatewayError('GW_REQUEST_MALFORMED', { type: 'JarFetchRequestBody', reason: 'sha256 must be a string of 64 hexadecimal characters' });
           }
-          return sendJson(res, 200, await deps.runs.fetchJar(body.uri, (body.sha256 as string | undefined) ?? undefined, log));
+          return sendJson(res, 200, await deps.runs.fetchJar(body.uri, (body.sha256 as string | undefined) ?? undefined, log, caller));
         }
         case 'delete': {
           const r = await deps.cluster.json('DELETE', `/v1/jars/${encodeURIComponent(jarId)}${query}`, { operation: 'delete jar' });
-          if (r.status === 200) return sendJson(res, 200, r.body);
+          if (r.status === 200) {
+            deps.runs.forgetJar(jarId);
+            return sendJson(res, 200, r.body);
+          }
           if (r.status === 400 || r.status === 404) {
             // Flink answers 400 (not 404) for an unknown jar; keep that, the operator relies on it.
             throw new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage: `File ${jarId} does not exist` });
@@ -68,12 +75,12 @@ export function createJarRoutes(deps: JarRouteDeps) {
         }
         case 'plan': {
           const request = req.method === 'POST' ? parseJarRequest(await readJsonObject(req, jsonLimit, 'JarPlanRequestBody'), 'JarPlanRequestBody') : undefined;
-          const plan = await deps.runs.plan(jarId, request, query, req.method as 'GET' | 'POST', log);
+          const plan = await deps.runs.plan(jarId, request, query, req.method as 'GET' | 'POST', log, caller);
           return sendJson(res, 200, plan);
         }
         case 'run': {
           const request = parseJarRequest(await readJsonObject(req, jsonLimit, 'JarRunRequestBody'), 'JarRunRequestBody');
-          const { outcome } = await deps.runs.run(jarId, request, query, log);
+          const { outcome } = await deps.runs.run(jarId, request, query, log, caller);
           return sendJson(res, 200, { jobid: outcome.jobid });
         }
         case 'run-application':

@@ -3,6 +3,7 @@ import busboy from 'busboy';
 import type { Request } from 'express';
 import type { Logger } from 'pino';
 import { JarInspector } from '../artifacts/jar-inspector';
+import type { ZipLimits } from '../artifacts/zip-bounds';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { MultipartJarBody } from '../cluster/multipart-jar-body';
 import { GatewayError } from '../errors/gateway-error';
@@ -18,11 +19,11 @@ export interface UploadResult {
 
 /**
  * POST /jars/upload with Flink's rules (any file field name, an optional `request` attribute,
- * exactly one file ending in `.jar`), streamed to the JobManager while it is hashed and checked.
- * The multipart body towards the JobManager is completed only after the checks pass, so a bad
- * upload never lands there.
+ * exactly one file ending in `.jar`), streamed to the JobManager while it is hashed and checked
+ * (zip structure and `zipLimits`, the registry's defaults unless given). The multipart body towards
+ * the JobManager is completed only after the checks pass, so a bad upload never lands there.
  */
-export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: number, log: Logger): Promise<UploadResult> {
+export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: number, log: Logger, zipLimits?: ZipLimits): Promise<UploadResult> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes + 64 * 1024) {
     return Promise.reject(closing(new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
@@ -89,7 +90,7 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
         fail(new GatewayError('GW_UPLOAD_NOT_JAR_NAME', { name: fileName }));
         return;
       }
-      inspector = new JarInspector();
+      inspector = new JarInspector(zipLimits);
       body = new MultipartJarBody(fileName);
       upstream = cluster.upload(body.stream, body.contentType);
       upstream.then(
@@ -119,7 +120,7 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
         if (settled) return;
         const verdict = inspector!.verdict();
         if (!verdict.ok) {
-          log.info({ jar: fileName, size: verdict.size, sha256: verdict.sha256 }, 'upload refused: not a zip');
+          log.info({ jar: fileName, size: verdict.size, sha256: verdict.sha256, ...(verdict.limit ? { limit: verdict.limit } : {}) }, verdict.limit ? 'upload refused: over a zip-structure bound' : 'upload refused: not a zip');
           fail(new GatewayError('GW_UPLOAD_NOT_ZIP', { name: fileName, reason: verdict.reason }));
           return;
         }

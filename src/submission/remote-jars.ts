@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ArtifactFetcher } from '../artifacts/artifact-fetcher';
 import type { HandedOffJar, JarHandoff } from '../cluster/jar-handoff';
+import type { AuditSubject } from '../audit/audit-log';
 import type { PreparedJar, RemoteJarSource } from './run-service';
 
 /**
@@ -11,8 +12,12 @@ import type { PreparedJar, RemoteJarSource } from './run-service';
 export class RemoteJars implements RemoteJarSource {
   constructor(private readonly fetcher: ArtifactFetcher, private readonly handoff: JarHandoff) {}
 
-  async prepare(uri: string, ctx: { jobId?: string; sha256?: string; log: Logger }): Promise<PreparedJar> {
-    const jar = await this.fetcher.fetch(uri, { ...(ctx.sha256 !== undefined ? { sha256: ctx.sha256 } : {}), log: ctx.log });
+  async prepare(uri: string, ctx: { jobId?: string; sha256?: string; log: Logger; audit?: AuditSubject }): Promise<PreparedJar> {
+    const jar = await this.fetcher.fetch(uri, {
+      ...(ctx.sha256 !== undefined ? { sha256: ctx.sha256 } : {}),
+      log: ctx.log,
+      ...(ctx.audit ? { audit: { ...ctx.audit, ...(ctx.jobId ? { jobId: ctx.jobId } : {}) } } : {}),
+    });
     let handed: HandedOffJar;
     try {
       handed = await this.handoff.handOff(jar.path, jar.name);
@@ -29,6 +34,7 @@ export class RemoteJars implements RemoteJarSource {
         'gateway.artifact.sha256': jar.sha256,
         ...(jar.version !== undefined ? { 'gateway.artifact.version': jar.version } : {}),
       },
+      artifact: { uri: jar.uri, sha256: jar.sha256, size: jar.size, ...(jar.version !== undefined ? { version: jar.version } : {}), verdicts: jar.verdicts },
       detach: () => jar.release(),
       release: async () => {
         try {

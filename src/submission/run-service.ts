@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import { type AuditLog, type AuditOutcome, type AuditSubject, outcomeOf, type Verdicts } from '../audit/audit-log';
 import { summariseFlinkErrors } from '../cluster/flink-errors';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
@@ -12,7 +13,21 @@ import { SingleFlight } from './single-flight';
  * JobManager, and cleans it up afterwards. Implemented by the artifacts feature.
  */
 export interface RemoteJarSource {
-  prepare(uri: string, ctx: { jobId?: string; sha256?: string; log: Logger }): Promise<PreparedJar>;
+  prepare(uri: string, ctx: { jobId?: string; sha256?: string; log: Logger; audit?: AuditSubject }): Promise<PreparedJar>;
+}
+
+/** What was fetched, for the audit log. */
+export interface ArtifactFacts {
+  uri: string;
+  sha256: string;
+  size: number;
+  version?: string;
+  verdicts: Verdicts;
+}
+
+/** Who asks, for the audit log: the principal, the request id and the permission verdict. */
+export interface Caller extends AuditSubject {
+  permission?: string;
 }
 
 export interface PreparedJar {
@@ -21,6 +36,7 @@ export interface PreparedJar {
   filename: string;
   /** Keys added to the forwarded configuration, e.g. gateway.artifact.{uri,sha256,version}. */
   provenance: Record<string, string>;
+  artifact: ArtifactFacts;
   /** Removes the transient jar from the JobManager; never throws. */
   release(): Promise<void>;
   /** Keeps the jar on the JobManager (POST /jars/fetch) and only frees the local cache hold. */
@@ -35,6 +51,13 @@ export interface RunServiceOptions {
   clock?: () => number;
   /** The job-registration hook (delegation tokens); absent in tests that do not need it. */
   registrations?: JobRegistrar;
+  /**
+   * `gateway.policy.mode`: in `fetched-only`, runs and plans must name a jar URI or a jar id that
+   * POST /jars/fetch registered; an uploaded jar never runs.
+   */
+  policyMode?: 'open' | 'fetched-only';
+  /** Receives one record per run. */
+  audit?: AuditLog;
   /** Counts submissions by source and outcome. */
   onSubmission?: (source: 'upload' | 'uri', outcome: 'accepted' | 'rejected' | 'failed' | 'deduplicated') => void;
 }
@@ -43,42 +66,93 @@ export interface RunOutcome {
   jobid: string;
 }
 
-/** The run and plan pipelines: resolve the jar, gate remote jars, forward to the JobManager. */
+/** What one run or plan used, filled in as it goes, for the audit record. */
+interface Trace {
+  source: 'uri' | 'fetched' | 'upload';
+  jarId: string;
+  artifact?: ArtifactFacts;
+  verdicts: Verdicts;
+}
+
+/** The run and plan pipelines: resolve the jar, apply the policy, gate remote jars, forward to the JobManager. */
 export class RunService {
   private readonly flights: SingleFlight<RunOutcome>;
+  /** Jar ids POST /jars/fetch registered: in fetched-only mode the only ids that may run by id. */
+  private readonly fetchedJars = new Set<string>();
 
   constructor(private readonly opts: RunServiceOptions) {
     this.flights = new SingleFlight(opts.dedupeRetentionMs, opts.clock);
   }
 
-  async run(jarId: string, request: JarRequest, query: string, log: Logger): Promise<{ outcome: RunOutcome; shared: boolean }> {
+  private get fetchedOnly(): boolean {
+    return this.opts.policyMode === 'fetched-only';
+  }
+
+  async run(jarId: string, request: JarRequest, query: string, log: Logger, caller?: Caller): Promise<{ outcome: RunOutcome; shared: boolean }> {
+    const t0 = performance.now();
     // The JobManager always gets a jobId, so that retries can be recognised.
     const jobId = request.jobId ?? randomBytes(16).toString('hex');
     request.body.jobId = jobId;
     const jobLog = log.child({ jobId });
-    const source = request.flinkConfiguration[JOB_JAR_KEY]?.trim() ? 'uri' : 'upload';
+    const trace = this.traceFor(jarId, request, caller);
+    const source = trace.source === 'uri' ? 'uri' : 'upload';
     // Not tied to the HTTP request: a client disconnect must not cancel a run in progress.
     let result: { value: RunOutcome; shared: boolean };
     try {
-      result = await this.flights.run(jobId, () => this.runOnce(jarId, jobId, request, query, jobLog));
+      result = await this.flights.run(jobId, () => this.runOnce(jarId, jobId, request, query, jobLog, trace, caller));
     } catch (err) {
       const status = (err as { status?: number }).status ?? 500;
       this.opts.onSubmission?.(source, status < 500 ? 'rejected' : 'failed');
+      this.auditRun('run', trace, caller, t0, { jobId, ...outcomeOf(err) });
       throw err;
     }
     this.opts.onSubmission?.(source, result.shared ? 'deduplicated' : 'accepted');
+    this.auditRun('run', trace, caller, t0, { jobId: result.value.jobid, outcome: result.shared ? 'deduplicated' : 'accepted', status: 200 });
     if (result.shared) jobLog.info('run for this jobId already in flight or accepted; returning its result');
     return { outcome: result.value, shared: result.shared };
   }
 
-  private async runOnce(jarId: string, jobId: string, request: JarRequest, query: string, log: Logger): Promise<RunOutcome> {
-    return this.withJar(jarId, request, log, async (effectiveJarId) => {
+  private traceFor(jarId: string, request: JarRequest | undefined, caller: Caller | undefined): Trace {
+    const byUri = (request?.flinkConfiguration[JOB_JAR_KEY]?.trim() ?? '') !== '';
+    const source = byUri ? 'uri' : this.fetchedJars.has(jarId) ? 'fetched' : 'upload';
+    return { source, jarId, verdicts: { ...(caller?.permission ? { permission: caller.permission } : {}), policy: this.opts.policyMode ?? 'open' } };
+  }
+
+  private auditRun(
+    route: 'run' | 'plan',
+    trace: Trace,
+    caller: Caller | undefined,
+    t0: number,
+    end: { jobId?: string; outcome: AuditOutcome; status: number; error?: string },
+  ): void {
+    if (!this.opts.audit || !caller) return;
+    const a = trace.artifact;
+    this.opts.audit.submission({
+      principal: caller.principal,
+      reqId: caller.reqId,
+      route,
+      source: trace.source,
+      ...(a ? { uri: a.uri, sha256: a.sha256, size: a.size, ...(a.version !== undefined ? { version: a.version } : {}) } : {}),
+      jarId: trace.jarId,
+      ...(end.jobId ? { jobId: end.jobId } : {}),
+      verdicts: { ...trace.verdicts, ...(a?.verdicts ?? {}) },
+      outcome: end.outcome,
+      ...(end.error ? { error: end.error } : {}),
+      status: end.status,
+      durationMs: Math.round(performance.now() - t0),
+    });
+  }
+
+  private async runOnce(jarId: string, jobId: string, request: JarRequest, query: string, log: Logger, trace: Trace, caller?: Caller): Promise<RunOutcome> {
+    return this.withJar(jarId, request, log, trace, caller, async (effectiveJarId) => {
       const registrar = this.opts.registrations;
       // The configuration as it will be forwarded (for a fetched jar: without the URI key, with
       // the gateway.artifact.* provenance). Registered BEFORE the JobManager sees the job, so a
       // provider's refusal means the job never starts.
       const jobConfiguration = (request.body.flinkConfiguration as Record<string, string> | undefined) ?? request.flinkConfiguration;
+      if (registrar) trace.verdicts.tokens = 'refused';
       await registrar?.register(jobId, jobConfiguration, log);
+      if (registrar) trace.verdicts.tokens = 'registered';
       let outcome: RunOutcome;
       try {
         outcome = await this.submit(effectiveJarId, jobId, request, query, log);
@@ -87,7 +161,10 @@ export class RunService {
           // No answer (timeout, connection lost): the JobManager may have the job. Keep the
           // registration; the job watcher drops it if the job never shows up.
           if (isAmbiguous(err)) registrar.submitted(jobId);
-          else await registrar.rollback(jobId, log);
+          else {
+            await registrar.rollback(jobId, log);
+            trace.verdicts.tokens = 'rolled back';
+          }
         }
         throw err;
       }
@@ -115,16 +192,24 @@ export class RunService {
   }
 
   /** POST /jars/fetch: fetch a jar by URI and register it with the JobManager, like an upload. */
-  async fetchJar(uri: string, sha256: string | undefined, log: Logger): Promise<{ filename: string; status: 'success' }> {
+  async fetchJar(uri: string, sha256: string | undefined, log: Logger, caller?: Caller): Promise<{ filename: string; status: 'success' }> {
     if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
-    const prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(sha256 ? { sha256 } : {}), log });
+    const prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(sha256 ? { sha256 } : {}), log, ...(caller ? { audit: caller } : {}) });
     // The jar now belongs to the JobManager like an uploaded one: the caller deletes it.
     prepared.detach();
+    this.fetchedJars.add(prepared.jarId);
     return { filename: prepared.filename, status: 'success' };
   }
 
-  async plan(jarId: string, request: JarRequest | undefined, query: string, method: 'GET' | 'POST', log: Logger): Promise<unknown> {
+  /** A jar deleted from the JobManager is no longer a fetched one. */
+  forgetJar(jarId: string): void {
+    this.fetchedJars.delete(jarId);
+  }
+
+  async plan(jarId: string, request: JarRequest | undefined, query: string, method: 'GET' | 'POST', log: Logger, caller?: Caller): Promise<unknown> {
+    const t0 = performance.now();
+    const trace = this.traceFor(jarId, request, caller);
     const doPlan = async (effectiveJarId: string) => {
       const res = await this.opts.cluster.json(method, `/v1/jars/${encodeURIComponent(effectiveJarId)}/plan${query}`, {
         ...(request ? { body: request.body } : {}),
@@ -134,11 +219,35 @@ export class RunService {
       if (res.status === 200) return res.body;
       throw this.runFailure('plan', res);
     };
-    return request ? this.withJar(jarId, request, log, doPlan) : doPlan(jarId);
+    try {
+      // Planning runs the jar's main method on the JobManager, so the policy applies as for a run.
+      let plan: unknown;
+      if (request) plan = await this.withJar(jarId, request, log, trace, caller, doPlan);
+      else {
+        this.enforcePolicy(trace);
+        plan = await doPlan(jarId);
+      }
+      this.auditRun('plan', trace, caller, t0, { outcome: 'accepted', status: 200 });
+      return plan;
+    } catch (err) {
+      this.auditRun('plan', trace, caller, t0, outcomeOf(err));
+      throw err;
+    }
+  }
+
+  /** fetched-only: a jar id runs only when POST /jars/fetch registered it. */
+  private enforcePolicy(trace: Trace): void {
+    if (!this.fetchedOnly) return;
+    if (trace.source === 'upload') {
+      trace.verdicts.policy = 'fetched-only: refused an uploaded jar';
+      throw new GatewayError('GW_POLICY_FETCHED_ONLY', { what: `running or planning the uploaded jar ${trace.jarId}` });
+    }
+    trace.verdicts.policy = `fetched-only: ${trace.source === 'uri' ? 'jar URI' : 'jar registered by POST /jars/fetch'}`;
   }
 
   /** Resolves the jar to run: the uploaded one, or a fetched one when the request names a URI. */
-  private async withJar<T>(jarId: string, request: JarRequest, log: Logger, fn: (jarId: string) => Promise<T>): Promise<T> {
+  private async withJar<T>(jarId: string, request: JarRequest, log: Logger, trace: Trace, caller: Caller | undefined, fn: (jarId: string) => Promise<T>): Promise<T> {
+    this.enforcePolicy(trace);
     const uri = request.flinkConfiguration[JOB_JAR_KEY];
     if (uri === undefined || uri.trim() === '') return fn(jarId);
     if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
@@ -148,7 +257,10 @@ export class RunService {
       ...(request.jobId ? { jobId: request.jobId } : {}),
       ...(pin ? { sha256: pin } : {}),
       log,
+      ...(caller ? { audit: { principal: caller.principal, reqId: caller.reqId } } : {}),
     });
+    trace.artifact = prepared.artifact;
+    trace.jarId = prepared.jarId;
     // A future Flink that honours the key must not fetch a second time.
     const config = { ...request.flinkConfiguration, ...prepared.provenance };
     delete config[JOB_JAR_KEY];
@@ -178,7 +290,8 @@ export class RunService {
   private runFailure(operation: 'run' | 'plan', res: JsonResponse): GatewayError {
     const flinkMessage = summariseFlinkErrors(res.body);
     if (/Jar file .* does not exist/.test(flinkMessage) || res.status === 404) return new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage });
-    if (res.status === 500) return new GatewayError('GW_JAR_INVALID', { flinkMessage });
+    // Only Flink's own handler blames the jar; a plain-text 500 comes from something in between.
+    if (res.status === 500 && !res.notJson) return new GatewayError('GW_JAR_INVALID', { flinkMessage });
     if (res.status === 400) return new GatewayError(operation === 'run' ? 'GW_RUN_REJECTED' : 'GW_PLAN_REJECTED', { flinkMessage });
     return this.opts.cluster.failure(operation, res);
   }

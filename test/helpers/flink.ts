@@ -22,11 +22,11 @@ export async function uploadFile(baseUrl: string, path: string, name: string, fi
   return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
 }
 
-export async function uploadBytes(baseUrl: string, files: { name: string; bytes: Buffer; field?: string }[], fields: Record<string, string> = {}) {
+export async function uploadBytes(baseUrl: string, files: { name: string; bytes: Buffer; field?: string }[], fields: Record<string, string> = {}, headers: Record<string, string> = {}) {
   const form = new FormData();
   for (const [k, v] of Object.entries(fields)) form.append(k, v);
   for (const f of files) form.append(f.field ?? 'jarfile', new Blob([f.bytes]), f.name);
-  const res = await request(`${baseUrl}/jars/upload`, { method: 'POST', body: form });
+  const res = await request(`${baseUrl}/jars/upload`, { method: 'POST', body: form, headers });
   return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
 }
 
@@ -34,25 +34,31 @@ export async function uploadBytes(baseUrl: string, files: { name: string; bytes:
  * A JSON call with the path sent exactly as written: WHATWG URL parsing would turn `%2e%2e` into a
  * dot segment and remove it, hiding what the gateway must handle.
  */
-export async function json(method: string, url: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown>; headers: Record<string, unknown> }> {
+export async function json(
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown>; headers: Record<string, unknown> }> {
   const m = /^(https?:\/\/[^/]+)(\/.*)$/.exec(url);
   if (!m) throw new Error(`bad url ${url}`);
   const res = await getGlobalDispatcher().request({
     origin: m[1]!,
     path: m[2]!,
     method: method as 'GET',
-    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
+    headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
   });
   const text = await res.body.text();
   return { status: res.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, headers: res.headers };
 }
 
 /** Polls a job through `baseUrl` until it reaches one of `states`. */
-export async function waitForJobState(baseUrl: string, jobId: string, states: string[], timeoutMs = 90_000): Promise<string> {
+export async function waitForJobState(baseUrl: string, jobId: string, states: string[], timeoutMs = 90_000, headers: Record<string, string> = {}): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   let last = 'unknown';
   while (Date.now() < deadline) {
-    const r = await json('GET', `${baseUrl}/v1/jobs/${jobId}`);
+    const r = await json('GET', `${baseUrl}/v1/jobs/${jobId}`, undefined, headers);
     if (r.status === 200) {
       last = String(r.body.state);
       if (states.includes(last)) return last;

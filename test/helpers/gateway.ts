@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
 import { compose, createRegistry, type Gateway, type TokenServices } from '../../src/composition';
 import type { RawEntry } from '../../src/config/registry';
 import { readSecretsDir } from '../../src/config/secrets-dir';
+import { createListener } from '../../src/http/listener';
 
 export interface TestGateway {
   url: string;
@@ -16,13 +17,17 @@ export interface TestGateway {
   server: Server;
   /** Log lines the gateway wrote, as parsed JSON (for redaction checks). */
   logs: Record<string, unknown>[];
+  /** The audit records written so far (gateway.audit.log goes to a temp file unless given). */
+  audit(): Record<string, unknown>[];
   close(): Promise<void>;
 }
 
 /**
  * Starts an in-process gateway on 127.0.0.1:0 in front of `clusterUrl`, with its own jar cache
  * directory (removed on close) unless `gateway.artifacts.cache-dir` is given. `tokens` are the
- * delegation-token providers and receivers to load (none by default).
+ * delegation-token providers and receivers to load (none by default). With `gateway.tls.cert` or
+ * `gateway.tls.keystore` it listens with the gateway's own HTTPS listener (main.ts's), so
+ * `gateway.tls.client-ca` is honoured too, and `url` is https.
  */
 export async function startGateway(
   clusterUrl: string,
@@ -35,6 +40,9 @@ export async function startGateway(
   raw.set('gateway.cluster.rest-url', { value: clusterUrl, source: 'test' });
   const ownCache = options['gateway.artifacts.cache-dir'] === undefined ? mkdtempSync(join(tmpdir(), 'gw-test-cache-')) : undefined;
   if (ownCache) raw.set('gateway.artifacts.cache-dir', { value: ownCache, source: 'test' });
+  const auditDir = options['gateway.audit.log'] === undefined ? mkdtempSync(join(tmpdir(), 'gw-test-audit-')) : undefined;
+  const auditFile = auditDir ? join(auditDir, 'audit.jsonl') : options['gateway.audit.log']!;
+  if (auditDir) raw.set('gateway.audit.log', { value: auditFile, source: 'test' });
   for (const [k, v] of Object.entries(options)) raw.set(k, { value: v, source: 'test' });
   // As main.ts does: secret files sit between the file and the command line, and are re-read on change.
   const secretsDir = options['gateway.secrets.dir'];
@@ -49,18 +57,24 @@ export async function startGateway(
   });
   const logger: Logger = pino({ level: 'debug' }, sink);
   const gateway = await compose(config, logger, plugins, resolve, tokens);
-  const server = createServer({ requestTimeout: 0 }, gateway.app);
+  const tls = options['gateway.tls.cert'] !== undefined || options['gateway.tls.keystore'] !== undefined;
+  const server = tls ? createListener(config, gateway.app) : createServer({ requestTimeout: 0 }, gateway.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     gateway,
     server,
     logs,
+    audit: () =>
+      existsSync(auditFile)
+        ? readFileSync(auditFile, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Record<string, unknown>)
+        : [],
     async close() {
       server.closeAllConnections();
       await gateway.close(server);
       if (ownCache) rmSync(ownCache, { recursive: true, force: true });
+      if (auditDir) rmSync(auditDir, { recursive: true, force: true });
     },
   };
 }

@@ -277,17 +277,20 @@ describe('canary secrets never appear in responses or logs', () => {
       'request http-headers': REQUEST_SECRETS.header,
     };
     const logs = [...gw.logs, ...gwHeaders.logs, ...gwFailingJm.logs];
-    const haystack = [...seen, ...logs.map((l) => JSON.stringify(l))].join('\n');
+    // The audit log names URIs and principals: it must hold no credential either.
+    const audit = [...gw.audit(), ...gwHeaders.audit(), ...gwFailingJm.audit()];
+    const haystack = [...seen, ...logs.map((l) => JSON.stringify(l)), ...audit.map((l) => JSON.stringify(l))].join('\n');
     const found: string[] = [];
     for (const [name, value] of Object.entries(canaries)) {
       for (const form of new Set([value, encodeURIComponent(value)])) if (haystack.includes(form)) found.push(name);
     }
     process.stderr.write(
-      `\ncanary summary: ${Object.keys(canaries).length} canaries, ${seen.length} responses and ${logs.length} log lines checked, leaked ${found.length} (must be 0)\n`,
+      `\ncanary summary: ${Object.keys(canaries).length} canaries, ${seen.length} responses and ${logs.length} log lines and ${audit.length} audit lines checked, leaked ${found.length} (must be 0)\n`,
     );
     expect(found).toEqual([]);
     // The checks had something to look at: the scenarios produced error messages and log lines.
     expect(seen.length).toBeGreaterThan(30);
     expect(gw.logs.length).toBeGreaterThan(20);
+    expect(audit.length).toBeGreaterThan(10);
   });
 });

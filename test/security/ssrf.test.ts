@@ -142,6 +142,11 @@ describe('SSRF guard: 0 connections reach a restricted address (host namespace, 
     ['IPv4-mapped [::ffff:127.0.0.1]', () => `http://[::ffff:127.0.0.1]:${T()}/app.jar`],
     ['IPv4-mapped, hex [::ffff:7f00:1]', () => `http://[::ffff:7f00:1]:${T()}/app.jar`],
     ['IPv4-mapped, long form', () => `http://[0:0:0:0:0:ffff:127.0.0.1]:${T()}/app.jar`],
+    ['6to4 embedding 127.0.0.1 [2002:7f00:1::]', () => `http://[2002:7f00:1::]:${T()}/app.jar`],
+    ['6to4 embedding 127.0.0.2, long form', () => `http://[2002:7f00:0002:0:0:0:0:1]:${T2()}/app.jar`],
+    ['6to4 embedding 169.254.169.254 [2002:a9fe:a9fe::]', () => `http://[2002:a9fe:a9fe::]:${T()}/app.jar`],
+    ['Teredo, client 127.0.0.1 (inverted) [2001:0:808:808::80ff:fffe]', () => `http://[2001:0:808:808::80ff:fffe]:${T()}/app.jar`],
+    ['Teredo, server 127.0.0.1 [2001:0:7f00:1::]', () => `http://[2001:0:7f00:1::]:${T()}/app.jar`],
     ['decimal 2130706433', () => `http://2130706433:${T()}/app.jar`],
     ['octal 0177.0.0.1', () => `http://0177.0.0.1:${T()}/app.jar`],
     ['short 127.1', () => `http://127.1:${T()}/app.jar`],
@@ -202,6 +207,7 @@ describe('SSRF guard: 0 connections reach a restricted address (host namespace, 
     ['127.0.0.2', () => `http://127.0.0.2:${T2()}/app.jar`, R],
     ['[::1]', () => `http://[::1]:${T6()}/app.jar`, R],
     ['[::ffff:127.0.0.1]', () => `http://[::ffff:127.0.0.1]:${T()}/app.jar`, R],
+    ['6to4 [2002:7f00:1::]', () => `http://[2002:7f00:1::]:${T()}/app.jar`, R],
     ['2130706433', () => `http://2130706433:${T()}/app.jar`, R],
     ['0177.0.0.1', () => `http://0177.0.0.1:${T()}/app.jar`, R],
     ['127.1', () => `http://127.1:${T()}/app.jar`, R],
@@ -306,6 +312,8 @@ describe('SSRF guard with names from a DNS server on loopback (injectable resolv
       'loop4b.test': { A: ['127.0.0.2'] },
       'loop6.test': { AAAA: ['::1'] },
       'mapped.test': { AAAA: ['::ffff:127.0.0.1'] },
+      'sixtofour.test': { AAAA: ['2002:7f00:1::'] },
+      'teredo.test': { AAAA: ['2001:0:808:808::80ff:fffe'] },
       'zero.test': { A: ['0.0.0.0'] },
       'mixed.test': { A: ['127.0.0.2'], AAAA: ['::1'] },
       's3-loop.test': { A: ['127.0.0.1'] },
@@ -375,6 +383,8 @@ describe('SSRF guard with names from a DNS server on loopback (injectable resolv
     ['A 127.0.0.2', () => `http://loop4b.test:${traps.v4b.port}/app.jar`],
     ['AAAA ::1', () => `http://loop6.test:${traps.v6.port}/app.jar`],
     ['AAAA ::ffff:127.0.0.1', () => `http://mapped.test:${traps.v4.port}/app.jar`],
+    ['AAAA 2002:7f00:1:: (6to4 of 127.0.0.1)', () => `http://sixtofour.test:${traps.v4.port}/app.jar`],
+    ['AAAA 2001:0:808:808::80ff:fffe (Teredo, client 127.0.0.1)', () => `http://teredo.test:${traps.v4.port}/app.jar`],
     ['A 0.0.0.0', () => `http://zero.test:${traps.v4.port}/app.jar`],
     ['A and AAAA, both restricted', () => `http://mixed.test:${traps.v6.port}/app.jar`],
     ['S3 endpoint name resolving to 127.0.0.1', () => 's3://bucket/app.jar'],
@@ -408,9 +418,10 @@ describe('restricted address forms (unit)', () => {
   it.each([
     '::7f00:1', '::127.0.0.1', '::a9fe:a9fe', '::169.254.169.254', '::ffff:0:7f00:1', '::ffff:0:127.0.0.1', '::8.8.8.8',
     '::ffff:a9fe:a9fe', '64:ff9b::a9fe:a9fe', '64:ff9b:1::1', 'fd00:ec2::254', '169.254.169.254', '0.0.0.0', '::',
-  ])('%s is restricted (IPv4-compatible and -translated forms included)', (a) => expect(isRestrictedAddress(a)).toBe(true));
+    '2002:7f00:1::', '2002:a9fe:a9fe::1', '2002:a00:1::', '2001:0:808:808::80ff:fffe', '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+  ])('%s is restricted (IPv4-compatible, -translated, 6to4 and Teredo forms included)', (a) => expect(isRestrictedAddress(a)).toBe(true));
 
-  it.each(['::ffff:8.8.8.8', '64:ff9b::808:808', '2606:4700::1111', '1.2.3.4'])('%s is not', (a) => expect(isRestrictedAddress(a)).toBe(false));
+  it.each(['::ffff:8.8.8.8', '64:ff9b::808:808', '2606:4700::1111', '1.2.3.4', '2002:808:808::1', '2001:4860:4860::8888'])('%s is not', (a) => expect(isRestrictedAddress(a)).toBe(false));
 });
 
 /**

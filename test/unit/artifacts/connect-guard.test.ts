@@ -10,6 +10,37 @@ describe('restricted addresses (SSRF guard)', () => {
 
   it.each(['8.8.8.8', '140.82.112.3', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808'])('%s is public', (a) => expect(isRestrictedAddress(a)).toBe(false));
 
+  // 6to4 (2002::/16) embeds an IPv4 address in bits 16–47: restricted exactly when that address is.
+  it.each([
+    ['2002:7f00:1::', '127.0.0.1'],
+    ['2002:7f00:0001:0000:0000:0000:0000:0000', '127.0.0.1, uncompressed'],
+    ['2002:7f00:1::1.2.3.4', '127.0.0.1, dotted tail'],
+    ['2002:a9fe:a9fe::', '169.254.169.254 (cloud metadata)'],
+    ['2002:a00:1::1', '10.0.0.1'],
+    ['2002:c0a8:101:ffff::1', '192.168.1.1'],
+    ['2002:ac1f:ffff::', '172.31.255.255'],
+    ['2002::1', '0.0.0.0'],
+    ['2002:e000:1::', '224.0.0.1 (multicast)'],
+  ])('6to4 %s (embeds %s) is restricted', (a) => expect(isRestrictedAddress(a)).toBe(true));
+
+  it.each([
+    ['2002:808:808::1', '8.8.8.8'],
+    ['2002:8c52:7003::', '140.82.112.3'],
+    ['2002:ac20::1', '172.32.0.0, just past 172.16.0.0/12'],
+  ])('6to4 %s (embeds %s) is public', (a) => expect(isRestrictedAddress(a)).toBe(false));
+
+  // Teredo (2001:0::/32) is refused whatever it embeds (server IPv4 in bits 32–63, client IPv4
+  // inverted in the last 32 bits): a NAT-traversal tunnel, never a store's address.
+  it.each([
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'RFC 4380 example: public server and client'],
+    ['2001:0:808:808::80ff:fffe', 'client 127.0.0.1 (0x80fffffe inverted)'],
+    ['2001:0:7f00:1::', 'server 127.0.0.1'],
+    ['2001:0000:0808:0808:0000:0000:f7f7:f7f7', 'uncompressed, client 8.8.8.8'],
+    ['2001::', 'the prefix itself'],
+  ])('Teredo %s (%s) is restricted', (a) => expect(isRestrictedAddress(a)).toBe(true));
+
+  it.each(['2001:1::1', '2001:4860:4860::8888', '2001:db9::1'])('%s, next to the Teredo prefix, is public', (a) => expect(isRestrictedAddress(a)).toBe(false));
+
   it('refuses an IP literal unless its host:port is exempt', () => {
     const guard = createConnectGuard({ enabled: true, allowed: ['127.0.0.1:9000'] });
     expect(() => guard.checkHost('127.0.0.1', 9001)).toThrow(expect.objectContaining({ code: 'GW_FETCH_RESTRICTED_HOST' }));

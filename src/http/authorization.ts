@@ -1,0 +1,129 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { AuditLog } from '../audit/audit-log';
+import { GatewayError } from '../errors/gateway-error';
+import { decodeOnce, decodeUntilStable, tokens } from './canonical-path';
+
+/**
+ * What a request does, for per-principal permissions (`gateway.auth.permission.<action>`):
+ * - read: GET/HEAD/OPTIONS — job and cluster state, the Web UI, jar lists, gateway status;
+ * - submit: upload, fetch, plan, run and delete jars, and POST /v1/jobs (a job graph). A plan is
+ *   a submission: Flink runs the jar's main method to build it;
+ * - cancel: everything else that changes state — cancel, stop, savepoints, checkpoints, rescaling,
+ *   DELETE /cluster — and Flink's legacy GET /jobs/:jobid/yarn-cancel and yarn-stop.
+ * Decided on both views of the path (Flink's single decoding and the decoded-until-stable one); a
+ * request needs every action either view implies, so no encoding lowers what it needs.
+ */
+export type Action = 'read' | 'submit' | 'cancel';
+
+const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+function viewOf(path: string): string[] {
+  const t = tokens(path).filter(Boolean);
+  return t[0] === 'v1' ? t.slice(1) : t;
+}
+
+function actionOfView(method: string, rest: string[]): Action {
+  if (rest[0] === 'jars') return SAFE.has(method) && rest[2] !== 'plan' ? 'read' : 'submit';
+  if (method === 'POST' && rest.length === 1 && rest[0] === 'jobs') return 'submit';
+  if (SAFE.has(method)) {
+    const last = rest[rest.length - 1];
+    return last === 'yarn-cancel' || last === 'yarn-stop' ? 'cancel' : 'read';
+  }
+  return 'cancel';
+}
+
+/** The actions a request needs (usually one). */
+export function actionsOf(method: string, rawPath: string): Set<Action> {
+  const m = method.toUpperCase();
+  return new Set([decodeOnce(rawPath), decodeUntilStable(rawPath)].map((p) => actionOfView(m, viewOf(p))));
+}
+
+/** POST /v1/jobs: Flink's `flink run` path, a serialised job graph that no URI policy has seen. */
+export function isJobGraphSubmission(method: string, rawPath: string): boolean {
+  if (method.toUpperCase() !== 'POST') return false;
+  return [decodeOnce(rawPath), decodeUntilStable(rawPath)].some((p) => {
+    const rest = viewOf(p);
+    return rest.length === 1 && rest[0] === 'jobs';
+  });
+}
+
+/** The principals allowed each action: `token:<name>`, `cert:<CN>` or `*`. */
+export class Permissions {
+  private readonly lists: Record<Action, readonly string[]>;
+
+  constructor(lists: Record<Action, readonly string[]>) {
+    for (const [action, list] of Object.entries(lists)) {
+      for (const entry of list) {
+        if (entry !== '*' && !/^(token|cert):.+$/.test(entry)) {
+          throw new Error(`gateway.auth.permission.${action}: '${entry}' is not a principal (use token:<name>, cert:<subject CN> or *)`);
+        }
+      }
+    }
+    this.lists = lists;
+  }
+
+  /** True when some list is narrower than "everyone": then authentication must be on. */
+  get restricted(): boolean {
+    return Object.values(this.lists).some((l) => !l.includes('*'));
+  }
+
+  /** The entry that allows `principal` to do `action`, or undefined. */
+  allows(principal: string, action: Action): string | undefined {
+    const list = this.lists[action];
+    if (list.includes(principal)) return principal;
+    return list.includes('*') ? '*' : undefined;
+  }
+}
+
+export interface AuthorizationDeps {
+  permissions: Permissions;
+  policyMode: 'open' | 'fetched-only';
+  audit?: AuditLog;
+}
+
+/**
+ * After authentication: refuses what the principal may not do (403 GW_AUTH_FORBIDDEN), and in
+ * fetched-only mode refuses POST /v1/jobs (403 GW_POLICY_FETCHED_ONLY). Open routes (probes, the
+ * token bridge) are not subject to permissions. Denied submissions and job-graph submissions get
+ * an audit record here; runs, plans and fetches are audited where they are handled.
+ */
+export function authorization(deps: AuthorizationDeps) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (res.locals.openRoute === true) {
+      next();
+      return;
+    }
+    const path = req.originalUrl.split('?')[0] ?? '/';
+    const principal: string = res.locals.principal ?? 'anonymous';
+    const reqId: string = res.locals.reqId ?? '';
+    const started = performance.now();
+    const jobGraph = isJobGraphSubmission(req.method, path);
+    const audit = (outcome: 'denied' | 'accepted' | 'rejected' | 'failed', status: number, verdicts: Record<string, string>, error?: string) =>
+      deps.audit?.submission({
+        principal, reqId, route: jobGraph ? 'job-graph' : `${req.method} ${path}`, verdicts, outcome, status,
+        ...(error ? { error } : {}), durationMs: Math.round(performance.now() - started),
+      });
+    const granted: string[] = [];
+    for (const action of actionsOf(req.method, path)) {
+      const entry = deps.permissions.allows(principal, action);
+      if (entry === undefined) {
+        if (action === 'submit') audit('denied', 403, { permission: `${action}: denied` }, 'GW_AUTH_FORBIDDEN');
+        next(new GatewayError('GW_AUTH_FORBIDDEN', { principal, action, route: `${req.method} ${path.slice(0, 200)}` }));
+        return;
+      }
+      granted.push(`${action}: ${entry}`);
+    }
+    res.locals.permission = granted.join(', ');
+    if (jobGraph) {
+      const verdicts = { permission: res.locals.permission as string, policy: deps.policyMode };
+      if (deps.policyMode === 'fetched-only') {
+        audit('denied', 403, verdicts, 'GW_POLICY_FETCHED_ONLY');
+        next(new GatewayError('GW_POLICY_FETCHED_ONLY', { what: 'POST /v1/jobs (a job graph from flink run)' }));
+        return;
+      }
+      // Passed through unexamined: the record says who sent it and what the JobManager answered.
+      res.on('finish', () => audit(res.statusCode < 400 ? 'accepted' : res.statusCode < 500 ? 'rejected' : 'failed', res.statusCode, verdicts));
+    }
+    next();
+  };
+}

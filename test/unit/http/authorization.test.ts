@@ -1,0 +1,58 @@
+import { actionsOf, isJobGraphSubmission, Permissions } from '../../../src/http/authorization';
+
+const actions = (method: string, path: string) => [...actionsOf(method, path)].sort().join('+');
+
+describe('what a request needs', () => {
+  it.each([
+    ['GET', '/v1/jobs/overview', 'read'],
+    ['GET', '/', 'read'],
+    ['GET', '/web/index.html', 'read'],
+    ['GET', '/jars', 'read'],
+    ['GET', '/gateway/v1/fetches', 'read'],
+    ['GET', '/v1/jars/x.jar/plan', 'submit'],
+    ['POST', '/v1/jars/x.jar/plan', 'submit'],
+    ['POST', '/v1/jars/upload', 'submit'],
+    ['POST', '/jars/fetch', 'submit'],
+    ['POST', '/v1/jars/x.jar/run', 'submit'],
+    ['DELETE', '/v1/jars/x.jar', 'submit'],
+    ['POST', '/v1/jobs', 'submit'],
+    ['POST', '/v1/%6Aobs', 'submit'],
+    ['POST', '//v1//jobs/', 'submit'],
+    ['PATCH', '/v1/jobs/abc', 'cancel'],
+    ['PATCH', '/v1/jobs/abc?mode=cancel', 'cancel'],
+    ['GET', '/jobs/abc/yarn-cancel', 'cancel'],
+    ['GET', '/jobs/abc/yarn-stop/', 'cancel'],
+    ['POST', '/v1/jobs/abc/stop', 'cancel'],
+    ['POST', '/v1/jobs/abc/savepoints', 'cancel'],
+    ['PUT', '/v1/jobs/abc/resource-requirements', 'cancel'],
+    ['DELETE', '/v1/cluster', 'cancel'],
+    // Double-encoded: Flink sees %6Aars (no route), the canonical view sees jars → both needed.
+    ['POST', '/v1/%256Aars/x.jar/run', 'cancel+submit'],
+    ['GET', '/jobs/abc/yarn%2Dcancel', 'cancel'],
+  ])('%s %s → %s', (method, path, expected) => {
+    expect(actions(method, path.split('?')[0]!)).toBe(expected);
+  });
+
+  it('recognises POST /v1/jobs in every spelling, and nothing else', () => {
+    for (const p of ['/v1/jobs', '/jobs', '/jobs/', '/v1/jobs%2F', '/v1/%256Aobs']) expect(isJobGraphSubmission('POST', p)).toBe(true);
+    for (const [m, p] of [['GET', '/v1/jobs'], ['POST', '/v1/jobs/abc/stop'], ['POST', '/v1/jars/upload']] as const) expect(isJobGraphSubmission(m, p)).toBe(false);
+  });
+});
+
+describe('Permissions', () => {
+  const p = new Permissions({ read: ['*'], submit: ['token:ci', 'cert:flink-operator'], cancel: ['cert:flink-operator'] });
+
+  it('grants by exact principal or *', () => {
+    expect(p.allows('token:viewer', 'read')).toBe('*');
+    expect(p.allows('token:ci', 'submit')).toBe('token:ci');
+    expect(p.allows('token:viewer', 'submit')).toBeUndefined();
+    expect(p.allows('token:ci', 'cancel')).toBeUndefined();
+    expect(p.allows('cert:flink-operator', 'cancel')).toBe('cert:flink-operator');
+    expect(p.restricted).toBe(true);
+    expect(new Permissions({ read: ['*'], submit: ['*'], cancel: ['*'] }).restricted).toBe(false);
+  });
+
+  it('refuses entries that are not principals', () => {
+    expect(() => new Permissions({ read: ['*'], submit: ['ci'], cancel: ['*'] })).toThrow(/gateway\.auth\.permission\.submit: 'ci' is not a principal/);
+  });
+});
