@@ -21,7 +21,21 @@ export async function zipProblem(path: string, limits: ZipLimits = DEFAULT_ZIP_L
       }
       zip.on('error', (e: Error) => resolve({ reason: e.message }));
       zip.on('end', () => resolve(undefined));
-      zip.on('entry', () => zip.readEntry());
+      zip.on('entry', (entry: yauzl.Entry) => {
+        if (entry.fileName.toUpperCase() !== 'META-INF/MANIFEST.MF') return zip.readEntry();
+        // Java's JarFile inflates the manifest to its end whatever the central directory says; its
+        // declared size is bounded above, and yauzl stops a stream that inflates past it, so this
+        // read is bounded too: a manifest bomb is caught here, not on the JobManager's heap.
+        zip.openReadStream(entry, (e, stream) => {
+          if (e || !stream) return resolve({ reason: `the manifest cannot be read: ${e?.message ?? 'no stream'}` });
+          stream.on('error', (se: Error) => {
+            zip.close();
+            resolve({ reason: `the manifest does not inflate to its declared ${entry.uncompressedSize} bytes (${se.message})`, limit: 'user.artifacts.max-manifest-size' });
+          });
+          stream.on('end', () => zip.readEntry());
+          stream.resume();
+        });
+      });
       zip.readEntry();
     });
   });

@@ -1,4 +1,4 @@
-import { crc32 } from 'node:zlib';
+import { crc32, deflateRawSync } from 'node:zlib';
 
 /** One STORED entry of a crafted zip; its central-directory header may lie about the size. */
 export interface CraftedEntry {
@@ -8,6 +8,8 @@ export interface CraftedEntry {
   declaredSize?: number;
   /** Declares 0xffffffff plus a zip64 extra field with this uncompressed size. */
   zip64Size?: bigint;
+  /** Stores `data` DEFLATEd (method 8); `declaredSize` then lies in both headers (a manifest bomb). */
+  deflate?: boolean;
 }
 
 export interface CraftedZip {
@@ -34,15 +36,17 @@ export function craftZip(z: CraftedZip): Buffer {
   const centrals: Buffer[] = [];
   let offset = 0;
   for (const e of z.entries) {
-    const data = Buffer.isBuffer(e.data) ? e.data : Buffer.from(e.data ?? '');
+    const plain = Buffer.isBuffer(e.data) ? e.data : Buffer.from(e.data ?? '');
+    const data = e.deflate ? deflateRawSync(plain) : plain;
     const name = Buffer.from(e.name);
-    const crc = crc32(data);
+    const crc = crc32(plain);
     const local = Buffer.alloc(30);
     local.writeUInt32LE(0x04034b50, 0);
     local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(e.deflate ? 8 : 0, 8);
     local.writeUInt32LE(crc, 14);
     local.writeUInt32LE(data.length, 18);
-    local.writeUInt32LE(data.length, 22);
+    local.writeUInt32LE(e.deflate ? (e.declaredSize ?? plain.length) : data.length, 22);
     local.writeUInt16LE(name.length, 26);
     locals.push(local, name, data);
     const extra = Buffer.alloc(e.zip64Size !== undefined ? 12 : 0);
@@ -55,9 +59,10 @@ export function craftZip(z: CraftedZip): Buffer {
     central.writeUInt32LE(0x02014b50, 0);
     central.writeUInt16LE(45, 4);
     central.writeUInt16LE(20, 6);
+    central.writeUInt16LE(e.deflate ? 8 : 0, 10);
     central.writeUInt32LE(crc, 16);
     central.writeUInt32LE(data.length, 20);
-    central.writeUInt32LE(e.zip64Size !== undefined ? 0xffffffff : (e.declaredSize ?? data.length), 24);
+    central.writeUInt32LE(e.zip64Size !== undefined ? 0xffffffff : (e.declaredSize ?? plain.length), 24);
     central.writeUInt16LE(name.length, 28);
     central.writeUInt16LE(extra.length, 30);
     central.writeUInt32LE(offset, 42);

@@ -148,6 +148,19 @@ describe('zip-structure bounds (uploads: JarInspector; fetched jars: zipProblem)
     });
   });
 
+  it('fetched jars: refuses a manifest that inflates past its declared size (a manifest bomb), reading at most that much', async () => {
+    const bomb = Buffer.alloc(64 * 1024 ** 2, 0x41); // 64 MiB of 'A' deflates to ~64 KiB
+    const jar = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: bomb, deflate: true, declaredSize: 100 }, { name: 'a/B.class', data: 'x' }] });
+    expect(jar.length).toBeLessThan(200 * 1024);
+    const r = await onDisk(jar);
+    expect(r).toMatchObject({ limit: 'user.artifacts.max-manifest-size' });
+    expect(r?.reason).toMatch(/the manifest does not inflate to its declared 100 bytes/);
+    // The same manifest, honestly declared, is refused by the declared-size bound instead.
+    expect(await onDisk(craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: bomb, deflate: true }] }))).toMatchObject({ limit: 'user.artifacts.max-manifest-size' });
+    // A genuine deflated manifest passes.
+    expect(await onDisk(craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST, deflate: true }, { name: 'a/B.class', data: 'x' }] }))).toBeUndefined();
+  });
+
   it('keeps the format reasons: empty, no end record, no entries', async () => {
     expect(await streamed(Buffer.alloc(0))).toEqual({ reason: 'the file is empty' });
     const jar = buildJar({ 'big.bin': randomBytes(100_000) });
