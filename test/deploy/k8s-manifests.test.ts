@@ -355,9 +355,12 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     const cert = onlyOne(manifests, 'Certificate');
     expect(cert.spec.secretName).toBe(tlsVolume.secret.secretName);
     expect(cert.metadata.namespace).toBe(deployment.metadata.namespace);
-    // The operator connects to <deploymentName>-rest.<namespace>; Flink's client verifies the host name.
+    // The operator connects to <deploymentName>-rest.<namespace>. Flink's REST client does not check
+    // the host name (test/e2e/java-client-tls.test.ts) — its truststore is the only check — but
+    // other clients (curl, browsers) do. Flink's default cipher list needs an RSA server key.
     expect(cert.spec.dnsNames).toContain(`${deployment.metadata.name}-rest.${deployment.metadata.namespace}`);
     expect(cert.spec.usages).toContain('server auth');
+    expect(cert.spec.privateKey?.algorithm).toBe('RSA');
   });
 
   it('web.upload.dir is the same path in both containers, on one shared emptyDir, with the jar cache on the same mount (hard links)', () => {

@@ -1,30 +1,6 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { projectRoot } from '../../src/project-root';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { newJobId, WORDCOUNT_JAR } from '../helpers/flink';
-import { runProcess } from '../helpers/run-process';
-
-const root = projectRoot(__dirname);
-const moduleDir = join(root, 'test', 'java-client');
-
-interface Step {
-  ok: boolean;
-  jobid?: string;
-  error?: string;
-  httpStatus?: number;
-  listed?: boolean;
-}
-
-/** Builds the compat program against one Flink line (cached by Maven's own up-to-date checks). */
-function build(line: '2.1' | '1.20'): string {
-  const dir = join(moduleDir, 'target', `flink-${line}`);
-  if (!existsSync(join(dir, 'compat.jar'))) {
-    execFileSync('mvn', ['-q', '-B', '-f', join(moduleDir, 'pom.xml'), `-Pflink-${line}`, 'package'], { stdio: ['ignore', 'ignore', 'inherit'] });
-  }
-  return dir;
-}
+import { runOperatorSequence, type SequenceResult } from '../helpers/java-client';
 
 /**
  * Flink's own Java client (RestClient / RestClusterClient and flink-runtime-web's message headers)
@@ -32,17 +8,12 @@ function build(line: '2.1' | '1.20'): string {
  */
 describe.each(['2.1', '1.20'] as const)("the operator's sequence with Flink %s client classes", (line) => {
   let gw: TestGateway;
-  let out: Record<string, Step & Record<string, unknown>>;
+  let out: SequenceResult;
   const jobId = newJobId();
 
   beforeAll(async () => {
-    const dir = build(line);
     gw = await startGateway(flinkUrl());
-    const r = await runProcess('java', ['-cp', `${dir}/compat.jar:${dir}/lib/*`, 'dev.flinkjargateway.compat.OperatorSequence', '--url', gw.url, '--jar', WORDCOUNT_JAR, '--job-id', jobId], {
-      timeoutMs: 300_000,
-    });
-    if (r.status !== 0) throw new Error(`compat program exited ${r.status}: ${r.stderr}`);
-    out = JSON.parse(r.stdout) as typeof out;
+    out = await runOperatorSequence(line, ['--url', gw.url, '--jar', WORDCOUNT_JAR, '--job-id', jobId]);
   }, 300_000);
   afterAll(async () => gw.close());
 

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -32,4 +32,38 @@ export function makeSelfSignedCert(commonName = 'localhost'): TlsMaterial {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Paths of a PEM certificate and its key, as written by {@link makeTestCa} / {@link issueCert}. */
+export interface CertFiles {
+  cert: string;
+  key: string;
+}
+
+const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
+/** A fresh CA (`<name>-ca.pem`, `<name>-ca.key` in `dir`) for tests that need more than one identity. */
+export function makeTestCa(dir: string, name: string): CertFiles {
+  const files = { cert: join(dir, `${name}-ca.pem`), key: join(dir, `${name}-ca.key`) };
+  execFileSync('openssl', ['req', '-x509', ...ecKey, '-keyout', files.key, '-out', files.cert, '-days', '2', '-subj', `/CN=${name} test CA`], { stdio: 'pipe' });
+  return files;
+}
+
+/**
+ * A certificate signed by `ca` (`<name>.pem`, `<name>.key` in `dir`): a server certificate for
+ * `altNames` (default `localhost` and `127.0.0.1`), or a client certificate (extendedKeyUsage
+ * clientAuth) whose CN is what the gateway takes as the principal. EC P-256 by default; `key: 'rsa'`
+ * for peers whose cipher suites need an RSA server key (Flink's default `security.ssl.algorithms`
+ * are TLS_ECDHE_RSA_* only).
+ */
+export function issueCert(dir: string, ca: CertFiles, name: string, opts: { cn: string; use: 'server' | 'client'; key?: 'ec' | 'rsa'; altNames?: string }): CertFiles {
+  const files = { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
+  const csr = join(dir, `${name}.csr`);
+  const ext = join(dir, `${name}.ext`);
+  const newKey = opts.key === 'rsa' ? ['-newkey', 'rsa:2048', '-nodes'] : ecKey;
+  execFileSync('openssl', ['req', ...newKey, '-keyout', files.key, '-out', csr, '-subj', `/CN=${opts.cn}`], { stdio: 'pipe' });
+  const altNames = opts.altNames ?? 'DNS:localhost,IP:127.0.0.1';
+  writeFileSync(ext, opts.use === 'server' ? `subjectAltName=${altNames}\nextendedKeyUsage=serverAuth\n` : 'extendedKeyUsage=clientAuth\n');
+  execFileSync('openssl', ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', files.cert, '-days', '2', '-extfile', ext], { stdio: 'pipe' });
+  return files;
 }

@@ -4,6 +4,7 @@ import org.apache.flink.api.common.JobID;
 import org.apache.flink.client.program.rest.RestClusterClient;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestOptions;
+import org.apache.flink.configuration.SecurityOptions;
 import org.apache.flink.runtime.highavailability.nonha.standalone.StandaloneClientHAServices;
 import org.apache.flink.runtime.messages.webmonitor.JobDetails;
 import org.apache.flink.runtime.messages.webmonitor.MultipleJobsDetails;
@@ -75,11 +76,13 @@ public final class OperatorSequence {
         conf.putAll(options.extraConf());
         this.flinkConfiguration = conf;
 
-        // Like the operator, the client is configured from the same session-job config it sends;
-        // only the idle timeout is tightened so a silent server fails a call instead of hanging it.
+        // Like the operator, the client is configured from the same session-job config it sends,
+        // with REST SSL on switched to the operator pod's own keystore and truststore; only the
+        // idle timeout is tightened so a silent server fails a call instead of hanging it.
         Map<String, String> client = new HashMap<>(conf);
         client.put(RestOptions.IDLENESS_TIMEOUT.key(), options.callTimeout().toMillis() + " ms");
-        this.clientConfiguration = Configuration.fromMap(client);
+        this.clientConfiguration =
+                OperatorRestConfig.apply(Configuration.fromMap(client), System.getenv());
     }
 
     public static void main(String[] args) {
@@ -115,6 +118,12 @@ public final class OperatorSequence {
         Map<String, Object> result = new LinkedHashMap<>();
         result.put("flinkClientVersion", EnvironmentInformation.getVersion());
         result.put("jobId", options.jobId().toHexString());
+        result.put("restSsl", SecurityOptions.isRestSSLEnabled(clientConfiguration));
+        result.put(
+                "restSslClientKeystore",
+                SecurityOptions.isRestSSLAuthenticationEnabled(clientConfiguration)
+                        ? clientConfiguration.get(SecurityOptions.SSL_REST_KEYSTORE)
+                        : null);
 
         Map<String, Object> upload = attempt("upload", this::upload);
         result.put("upload", upload);
@@ -228,7 +237,11 @@ public final class OperatorSequence {
         }
     }
 
-    /** {@code AbstractFlinkService.getClusterClient}: a fixed REST address, no HA lookup. */
+    /**
+     * {@code AbstractFlinkService.getClusterClient}: a fixed REST address, no HA lookup. The
+     * operator writes {@code http://} even with REST SSL on; RestClusterClient uses only host and
+     * port, and its RestClient speaks TLS when the configuration says so.
+     */
     private RestClusterClient<String> clusterClient() throws Exception {
         String address = "http://" + options.host() + ":" + options.port();
         return new RestClusterClient<>(

@@ -1,6 +1,8 @@
 package dev.flinkjargateway.compat;
 
 import org.apache.flink.api.common.JobID;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.SecurityOptions;
 
 import java.net.URI;
 import java.nio.file.Files;
@@ -20,7 +22,7 @@ record Options(
         Duration callTimeout) {
 
     static final String USAGE =
-            "usage: OperatorSequence --url http://HOST:PORT --jar PATH/TO/job.jar\n"
+            "usage: OperatorSequence --url http(s)://HOST:PORT --jar PATH/TO/job.jar\n"
                     + "         [--entry-class CLASS] [--job-id 32HEX] [--conf key=value]...\n"
                     + "         [--call-timeout-seconds N (default 60)]";
 
@@ -68,9 +70,19 @@ record Options(
             throw new UsageException("--url and --jar are required");
         }
         URI uri = URI.create(url);
-        // The operator talks plain HTTP to <cluster>-rest:<rest.port>; TLS is out of scope here.
-        if (!"http".equals(uri.getScheme()) || uri.getHost() == null || uri.getPort() < 0) {
-            throw new UsageException("--url must look like http://HOST:PORT, got: " + url);
+        if (uri.getHost() == null || uri.getPort() < 0) {
+            throw new UsageException("--url must look like http(s)://HOST:PORT, got: " + url);
+        }
+        // Flink's RestClient takes the scheme from the configuration, not from a URL (the operator
+        // even builds an http:// address with REST SSL on); the flag must just not contradict it.
+        boolean ssl = SecurityOptions.isRestSSLEnabled(Configuration.fromMap(extraConf));
+        if (!(ssl ? "https" : "http").equals(uri.getScheme())) {
+            throw new UsageException(
+                    "--url is "
+                            + url
+                            + " but security.ssl.rest.enabled is "
+                            + ssl
+                            + ": use https:// exactly when --conf security.ssl.rest.enabled=true");
         }
         Path jarPath = Path.of(jar).toAbsolutePath();
         if (!Files.isRegularFile(jarPath)) {

@@ -1,0 +1,63 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../../src/project-root';
+import { runProcess } from './run-process';
+
+/** test/java-client: Flink's own Java client replaying the operator's REST sequence (its README). */
+const moduleDir = join(projectRoot(__dirname), 'test', 'java-client');
+
+export type FlinkClientLine = '2.1' | '1.20';
+
+/** One step of the sequence as the program prints it. */
+export interface SequenceStep {
+  ok: boolean;
+  jobid?: string;
+  jarId?: string;
+  error?: string;
+  httpStatus?: number;
+  listed?: boolean;
+}
+
+export type SequenceResult = Record<string, unknown> & Record<'upload' | 'run1' | 'run2' | 'overview' | 'delete1' | 'delete2', SequenceStep>;
+
+function newestMtime(path: string): number {
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.mtimeMs;
+  return Math.max(st.mtimeMs, ...readdirSync(path).map((name) => newestMtime(join(path, name))));
+}
+
+/**
+ * Under flock (test files that need the same line at once must not write one target directory
+ * together), and checked again once the lock is held: build unless the jar is newer than every
+ * source; then mark the jar as built from them (maven-jar-plugin may leave an up-to-date jar alone).
+ */
+const BUILD_IF_STALE = `jar="target/flink-$1/compat.jar"
+if [ ! -e "$jar" ] || [ -n "$(find src pom.xml -newer "$jar" -print -quit)" ]; then
+  mvn -q -B -f pom.xml "-Pflink-$1" package && touch "$jar"
+fi`;
+
+/** Builds the compat program against one Flink line unless its jar is newer than the sources. */
+export function buildJavaClient(line: FlinkClientLine): string {
+  const dir = join(moduleDir, 'target', `flink-${line}`);
+  const jar = join(dir, 'compat.jar');
+  const sources = Math.max(newestMtime(join(moduleDir, 'src')), newestMtime(join(moduleDir, 'pom.xml')));
+  if (existsSync(jar) && statSync(jar).mtimeMs >= sources) return dir;
+  mkdirSync(join(moduleDir, 'target'), { recursive: true });
+  execFileSync('flock', [join(moduleDir, 'target', `.build-${line}.lock`), 'sh', '-c', BUILD_IF_STALE, 'build', line], { cwd: moduleDir, stdio: ['ignore', 'ignore', 'inherit'] });
+  return dir;
+}
+
+/**
+ * Runs `dev.flinkjargateway.compat.OperatorSequence` with `args` (see test/java-client/README.md)
+ * and returns its JSON. `env` is added to the environment (OPERATOR_KEYSTORE_PATH and friends).
+ */
+export async function runOperatorSequence(line: FlinkClientLine, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<SequenceResult> {
+  const dir = buildJavaClient(line);
+  const r = await runProcess('java', ['-cp', `${dir}/compat.jar:${dir}/lib/*`, 'dev.flinkjargateway.compat.OperatorSequence', ...args], {
+    env: { ...process.env, ...env },
+    timeoutMs: 300_000,
+  });
+  if (r.status !== 0) throw new Error(`compat program exited ${r.status}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as SequenceResult;
+}
