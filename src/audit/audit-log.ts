@@ -1,5 +1,6 @@
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
+import pino from 'pino';
 
 /** Who asked, for every audit record. */
 export interface AuditSubject {
@@ -52,19 +53,22 @@ export interface SubmissionAudit extends AuditSubject {
  * One JSON line per submission and per fetch, separate from the operational log: its own
  * destination (`gateway.audit.log`), never filtered by the log level, written synchronously (a
  * handful of lines per job, and each line should be written before the answer is sent). Records
- * hold redacted URIs and principal names only — no credential ever reaches them. Plain
- * `JSON.stringify` + `writeSync`: the records are flat and few, so a logger adds nothing here.
+ * hold redacted URIs and principal names only — no credential ever reaches them. The records
+ * are flat and few: `JSON.stringify` onto pino's sonic-boom destination, no logger around it.
  */
 export class AuditLog {
-  private constructor(private readonly fd: number | undefined, private readonly owned = false) {}
+  private constructor(private readonly out: ReturnType<typeof pino.destination> | undefined) {
+    // A write error (disk full) is reported as an event; unhandled, it would end the process.
+    out?.on('error', () => undefined);
+  }
 
   /** `stdout`, `none`, or a file path (created 0600 with its directory, appended to). */
   static open(target: string): AuditLog {
     if (target === 'none') return new AuditLog(undefined);
-    if (target === 'stdout') return new AuditLog(1);
+    if (target === 'stdout') return new AuditLog(pino.destination({ dest: 1, sync: true }));
     mkdirSync(dirname(target), { recursive: true });
     // Audit lines name principals and URIs: the file is the owner's only.
-    return new AuditLog(openSync(target, 'a', 0o600), true);
+    return new AuditLog(pino.destination({ fd: openSync(target, 'a', 0o600), sync: true }));
   }
 
   static disabled(): AuditLog {
@@ -79,18 +83,21 @@ export class AuditLog {
     this.write({ time: new Date().toISOString(), audit: 'submission', ...record });
   }
 
-  /** One whole line per write(2), so lines from the log and the audit never interleave mid-line. */
+  /**
+   * One whole line per write, synchronously (sonic-boom, as pino's own stdout: it retries a pipe
+   * that is full — EAGAIN — instead of dropping the line, and finishes a partial write before
+   * returning, so audit and log lines never interleave mid-line on stdout).
+   */
   private write(record: Record<string, unknown>): void {
-    if (this.fd === undefined) return;
     try {
-      writeSync(this.fd, `${JSON.stringify(record)}\n`);
+      this.out?.write(`${JSON.stringify(record)}\n`);
     } catch {
       /* a full disk must not fail the request; the operational log still has it */
     }
   }
 
   close(): void {
-    if (this.owned && this.fd !== undefined) closeSync(this.fd);
+    if (this.out && (this.out as unknown as { fd: number }).fd !== 1) this.out.destroy();
   }
 }
 
