@@ -36,6 +36,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly errors = new Counter({
+    name: 'flink_gateway_errors_total',
+    help: 'Error answers by gateway error code (GW_*) and status: alert on GW_AUTH_FORBIDDEN, GW_FETCH_RESTRICTED_HOST or GW_FETCH_URI_NOT_ALLOWED spikes (probing), GW_CLUSTER_* (JobManager trouble).',
+    labelNames: ['code', 'status'] as const,
+    registers: [this.registry],
+  });
+
   readonly passThrough = new Histogram({
     name: 'flink_gateway_pass_through_duration_seconds',
     help: 'Time to response headers of requests passed through to the JobManager, by status class.',

@@ -49,6 +49,6 @@ export function createApp(deps: AppDeps): Express {
   app.use(createJarRoutes(deps));
   const metrics = deps.metrics;
   app.use(createPassThrough(deps.cluster, deps.logger, metrics ? (status, seconds) => metrics.passThrough.observe({ status_class: Metrics.statusClass(status) }, seconds) : undefined));
-  app.use(errorMiddleware(deps.logger));
+  app.use(errorMiddleware(deps.logger, metrics ? (code, status) => metrics.errors.inc({ code, status: String(status) }) : undefined));
   return app;
 }

@@ -6,7 +6,7 @@ import { errorBody, GatewayError, isGatewayError } from '../errors/gateway-error
  * The one place that maps errors to HTTP. Gateway errors carry their status and a message meant
  * for the client; anything else is a bug: 500 with the request id, the stack only in the log.
  */
-export function errorMiddleware(fallbackLogger: Logger) {
+export function errorMiddleware(fallbackLogger: Logger, onError?: (code: string, status: number) => void) {
   // Express recognises error middleware by its four parameters.
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const log: Logger = res.locals.log ?? fallbackLogger;
@@ -20,6 +20,7 @@ export function errorMiddleware(fallbackLogger: Logger) {
       gw = new GatewayError('GW_INTERNAL_ERROR', { requestId: String(res.locals.reqId ?? 'unknown') });
       log.error({ err }, 'unexpected error');
     }
+    onError?.(gw.code, gw.status);
     if (res.headersSent) {
       res.destroy();
       return;

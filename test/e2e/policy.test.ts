@@ -217,6 +217,9 @@ describe('per-principal permissions and the audit log', () => {
     const plan = await json('GET', `${gw.url}/v1/jars/${placeholder}/plan`, undefined, bearer(TOKENS.viewer));
     expect(plan.status).toBe(403);
     expect(o.requests.length).toBe(0);
+    // Refusals are counted by code, for alerting on probing.
+    const metrics = await fetch(`${gw.url}/gateway/v1/metrics`, { headers: bearer(TOKENS.viewer) }).then((r) => r.text());
+    expect(Number(/flink_gateway_errors_total\{code="GW_AUTH_FORBIDDEN",status="403"\} (\d+)/.exec(metrics)?.[1])).toBeGreaterThanOrEqual(3);
   });
 
   it('the submitter runs by URI but may not cancel; the operator cancels; the audit log has one line per submission and fetch', async () => {
