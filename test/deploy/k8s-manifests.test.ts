@@ -5,6 +5,7 @@ import type { ValidateFunction } from 'ajv';
 import { parse } from 'yaml';
 import { builtinPlugins } from '../../fs-plugins';
 import { artifactOptions } from '../../src/artifacts/options';
+import { UriAllowList } from '../../src/artifacts/uri-allow-list';
 import { createRegistry } from '../../src/composition';
 import { envNameFor, loadRaw, parseArgs } from '../../src/config/load';
 import { coreOptions } from '../../src/config/options';
@@ -263,6 +264,8 @@ describe('the gateway\'s configuration', () => {
     const uri = new URL(m.obj.spec.flinkConfiguration[JOB_JAR_KEY]);
     const scheme = uri.protocol.slice(0, -1);
     expect(config.get(artifactOptions.allowedSchemes)).toContain(scheme);
+    // The example's allow-list admits the example's own jobs.
+    expect(new UriAllowList(config.get(artifactOptions.allowedUris)).check(uri).verdict).toMatch(/^matched /);
     expect(builtinPlugins.filter((p) => p.schemes.includes(scheme)).map((p) => p.name)).toHaveLength(1);
     const secretKeys = Object.keys({ ...secret.stringData, ...secret.data });
     const account = uri.hostname.split('.')[0];
