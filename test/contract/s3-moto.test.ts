@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CreateBucketCommand, PutBucketVersioningCommand } from '@aws-sdk/client-s3';
 import { s3Plugin } from '../../fs-plugins/s3';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { startMotoServer, type IamPolicy, type MotoServer } from '../servers/moto-server';
 import { fixtureClient, putObject, type S3Creds } from '../servers/s3-server';
 import { fsPluginContract } from './fs-plugin-contract';
-import { pluginFileSystem, randomFile, readAll } from './plugin-fixtures';
+import { pluginFileSystem, readAll } from './plugin-fixtures';
+import { s3ContractFixture, s3StaticKeys } from './s3-fixture';
 
 // The S3 plugin against moto's server (PyPI moto[server], test/servers/requirements.txt, installed by
 // .ci/run into .tmp/venv): real object versioning, and IAM-checked SigV4 (access key, signature and
@@ -26,14 +24,6 @@ const readerPolicy = (bucket: string): IamPolicy => ({
     { Effect: 'Allow', Action: ['s3:GetObject', 's3:GetObjectVersion'], Resource: `arn:aws:s3:::${bucket}/*` },
     { Effect: 'Allow', Action: 's3:ListBucket', Resource: `arn:aws:s3:::${bucket}` },
   ],
-});
-
-
-const staticKeys = (url: string, creds: S3Creds) => ({
-  's3.endpoint': url,
-  's3.path.style.access': 'true',
-  's3.access-key': creds.accessKeyId,
-  's3.secret-key': creds.secretAccessKey,
 });
 
 
@@ -72,39 +62,11 @@ async function motoWithUsers(): Promise<{ server: MotoServer; admin: S3Creds; re
   }
 }
 
+// The wrong-credentials case keeps the reader's real access key id, so moto answers 403
+// SignatureDoesNotMatch (an unknown key id is checked below).
 fsPluginContract('s3 (moto)', async () => {
   const { server, admin, reader } = await motoWithUsers();
-  const dir = await mkdtemp(join(tmpdir(), 's3-moto-contract-'));
-  try {
-    const content = Buffer.from('PK\u0003\u0004 a small jar-ish object for the S3 contract on moto');
-    await putObject(server.url, admin, 'jars', 'apps/small.jar', content);
-    const largeFile = join(dir, 'large.bin');
-    const sha256 = await randomFile(largeFile, LARGE_SIZE);
-    await putObject(server.url, admin, 'jars', 'apps/large.jar', largeFile);
-    const exempt = [`127.0.0.1:${server.port}`];
-    const fs = pluginFileSystem(s3Plugin, staticKeys(server.url, reader), exempt);
-    // The reader's real access key id with a wrong secret: moto answers 403 SignatureDoesNotMatch.
-    const wrongCredentialsFs = pluginFileSystem(s3Plugin, staticKeys(server.url, { ...reader, secretAccessKey: WRONG_SECRET }), exempt);
-    const guardedFs = pluginFileSystem(s3Plugin, staticKeys(server.url, reader), []);
-    return {
-      fs,
-      wrongCredentialsFs,
-      guardedFs,
-      small: { uri: new URL('s3://jars/apps/small.jar'), content },
-      large: { uri: new URL('s3://jars/apps/large.jar'), size: LARGE_SIZE, sha256 },
-      missing: new URL('s3://jars/apps/missing.jar'),
-      secrets: [reader.secretAccessKey, admin.secretAccessKey, WRONG_SECRET],
-      async close() {
-        await Promise.all([fs.close(), wrongCredentialsFs.close(), guardedFs.close()]);
-        await server.stop();
-        await rm(dir, { recursive: true, force: true });
-      },
-    };
-  } catch (err) {
-    await server.stop();
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  }
+  return s3ContractFixture({ server, writer: admin, reader, secrets: [reader.secretAccessKey, admin.secretAccessKey], largeSize: LARGE_SIZE });
 });
 
 describe('s3 plugin on moto: object versions and IAM', () => {
@@ -114,7 +76,7 @@ describe('s3 plugin on moto: object versions and IAM', () => {
   let fs: FileSystem;
   const opened: FileSystem[] = [];
   const make = (creds: S3Creds) => {
-    const made = pluginFileSystem(s3Plugin, staticKeys(server.url, creds), [`127.0.0.1:${server.port}`]);
+    const made = pluginFileSystem(s3Plugin, s3StaticKeys(server.url, creds), [`127.0.0.1:${server.port}`]);
     opened.push(made);
     return made;
   };

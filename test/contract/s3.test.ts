@@ -1,26 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { s3Plugin } from '../../fs-plugins/s3';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { putObject, startS3Server, type S3Server } from '../servers/s3-server';
 import { fsPluginContract } from './fs-plugin-contract';
-import { pluginFileSystem, randomFile, readAll } from './plugin-fixtures';
+import { pluginFileSystem, readAll } from './plugin-fixtures';
+import { s3ContractFixture, s3StaticKeys } from './s3-fixture';
 
 const A = { accessKeyId: 'AKIDCLUSTERA', secretAccessKey: randomBytes(24).toString('base64url') };
 const B = { accessKeyId: 'AKIDCLUSTERB', secretAccessKey: randomBytes(24).toString('base64url') };
 const WRONG_SECRET = randomBytes(24).toString('base64url');
 const LARGE_SIZE = 64 * 1024 * 1024;
-
-
-const staticKeys = (url: string, creds: { accessKeyId: string; secretAccessKey: string }) => ({
-  's3.endpoint': url,
-  's3.path.style.access': 'true',
-  's3.access-key': creds.accessKeyId,
-  's3.secret-key': creds.secretAccessKey,
-});
 
 
 async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
@@ -33,36 +23,7 @@ async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
 
 fsPluginContract('s3', async () => {
   const server = await startS3Server({ keys: { [A.accessKeyId]: A.secretAccessKey }, buckets: ['jars'] });
-  const dir = await mkdtemp(join(tmpdir(), 's3-contract-'));
-  try {
-    const content = Buffer.from('PK\u0003\u0004 a small jar-ish object for the S3 contract');
-    await putObject(server.url, A, 'jars', 'apps/small.jar', content);
-    const largeFile = join(dir, 'large.bin');
-    const sha256 = await randomFile(largeFile, LARGE_SIZE);
-    await putObject(server.url, A, 'jars', 'apps/large.jar', largeFile);
-    const exempt = [`127.0.0.1:${server.port}`];
-    const fs = pluginFileSystem(s3Plugin, staticKeys(server.url, A), exempt);
-    const wrongCredentialsFs = pluginFileSystem(s3Plugin, staticKeys(server.url, { ...A, secretAccessKey: WRONG_SECRET }), exempt);
-    const guardedFs = pluginFileSystem(s3Plugin, staticKeys(server.url, A), []);
-    return {
-      fs,
-      wrongCredentialsFs,
-      guardedFs,
-      small: { uri: new URL('s3://jars/apps/small.jar'), content },
-      large: { uri: new URL('s3://jars/apps/large.jar'), size: LARGE_SIZE, sha256 },
-      missing: new URL('s3://jars/apps/missing.jar'),
-      secrets: [A.secretAccessKey, WRONG_SECRET],
-      async close() {
-        await Promise.all([fs.close(), wrongCredentialsFs.close(), guardedFs.close()]);
-        await server.stop();
-        await rm(dir, { recursive: true, force: true });
-      },
-    };
-  } catch (err) {
-    await server.stop();
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  }
+  return s3ContractFixture({ server, writer: A, reader: A, secrets: [A.secretAccessKey], largeSize: LARGE_SIZE });
 });
 
 describe('s3 plugin specifics', () => {
@@ -99,11 +60,11 @@ describe('s3 plugin specifics', () => {
 
   it('per-bucket keys (fs.s3a.bucket.<bucket>.access.key) select other credentials', async () => {
     // The server's policy lets key A read only jars-a and key B only jars-b.
-    const globalOnly = make(staticKeys(server.url, A));
+    const globalOnly = make(s3StaticKeys(server.url, A));
     expect(await codeOf(globalOnly.stat(new URL('s3://jars-b/b.jar'), signal()))).toBe('GW_FETCH_DENIED');
 
     const fs = make({
-      ...staticKeys(server.url, A),
+      ...s3StaticKeys(server.url, A),
       'fs.s3a.bucket.jars-b.access.key': B.accessKeyId,
       'fs.s3a.bucket.jars-b.secret.key': B.secretAccessKey,
     });
@@ -119,7 +80,7 @@ describe('s3 plugin specifics', () => {
       });
     });
     const fs = make(
-      { ...staticKeys(`http://127.0.0.1:${dead}`, A), 'fs.s3a.bucket.jars-a.endpoint': server.url },
+      { ...s3StaticKeys(`http://127.0.0.1:${dead}`, A), 'fs.s3a.bucket.jars-a.endpoint': server.url },
       [...exempt, `127.0.0.1:${dead}`],
     );
     expect((await fs.stat(new URL('s3://jars-a/a.jar'), signal())).size).toBe(8);
@@ -129,7 +90,7 @@ describe('s3 plugin specifics', () => {
   });
 
   it('?versionId= reads that version (versioning emulated by test/servers/s3-server.wrapper.cjs)', async () => {
-    const fs = make(staticKeys(server.url, A));
+    const fs = make(s3StaticKeys(server.url, A));
     const latest = await fs.stat(new URL('s3://jars-a/versioned.jar'), signal());
     expect(latest.version).toBeDefined();
     expect(latest.version).not.toBe(v1);
@@ -145,7 +106,7 @@ describe('s3 plugin specifics', () => {
   });
 
   it('s3a:// and s3p:// name the same objects, and keys are percent-decoded', async () => {
-    const fs = make(staticKeys(server.url, A));
+    const fs = make(s3StaticKeys(server.url, A));
     for (const scheme of ['s3a', 's3p']) {
       const { stream } = await fs.open(new URL(`${scheme}://jars-a/a.jar`), { signal: signal() });
       expect((await readAll(stream)).toString()).toBe('bucket A');
@@ -155,14 +116,14 @@ describe('s3 plugin specifics', () => {
   });
 
   it('a ranged open reports the whole object size', async () => {
-    const fs = make(staticKeys(server.url, A));
+    const fs = make(s3StaticKeys(server.url, A));
     const { stream, stat } = await fs.open(new URL('s3://jars-a/a.jar'), { signal: signal(), range: { start: 1, end: 3 } });
     expect((await readAll(stream)).toString()).toBe('uck');
     expect(stat.size).toBe(8);
   });
 
   it('an empty key or bucket is GW_FETCH_URI_INVALID', async () => {
-    const fs = make(staticKeys(server.url, A));
+    const fs = make(s3StaticKeys(server.url, A));
     for (const uri of ['s3://jars-a/', 's3://jars-a', 's3a://jars-a/', 's3:///a.jar']) {
       expect([uri, await codeOf(fs.stat(new URL(uri), signal()))]).toEqual([uri, 'GW_FETCH_URI_INVALID']);
       expect([uri, await codeOf(fs.open(new URL(uri), { signal: signal() }))]).toEqual([uri, 'GW_FETCH_URI_INVALID']);
@@ -191,7 +152,7 @@ describe('s3 plugin specifics', () => {
   });
 
   it('a DNS-named endpoint is checked by the guarded lookup at connect time', async () => {
-    const byName = { ...staticKeys(`http://localhost:${server.port}`, A) };
+    const byName = { ...s3StaticKeys(`http://localhost:${server.port}`, A) };
     expect(await codeOf(make(byName, []).stat(new URL('s3://jars-a/a.jar'), signal()))).toBe('GW_FETCH_RESTRICTED_HOST');
     expect((await make(byName, [`localhost:${server.port}`]).stat(new URL('s3://jars-a/a.jar'), signal())).size).toBe(8);
   });

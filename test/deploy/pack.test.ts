@@ -1,10 +1,11 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { get as httpGet, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { projectRoot } from '../../src/project-root';
+import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
 import { type Origin, startOrigin } from '../helpers/origin';
 import { type ProcessResult, runProcess } from '../helpers/run-process';
 import { type K8sObject, loadManifests, onlyOne } from './manifests';
@@ -207,7 +208,7 @@ describe('npm pack', () => {
 
   describe('the installed gateway in front of a JobManager', () => {
     let jm: Origin;
-    const children: ChildProcess[] = [];
+    const children: GatewayProcess[] = [];
     const seen: { url: string; authorization?: string }[] = [];
     /** The JobManager holds GET /v1/jobs/overview?slow=<id> until released; `arrived` resolves once it is held. */
     const held = new Map<string, { arrive: () => void; gate: Promise<void>; release: () => void }>();
@@ -241,7 +242,7 @@ describe('npm pack', () => {
 
     afterAll(async () => {
       for (const h of held.values()) h.release();
-      for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+      for (const c of children) c.kill();
       await jm?.close();
     });
 
@@ -249,29 +250,15 @@ describe('npm pack', () => {
     async function startGateway(
       args: string[] = [`-Dgateway.artifacts.cache-dir=${join(work, `cache-${children.length}`)}`],
       env: Record<string, string> = {},
-    ): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null>; output: () => string }> {
-      const child = spawn(bin, [...args, `-Dgateway.cluster.rest-url=${jm.url}`, '-Drest.port=0'], {
+    ): Promise<GatewayProcess> {
+      const gw = await startGatewayProcess([...args, `-Dgateway.cluster.rest-url=${jm.url}`, '-Drest.port=0'], {
+        bin,
         cwd: app,
         env: { ...childEnv([node24Dir, '/usr/bin', '/bin']), ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        timeoutMs: 30_000,
       });
-      children.push(child);
-      let out = '';
-      child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-      child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      const url = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no GATEWAY_URL within 30 s:\n${out}`)), 30_000);
-        child.stdout!.on('data', () => {
-          const m = /GATEWAY_URL=(\S+)/.exec(out);
-          if (m) {
-            clearTimeout(timer);
-            resolve(m[1]!);
-          }
-        });
-        void exited.then((code) => reject(new Error(`the gateway exited (${code}) before it was ready:\n${out}`)));
-      });
-      return { child, url, exited, output: () => out };
+      children.push(gw);
+      return gw;
     }
 
     /** A GET through the gateway to the held JobManager route, on its own connection (Connection: close). */
@@ -301,18 +288,19 @@ describe('npm pack', () => {
       const { arrived, release } = hold('a');
       const inFlight = slowGet(gw.url, 'a');
       await arrived;
-      gw.child.kill('SIGTERM');
+      const exited = gw.stop();
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect(gw.child.exitCode).toBeNull();
       release();
       expect(await inFlight).toEqual({ status: 200, body: '{"jobs":[]}' });
-      expect(await gw.exited).toBe(0);
+      expect(await exited).toBe(0);
       expect(gw.output()).toContain('draining');
     }, 60_000);
 
     it('runs the Kubernetes example\'s configuration: HTTPS, probes without credentials, the operator by client certificate', async () => {
       const example = kubernetesExample(join(work, 'k8s'));
       const gw = await startGateway(example.args, example.env);
+      let exited: Promise<number | null> | undefined;
       try {
         expect(gw.url).toMatch(/^https:/);
         const get = (path: string, client?: { cert: string; key: string }) => httpsGet(`${gw.url}${path}`, { ca: example.ca, ...client });
@@ -323,9 +311,9 @@ describe('npm pack', () => {
         expect((await get('/v1/jobs/overview')).status).toBe(401);
         expect(await get('/v1/jobs/overview', example.operator)).toEqual({ status: 200, body: '{"jobs":[]}' });
       } finally {
-        gw.child.kill('SIGTERM');
+        exited = gw.stop();
       }
-      expect(await gw.exited).toBe(0);
+      expect(await exited).toBe(0);
     }, 60_000);
   });
 });

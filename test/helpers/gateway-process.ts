@@ -16,12 +16,26 @@ export interface GatewayProcess {
   kill(): void;
 }
 
+export interface GatewayProcessOptions {
+  /** Node that runs the checkout's bin; default this process's Node. Ignored with `bin`. */
+  node?: string;
+  /**
+   * An executable to run instead of `<node> bin/flink-jar-gateway.js`, e.g. the `.bin` entry of an
+   * installed package (its shebang picks Node from the child's PATH).
+   */
+  bin?: string;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  timeoutMs?: number;
+}
+
 /**
  * Runs the gateway as a separate process, as a user does, and waits for its `GATEWAY_URL=` line.
  * Rejects with the output when it exits first or is not ready in time.
  */
-export async function startGatewayProcess(args: string[], opts: { node?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<GatewayProcess> {
-  const child = spawn(opts.node ?? process.execPath, [GATEWAY_BIN, ...args], { env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startGatewayProcess(args: string[], opts: GatewayProcessOptions = {}): Promise<GatewayProcess> {
+  const [command, argv] = opts.bin === undefined ? [opts.node ?? process.execPath, [GATEWAY_BIN, ...args]] : [opts.bin, args];
+  const child = spawn(command, argv, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));

@@ -14,10 +14,11 @@ import {
   JOB_REQUEST_PREFIX,
   JobRegistry,
   allOrNone,
-  encodeJson,
   jobValue,
+  obtainedTokens,
   parseEndpoint,
   providerKey,
+  providerSection,
   readProviderOptions,
   splitList,
   type BuiltInTokenProvider,
@@ -27,7 +28,7 @@ import {
 import { AccountKeySasSigner, UserDelegationSasSigner, type SasSigner } from './azure-sas-signer';
 
 const NAME = 'azure-blob';
-const SECTION = 'Delegation tokens: azure-blob';
+const SECTION = providerSection(NAME);
 
 /**
  * The job configuration key with which a job asks for SAS tokens: a `;`-separated list of container
@@ -249,7 +250,7 @@ export class AzureBlobDelegationTokenProvider implements DelegationTokenProvider
       blobEndpoint: s.endpoint.href.replace(/\/+$/, ''),
       jobs,
     };
-    return validUntil === undefined ? { tokens: encodeJson(payload) } : { tokens: encodeJson(payload), validUntil };
+    return obtainedTokens(payload, validUntil);
   }
 
   close(): void {

@@ -12,13 +12,16 @@ import type {
 import {
   JOB_REQUEST_PREFIX,
   JobRegistry,
+  PROVIDER_TIMEOUT_DEFAULT_MS,
   allOrNone,
   displayUrl,
   earliest,
-  encodeJson,
   jobValue,
+  obtainedTokens,
   parseEndpoint,
   providerKey,
+  providerSection,
+  providerTimeoutOption,
   readLimited,
   readProviderOptions,
   scrub,
@@ -27,7 +30,7 @@ import {
 } from './provider-support';
 
 const NAME = 'oauth2';
-const SECTION = 'Delegation tokens: oauth2';
+const SECTION = providerSection(NAME);
 
 /** The job configuration key with which a job asks for its own OAuth scope (space-separated scope tokens). */
 export const OAUTH2_JOB_SCOPE_KEY = `${JOB_REQUEST_PREFIX}.${NAME}.scope`;
@@ -76,14 +79,7 @@ export const oauth2ProviderOptionDefs = {
     section: SECTION,
     description: 'Lifetime assumed when the token response has no `expires_in`, so that the token is still renewed.',
   },
-  timeout: {
-    key: providerKey(NAME, 'timeout'),
-    type: 'duration',
-    default: 30_000,
-    min: 1,
-    section: SECTION,
-    description: 'How long one token request may take before the obtain cycle fails (and is retried by the manager).',
-  },
+  timeout: providerTimeoutOption(NAME, 'one token request'),
 } satisfies Record<string, OptionDef>;
 
 /** The same options as the typed list the options registry takes. */
@@ -184,7 +180,7 @@ export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
       defaultScope,
       allowed: new Set(o.allowedScopes ?? []),
       defaultTtlMs: o.defaultTtl ?? 3_600_000,
-      timeoutMs: o.timeout ?? 30_000,
+      timeoutMs: o.timeout ?? PROVIDER_TIMEOUT_DEFAULT_MS,
     };
     this.dispatcher = new Agent({ connections: 4, keepAliveTimeout: 10_000, ...(this.ca === undefined ? {} : { connect: { ca: this.ca } }) });
   }
@@ -243,7 +239,7 @@ export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
     const jobs = Object.fromEntries(entries.filter(([jobId]) => this.jobs.has(jobId)));
     const payload: OAuth2Tokens = { version: 1, jobs };
     const validUntil = earliest(Object.values(jobs).map((t) => Date.parse(t.expiresAt)));
-    return validUntil === undefined ? { tokens: encodeJson(payload) } : { tokens: encodeJson(payload), validUntil };
+    return obtainedTokens(payload, validUntil);
   }
 
   close(): Promise<void> | void {

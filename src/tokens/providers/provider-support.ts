@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { ConfigError, type ConfigProblem } from '../../config/registry';
 import { parseValue, type OptionDef, type OptionValueMap } from '../../config/types';
-import type { DelegationTokenProvider, JobConfiguration, ProviderConfig } from '../spi';
+import type { DelegationTokenProvider, JobConfiguration, ObtainedDelegationTokens, ProviderConfig } from '../spi';
 
 /** Root of every provider's options (Flink's `DelegationTokenProvider.CONFIG_PREFIX`). */
 export const PROVIDER_CONFIG_PREFIX = 'security.delegation.token.provider';
@@ -39,6 +39,30 @@ export interface BuiltInTokenProvider {
 /** `security.delegation.token.provider.<service>.<relative>` */
 export function providerKey(serviceName: string, relative: string): string {
   return `${PROVIDER_CONFIG_PREFIX}.${serviceName}.${relative}`;
+}
+
+/** The heading a built-in provider's options stand under in docs/configuration.md. */
+export function providerSection(serviceName: string): string {
+  return `Delegation tokens: ${serviceName}`;
+}
+
+/** Default of every provider's `timeout` option. */
+export const PROVIDER_TIMEOUT_DEFAULT_MS = 30_000;
+
+/**
+ * The `timeout` option of a provider that calls out during an obtain cycle:
+ * `security.delegation.token.provider.<service>.timeout`, a duration, default 30 s. `call` names
+ * one such call for the description ("one STS call"); the same wording for every provider.
+ */
+export function providerTimeoutOption(serviceName: string, call: string): OptionDef<'duration'> {
+  return {
+    key: providerKey(serviceName, 'timeout'),
+    type: 'duration',
+    default: PROVIDER_TIMEOUT_DEFAULT_MS,
+    min: 1,
+    section: providerSection(serviceName),
+    description: `How long ${call} may take before the obtain cycle fails (and is retried by the manager).`,
+  };
 }
 
 /** A provider's option definitions by property name (the array form is `Object.values(...)`). */
@@ -140,9 +164,13 @@ export function displayUrl(url: URL): string {
   return `${url.origin}${url.pathname}`;
 }
 
-/** JSON → bytes, the payload format of every built-in provider. */
-export function encodeJson(value: unknown): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify(value));
+/**
+ * A cycle's result: the payload as UTF-8 JSON (the format of every built-in provider), and
+ * `validUntil` only when there is one (absent = no renewal scheduled).
+ */
+export function obtainedTokens(payload: unknown, validUntil: number | undefined): ObtainedDelegationTokens {
+  const tokens = new TextEncoder().encode(JSON.stringify(payload));
+  return validUntil === undefined ? { tokens } : { tokens, validUntil };
 }
 
 /** The earliest of some epoch-ms expiries, `undefined` when there are none. */

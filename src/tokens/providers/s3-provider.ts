@@ -10,12 +10,15 @@ import type {
 import {
   JOB_REQUEST_PREFIX,
   JobRegistry,
+  PROVIDER_TIMEOUT_DEFAULT_MS,
   allOrNone,
   earliest,
-  encodeJson,
   jobValue,
+  obtainedTokens,
   parseEndpoint,
   providerKey,
+  providerSection,
+  providerTimeoutOption,
   readProviderOptions,
   type BuiltInTokenProvider,
   type ProviderDeps,
@@ -23,7 +26,7 @@ import {
 import { StsClient, type SessionCredentials } from './sts-client';
 
 const NAME = 's3';
-const SECTION = 'Delegation tokens: s3';
+const SECTION = providerSection(NAME);
 
 /** The job configuration key with which a job asks for an IAM role (its ARN) instead of the cluster's session. */
 export const S3_JOB_ROLE_ARN_KEY = `${JOB_REQUEST_PREFIX}.${NAME}.role-arn`;
@@ -77,14 +80,7 @@ export const s3ProviderOptionDefs = {
       'Requested lifetime of the session credentials (STS `DurationSeconds`). AssumeRole fails above the role\'s maximum session ' +
       'duration (1 h unless raised); root-account sessions are capped at 1 h.',
   },
-  timeout: {
-    key: providerKey(NAME, 'timeout'),
-    type: 'duration',
-    default: 30_000,
-    min: 1,
-    section: SECTION,
-    description: 'How long one STS call may take before the obtain cycle fails (and is retried by the manager).',
-  },
+  timeout: providerTimeoutOption(NAME, 'one STS call'),
 } satisfies Record<string, OptionDef>;
 
 /** The same options as the typed list the options registry takes. */
@@ -163,7 +159,7 @@ export class S3DelegationTokenProvider implements DelegationTokenProvider {
       endpoint: parseEndpoint(d.endpoint.key, o.endpoint ?? `https://sts.${this.region}.amazonaws.com`),
       region: this.region,
       credentials: { accessKeyId: o.accessKey!, secretAccessKey: o.secretKey! },
-      timeoutMs: o.timeout ?? 30_000,
+      timeoutMs: o.timeout ?? PROVIDER_TIMEOUT_DEFAULT_MS,
       now: this.now,
       ...(this.ca === undefined ? {} : { ca: this.ca }),
     });
@@ -222,7 +218,7 @@ export class S3DelegationTokenProvider implements DelegationTokenProvider {
     const jobs = Object.fromEntries(entries.filter(([jobId]) => this.jobs.has(jobId)));
     const payload: S3Tokens = { version: 1, region: this.region, jobs };
     const validUntil = earliest(Object.values(jobs).map((j) => Date.parse(j.expiration)));
-    return validUntil === undefined ? { tokens: encodeJson(payload) } : { tokens: encodeJson(payload), validUntil };
+    return obtainedTokens(payload, validUntil);
   }
 
   async close(): Promise<void> {
