@@ -221,13 +221,13 @@ async function composeServices(
     restUrl = embedded.restUrl;
     uploadDir = embedded.uploadDir;
   }
-  const clusterCaPath = config.getOptional(coreOptions.clusterCa);
+  const clusterTls = clusterTlsOptions(config);
   const cluster = new JobManagerClient({
     baseUrl: restUrl,
     requestTimeoutMs: config.get(coreOptions.clusterRequestTimeout),
     runTimeoutMs: config.get(coreOptions.clusterRunTimeout),
     // The gateway → JobManager hop speaks TLS when the JobManager's REST does.
-    ...(clusterCaPath ? { dispatcher: new Agent({ connections: 64, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0, connect: { ca: [...rootCertificates, readFileSync(clusterCaPath, 'utf8')] } }) } : {}),
+    ...(clusterTls ? { dispatcher: new Agent({ connections: 64, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0, connect: clusterTls }) } : {}),
   });
 
   const shutdown = new AbortController();
@@ -413,6 +413,24 @@ async function composeServices(
       audit.close();
       if (bridgeDir) rmSync(bridgeDir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * TLS settings of the gateway → JobManager hop: extra trusted CAs (`gateway.cluster.ca`, on top of
+ * the system's) and a client certificate for a JobManager that requires one. Undefined: defaults.
+ */
+function clusterTlsOptions(config: Configuration): { ca?: string[]; cert?: string; key?: string } | undefined {
+  const ca = config.getOptional(coreOptions.clusterCa);
+  const cert = config.getOptional(coreOptions.clusterCert);
+  const key = config.getOptional(coreOptions.clusterKey);
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new Error('gateway.cluster.cert and gateway.cluster.key go together: set both (a client certificate and its key) or neither');
+  }
+  if (!ca && !cert) return undefined;
+  return {
+    ...(ca ? { ca: [...rootCertificates, readFileSync(ca, 'utf8')] } : {}),
+    ...(cert && key ? { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') } : {}),
   };
 }
 

@@ -61,6 +61,8 @@ export class JobManagerClient {
         signal: AbortSignal.any(signals),
       });
       const text = await res.body.text();
+      const misconfigured = this.tlsRedirect(res.statusCode, res.headers.location);
+      if (misconfigured) throw misconfigured;
       return { status: res.statusCode, ...parseJson(text) };
     } catch (err) {
       throw this.translate(err, options.operation, timeoutMs);
@@ -82,6 +84,8 @@ export class JobManagerClient {
         ...(signal ? { signal } : {}),
       });
       const text = await res.body.text();
+      const misconfigured = this.tlsRedirect(res.statusCode, res.headers.location);
+      if (misconfigured) throw misconfigured;
       return { status: res.statusCode, ...parseJson(text) };
     } catch (err) {
       throw this.translate(err, 'upload', this.opts.requestTimeoutMs);
@@ -97,6 +101,27 @@ export class JobManagerClient {
     return this.opts.requestTimeoutMs;
   }
 
+  /**
+   * Flink's REST endpoint with SSL answers plain HTTP with a redirect to https on its own address
+   * (RedirectingSslHandler). That is the gateway's misconfiguration (gateway.cluster.rest-url says
+   * http://), never something to forward: the client cannot and must not reach that address.
+   */
+  tlsRedirect(status: number, location: string | string[] | undefined): GatewayError | undefined {
+    if (status < 300 || status > 399 || typeof location !== 'string' || !this.baseUrl.startsWith('http:')) return undefined;
+    let target: URL;
+    try {
+      target = new URL(location, this.baseUrl);
+    } catch {
+      return undefined;
+    }
+    if (target.protocol !== 'https:' || target.port !== new URL(this.baseUrl).port) return undefined;
+    return new GatewayError('GW_CLUSTER_TLS', {
+      target: this.baseUrl,
+      reason: `HTTP ${status} to ${target.origin}`,
+      hint: 'the JobManager has security.ssl.rest.enabled: true, so gateway.cluster.rest-url must use https:// (with gateway.cluster.ca, and gateway.cluster.cert/key if it requires client certificates)',
+    });
+  }
+
   /** Maps transport errors to gateway errors; leaves gateway errors alone. */
   translate(err: unknown, operation: string, timeoutMs: number): unknown {
     // `code` is not always a string: the DOMException of AbortSignal.timeout() has code 23.
@@ -107,8 +132,10 @@ export class JobManagerClient {
       return new GatewayError('GW_CLUSTER_TIMEOUT', { target: this.baseUrl, timeoutMs, operation }, { cause: err });
     }
     if (err instanceof undiciErrors.RequestAbortedError || e?.name === 'AbortError') return err;
-    const code = e?.code ?? e?.cause?.code ?? 'unknown error';
-    return new GatewayError('GW_CLUSTER_UNAVAILABLE', { target: this.baseUrl, reason: String(code) }, { cause: err });
+    const code = String(e?.code ?? e?.cause?.code ?? 'unknown error');
+    const tlsHint = tlsProblem(code);
+    if (tlsHint) return new GatewayError('GW_CLUSTER_TLS', { target: this.baseUrl, reason: code, hint: tlsHint }, { cause: err });
+    return new GatewayError('GW_CLUSTER_UNAVAILABLE', { target: this.baseUrl, reason: code }, { cause: err });
   }
 
   /** Turns a non-2xx answer into a gateway error with Flink's message, for calls with no special mapping. */
@@ -128,4 +155,23 @@ function parseJson(text: string): { body: unknown; notJson?: true } {
   } catch {
     return { body: { errors: [`non-JSON response: ${text.slice(0, 200)}`] }, notJson: true };
   }
+}
+
+const UNTRUSTED = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_UNTRUSTED', 'CERT_SIGNATURE_FAILURE', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID',
+]);
+
+/**
+ * A TLS failure between the gateway and the JobManager is a configuration problem, not a restart:
+ * says which side to fix. Undefined for anything that is not TLS.
+ */
+function tlsProblem(code: string): string | undefined {
+  if (UNTRUSTED.has(code)) return "the gateway does not trust the JobManager's REST certificate: set gateway.cluster.ca to the CA that issued it (the one in Flink's security.ssl.rest.truststore)";
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return "the JobManager's REST certificate does not name the host of gateway.cluster.rest-url: use a host it names, or reissue it";
+  if (/ALERT_(BAD_CERTIFICATE|CERTIFICATE_REQUIRED|CERTIFICATE_UNKNOWN|UNKNOWN_CA|HANDSHAKE_FAILURE)/.test(code)) {
+    return 'the JobManager refused the TLS handshake, usually because it requires a client certificate (security.ssl.rest.authentication-enabled): set gateway.cluster.cert and gateway.cluster.key to one that its security.ssl.rest.truststore trusts';
+  }
+  if (code.startsWith('ERR_SSL_') || code === 'EPROTO') return 'use https:// in gateway.cluster.rest-url exactly when the JobManager has security.ssl.rest.enabled: true';
+  return undefined;
 }

@@ -94,6 +94,14 @@ export const coreOptions = {
     key: 'gateway.cluster.ca', type: 'string', section: 'Cluster',
     description: 'PEM CA bundle trusted for an https gateway.cluster.rest-url (a JobManager with REST SSL).',
   }),
+  clusterCert: option({
+    key: 'gateway.cluster.cert', type: 'string', section: 'Cluster',
+    description: 'PEM client certificate (chain) the gateway presents to a JobManager whose REST endpoint requires client certificates (security.ssl.rest.authentication-enabled: true). With gateway.cluster.key.',
+  }),
+  clusterKey: option({
+    key: 'gateway.cluster.key', type: 'string', section: 'Cluster',
+    description: 'PEM private key file of gateway.cluster.cert.',
+  }),
   secretsDir: option({
     key: 'gateway.secrets.dir', type: 'string', section: 'Credentials',
     description: 'Directory of files named after option keys whose content is the value (a mounted Kubernetes Secret), e.g. s3.secret-key. Read at start and polled; rotated credentials are used by the next fetch without a restart. Precedence: above the YAML file, below environment and -D.',

@@ -118,6 +118,7 @@ export const ERROR_CODES = {
     status: 503,
     template: 'The JobManager at {target} is not reachable ({reason}). It may be starting or restarting; retry shortly.',
   },
+  GW_CLUSTER_TLS: { status: 502, template: 'The TLS connection to the JobManager at {target} failed ({reason}): {hint}.' },
   GW_CLUSTER_BAD_RESPONSE: { status: 502, template: 'The JobManager at {target} sent an unusable response: {reason}' },
   GW_CLUSTER_TIMEOUT: { status: 504, template: 'The JobManager at {target} did not answer within {timeoutMs} ms ({operation}).' },
   GW_CLUSTER_ERROR: { status: 502, template: 'The JobManager failed the {operation} call with HTTP {status}: {flinkMessage}' },

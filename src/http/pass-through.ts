@@ -76,6 +76,13 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
       return;
     }
     onResponse?.(upstream.statusCode, (performance.now() - t0) / 1000);
+    const misconfigured = cluster.tlsRedirect(upstream.statusCode, upstream.headers.location);
+    if (misconfigured) {
+      // Never hand the client a redirect to the JobManager's own address.
+      upstream.body.resume();
+      next(misconfigured);
+      return;
+    }
     // writeHead, not res.set: Express would append a charset to the upstream content type.
     res.writeHead(upstream.statusCode, responseHeaders(upstream.headers));
     try {

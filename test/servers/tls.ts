@@ -52,18 +52,20 @@ export function makeTestCa(dir: string, name: string): CertFiles {
 /**
  * A certificate signed by `ca` (`<name>.pem`, `<name>.key` in `dir`): a server certificate for
  * `altNames` (default `localhost` and `127.0.0.1`), or a client certificate (extendedKeyUsage
- * clientAuth) whose CN is what the gateway takes as the principal. EC P-256 by default; `key: 'rsa'`
+ * clientAuth) whose CN is what the gateway takes as the principal, or both (a Flink REST keystore
+ * serves the endpoint and its own clients). EC P-256 by default; `key: 'rsa'`
  * for peers whose cipher suites need an RSA server key (Flink's default `security.ssl.algorithms`
  * are TLS_ECDHE_RSA_* only).
  */
-export function issueCert(dir: string, ca: CertFiles, name: string, opts: { cn: string; use: 'server' | 'client'; key?: 'ec' | 'rsa'; altNames?: string }): CertFiles {
+export function issueCert(dir: string, ca: CertFiles, name: string, opts: { cn: string; use: 'server' | 'client' | 'server+client'; key?: 'ec' | 'rsa'; altNames?: string }): CertFiles {
   const files = { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
   const csr = join(dir, `${name}.csr`);
   const ext = join(dir, `${name}.ext`);
   const newKey = opts.key === 'rsa' ? ['-newkey', 'rsa:2048', '-nodes'] : ecKey;
   execFileSync('openssl', ['req', ...newKey, '-keyout', files.key, '-out', csr, '-subj', `/CN=${opts.cn}`], { stdio: 'pipe' });
   const altNames = opts.altNames ?? 'DNS:localhost,IP:127.0.0.1';
-  writeFileSync(ext, opts.use === 'server' ? `subjectAltName=${altNames}\nextendedKeyUsage=serverAuth\n` : 'extendedKeyUsage=clientAuth\n');
+  const usage = { server: 'serverAuth', client: 'clientAuth', 'server+client': 'serverAuth,clientAuth' }[opts.use];
+  writeFileSync(ext, `${opts.use === 'client' ? '' : `subjectAltName=${altNames}\n`}extendedKeyUsage=${usage}\n`);
   execFileSync('openssl', ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', files.cert, '-days', '2', '-extfile', ext], { stdio: 'pipe' });
   return files;
 }

@@ -5,7 +5,13 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
+import java.io.FileInputStream;
 import java.net.HttpURLConnection;
+import java.security.KeyStore;
+import javax.net.ssl.HttpsURLConnection;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
 import java.net.URI;
 import java.net.URL;
 import java.nio.charset.StandardCharsets;
@@ -20,6 +26,7 @@ import org.apache.flink.configuration.CoreOptions;
 import org.apache.flink.configuration.JobManagerOptions;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.RestOptions;
+import org.apache.flink.configuration.SecurityOptions;
 import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.configuration.WebOptions;
 import org.apache.flink.runtime.minicluster.MiniCluster;
@@ -180,8 +187,9 @@ public final class EmbeddedFlinkCluster {
                 miniCluster.getRestAddress().get(STARTUP_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
         // Printed from the bound port: the advertised host of the URI is whatever rest.address
         // resolved to, while the contract promises the literal 127.0.0.1.
-        String restUrl = "http://" + LOOPBACK + ":" + restAddress.getPort();
-        awaitRestReady(restUrl, options.slots);
+        boolean ssl = SecurityOptions.isRestSSLEnabled(config);
+        String restUrl = (ssl ? "https://" : "http://") + LOOPBACK + ":" + restAddress.getPort();
+        awaitRestReady(restUrl, options.slots, ssl ? restClientSslContext(config) : null);
         return restUrl;
     }
 
@@ -218,7 +226,7 @@ public final class EmbeddedFlinkCluster {
      * Waits until GET /v1/overview answers 200 and reports the TaskManager's slots, so the parent
      * can submit jobs right after reading the URL line.
      */
-    private static void awaitRestReady(String restUrl, int slots) throws Exception {
+    private static void awaitRestReady(String restUrl, int slots, SSLContext ssl) throws Exception {
         ObjectMapper mapper = new ObjectMapper();
         long deadline = System.nanoTime() + STARTUP_TIMEOUT.toNanos();
         String lastProblem = "no response";
@@ -226,6 +234,11 @@ public final class EmbeddedFlinkCluster {
             try {
                 HttpURLConnection conn =
                         (HttpURLConnection) new URL(restUrl + "/v1/overview").openConnection();
+                if (ssl != null && conn instanceof HttpsURLConnection https) {
+                    https.setSSLSocketFactory(ssl.getSocketFactory());
+                    // Our own endpoint on the loopback address: the truststore is the check.
+                    https.setHostnameVerifier((host, session) -> LOOPBACK.equals(host));
+                }
                 conn.setConnectTimeout(2000);
                 conn.setReadTimeout(5000);
                 int status = conn.getResponseCode();
@@ -250,6 +263,38 @@ public final class EmbeddedFlinkCluster {
         throw new IllegalStateException(
                 "REST endpoint " + restUrl + " not ready after " + STARTUP_TIMEOUT + ": "
                         + lastProblem);
+    }
+
+    /**
+     * With security.ssl.rest.enabled, the readiness probe is a REST client like any other: it
+     * trusts security.ssl.rest.truststore and, when the endpoint requires client certificates
+     * (security.ssl.rest.authentication-enabled), presents security.ssl.rest.keystore.
+     */
+    private static SSLContext restClientSslContext(Configuration config) throws Exception {
+        TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+        tmf.init(loadStore(config.get(SecurityOptions.SSL_REST_TRUSTSTORE), config.get(SecurityOptions.SSL_REST_TRUSTSTORE_TYPE),
+                config.get(SecurityOptions.SSL_REST_TRUSTSTORE_PASSWORD)));
+        KeyManagerFactory kmf = null;
+        if (SecurityOptions.isRestSSLAuthenticationEnabled(config)) {
+            kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            kmf.init(loadStore(config.get(SecurityOptions.SSL_REST_KEYSTORE), config.get(SecurityOptions.SSL_REST_KEYSTORE_TYPE),
+                    config.get(SecurityOptions.SSL_REST_KEYSTORE_PASSWORD)),
+                    config.get(SecurityOptions.SSL_REST_KEY_PASSWORD).toCharArray());
+        }
+        SSLContext context = SSLContext.getInstance("TLS");
+        context.init(kmf == null ? null : kmf.getKeyManagers(), tmf.getTrustManagers(), null);
+        return context;
+    }
+
+    private static KeyStore loadStore(String path, String type, String password) throws Exception {
+        if (path == null || password == null) {
+            throw new IllegalArgumentException("security.ssl.rest.enabled is true but a keystore/truststore path or password is missing");
+        }
+        KeyStore store = KeyStore.getInstance(type);
+        try (FileInputStream in = new FileInputStream(path)) {
+            store.load(in, password.toCharArray());
+        }
+        return store;
     }
 
     /** Stdin EOF means the parent is gone (or wants us gone): request a clean stop. */
