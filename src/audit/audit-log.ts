@@ -49,8 +49,21 @@ export interface SubmissionAudit extends AuditSubject {
   durationMs: number;
 }
 
+/** A call that changes a running job or the cluster (cancel, stop, savepoint, rescale, shutdown). */
+export interface ControlAudit extends AuditSubject {
+  method: string;
+  /** The path only: no query string. */
+  path: string;
+  jobId?: string;
+  verdicts: Verdicts;
+  outcome: AuditOutcome;
+  error?: string;
+  status: number;
+  durationMs: number;
+}
+
 /**
- * One JSON line per submission and per fetch, separate from the operational log: its own
+ * One JSON line per submission, per fetch and per job-control call, separate from the operational log: its own
  * destination (`gateway.audit.log`), never filtered by the log level, written synchronously (a
  * handful of lines per job, and each line should be written before the answer is sent). Records
  * hold redacted URIs and principal names only — no credential ever reaches them. The records
@@ -81,6 +94,10 @@ export class AuditLog {
 
   submission(record: SubmissionAudit): void {
     this.write({ time: new Date().toISOString(), audit: 'submission', ...record });
+  }
+
+  control(record: ControlAudit): void {
+    this.write({ time: new Date().toISOString(), audit: 'control', ...record });
   }
 
   /**

@@ -68,7 +68,7 @@ export const coreOptions = {
   }),
   auditLog: option({
     key: 'gateway.audit.log', type: 'string', default: 'stdout', section: 'Logging',
-    description: 'Where the audit log goes: one JSON line per submission and per fetch (principal, redacted URI, version/ETag, SHA-256, size, job id, policy verdicts, outcome, duration). "stdout", "none", or a file path (appended to, created with mode 0600).',
+    description: 'Where the audit log goes: one JSON line per submission and per fetch (principal, redacted URI, version/ETag, SHA-256, size, job id, policy verdicts, outcome, duration) and per job-control call (cancel, stop, savepoint, rescale: principal, path, job id, status). "stdout", "none", or a file path (appended to, created with mode 0600).',
   }),
   tlsCert: option({
     key: 'gateway.tls.cert', type: 'string', section: 'Security',

@@ -84,8 +84,9 @@ export interface AuthorizationDeps {
 /**
  * After authentication: refuses what the principal may not do (403 GW_AUTH_FORBIDDEN), and in
  * fetched-only mode refuses POST /v1/jobs (403 GW_POLICY_FETCHED_ONLY). Open routes (probes, the
- * token bridge) are not subject to permissions. Denied submissions and job-graph submissions get
- * an audit record here; runs, plans and fetches are audited where they are handled.
+ * token bridge) are not subject to permissions. Denied submissions, job-graph submissions and
+ * job-control calls (cancel, stop, savepoints, ...) get an audit record here; runs, plans and
+ * fetches are audited where they are handled.
  */
 export function authorization(deps: AuthorizationDeps) {
   return (req: Request, res: Response, next: NextFunction): void => {
@@ -103,17 +104,30 @@ export function authorization(deps: AuthorizationDeps) {
         principal, reqId, route: jobGraph ? 'job-graph' : `${req.method} ${path}`, verdicts, outcome, status,
         ...(error ? { error } : {}), durationMs: Math.round(performance.now() - started),
       });
+    const actions = actionsOf(req.method, path);
+    const control = (outcome: 'denied' | 'accepted' | 'rejected' | 'failed', status: number, verdicts: Record<string, string>, error?: string) => {
+      const jobId = /\/jobs\/([0-9a-f]{32})(?:\/|$)/.exec(path)?.[1];
+      deps.audit?.control({
+        principal, reqId, method: req.method, path: path.slice(0, 300), ...(jobId ? { jobId } : {}), verdicts, outcome, status,
+        ...(error ? { error } : {}), durationMs: Math.round(performance.now() - started),
+      });
+    };
     const granted: string[] = [];
-    for (const action of actionsOf(req.method, path)) {
+    for (const action of actions) {
       const entry = deps.permissions.allows(principal, action);
       if (entry === undefined) {
         if (action === 'submit') audit('denied', 403, { permission: `${action}: denied` }, 'GW_AUTH_FORBIDDEN');
+        else if (action === 'cancel') control('denied', 403, { permission: `${action}: denied` }, 'GW_AUTH_FORBIDDEN');
         next(new GatewayError('GW_AUTH_FORBIDDEN', { principal, action, route: `${req.method} ${path.slice(0, 200)}` }));
         return;
       }
       granted.push(`${action}: ${entry}`);
     }
     res.locals.permission = granted.join(', ');
+    if (actions.has('cancel') && !actions.has('submit')) {
+      // Who cancelled, stopped or rescaled a job, and what the JobManager said.
+      res.on('finish', () => control(res.statusCode < 400 ? 'accepted' : res.statusCode < 500 ? 'rejected' : 'failed', res.statusCode, { permission: res.locals.permission as string }));
+    }
     if (jobGraph) {
       const verdicts = { permission: res.locals.permission as string, policy: deps.policyMode };
       if (deps.policyMode === 'fetched-only') {

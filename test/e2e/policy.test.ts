@@ -259,6 +259,10 @@ describe('per-principal permissions and the audit log', () => {
     });
     expect(typeof run.durationMs).toBe('number');
     expect(typeof run.time).toBe('string');
+    const controls = lines.filter((l) => l.audit === 'control' && l.jobId === jobId);
+    expect(controls.find((l) => l.principal === 'token:ci')).toMatchObject({ method: 'PATCH', path: `/v1/jobs/${jobId}`, outcome: 'denied', status: 403 });
+    expect(controls.find((l) => l.principal === 'token:viewer')).toMatchObject({ method: 'GET', path: `/jobs/${jobId}/yarn-cancel`, outcome: 'denied' });
+    if (state === 'RUNNING') expect(controls.find((l) => l.principal === 'token:ops')).toMatchObject({ outcome: 'accepted', status: 202, verdicts: { permission: 'cancel: token:ops' } });
     const denied = lines.filter((l) => l.outcome === 'denied' && l.principal === 'token:viewer');
     expect(denied.length).toBeGreaterThanOrEqual(2);
     const text = readFileSync(auditFile, 'utf8');
