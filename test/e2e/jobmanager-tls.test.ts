@@ -68,8 +68,8 @@ describe('the gateway → JobManager hop over TLS with client certificates (a se
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function gateway(options: Record<string, string>): Promise<TestGateway> {
-    const gw = await startGateway(cluster.restUrl, options);
+  async function gateway(options: Record<string, string>, url = cluster.restUrl): Promise<TestGateway> {
+    const gw = await startGateway(url, options);
     gateways.push(gw);
     return gw;
   }
@@ -109,7 +109,7 @@ describe('the gateway → JobManager hop over TLS with client certificates (a se
     ['a client certificate from another CA', () => ({ 'gateway.cluster.ca': ca.cert, 'gateway.cluster.cert': rogueClient.cert, 'gateway.cluster.key': rogueClient.key }), /set gateway\.cluster\.cert and gateway\.cluster\.key/],
     ['http:// to the https endpoint (Flink answers with a redirect to itself)', () => ({}), /gateway\.cluster\.rest-url must use https:\/\//],
   ])('%s → 502 GW_CLUSTER_TLS in Flink\'s envelope, naming the setting to fix, on pass-through and on jar routes', async (what, options, hint) => {
-    const gw = what.startsWith('http://') ? await startGateway(cluster.restUrl.replace('https:', 'http:'), options()).then((g) => (gateways.push(g), g)) : await gateway(options());
+    const gw = await gateway(options(), what.startsWith('http://') ? cluster.restUrl.replace('https:', 'http:') : cluster.restUrl);
     for (const [method, path] of [['GET', '/v1/overview'], ['GET', '/v1/jars']] as const) {
       const r = await json(method, `${gw.url}${path}`);
       expect({ status: r.status, code: code(r) }).toEqual({ status: 502, code: 'GW_CLUSTER_TLS' });
