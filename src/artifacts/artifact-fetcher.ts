@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { type AuditLog, type AuditSubject, outcomeOf } from '../audit/audit-log';
 import { GatewayError } from '../errors/gateway-error';
-import { downloadTo } from './download';
+import { type DownloadTap, downloadTo } from './download';
 import type { FetchProgress, FetchRecord } from './fetch-progress';
 import type { ObjectStat } from './fs-plugin';
 import type { CacheEntry, JarCache } from './jar-cache';
@@ -51,12 +51,32 @@ export interface FetchedJar {
   /** Hand-off file name derived from the URI. */
   name: string;
   fromCache: boolean;
+  /**
+   * True when every byte of this jar went to the tap given to `fetch` (this call downloaded it, and
+   * the download attempt that fed the tap is the one that succeeded); false when the tap was never
+   * opened or was aborted.
+   */
+  tapped: boolean;
   /** The policy checks it passed, for the audit log. */
   verdicts: Record<string, string>;
   release(): void;
 }
 
 const TRANSIENT = new Set(['GW_FETCH_UNAVAILABLE']);
+
+type Fetched = CacheEntry & { fromCache: boolean; tapped?: boolean };
+
+export interface FetchOptions {
+  sha256?: string;
+  log?: Logger;
+  audit?: AuditSubject & { jobId?: string };
+  /**
+   * Opens a second receiver of the downloaded bytes (the pipelined upload hand-off, ADR 0008),
+   * given the hand-off name. Called at the first byte, and only when this call starts the download
+   * itself: not for a cached jar, nor for one another call is already downloading.
+   */
+  tap?: (name: string) => DownloadTap;
+}
 
 /**
  * URI → verified jar on local disk. Policy first; then one shared download per URI at a time,
@@ -65,11 +85,11 @@ const TRANSIENT = new Set(['GW_FETCH_UNAVAILABLE']);
  * the content-addressed cache.
  */
 export class ArtifactFetcher {
-  private readonly inflight = new Map<string, Promise<CacheEntry & { fromCache: boolean }>>();
+  private readonly inflight = new Map<string, Promise<Fetched>>();
 
   constructor(private readonly o: FetcherOptions) {}
 
-  async fetch(rawUri: string, opts: { sha256?: string; log?: Logger; audit?: AuditSubject & { jobId?: string } } = {}): Promise<FetchedJar> {
+  async fetch(rawUri: string, opts: FetchOptions = {}): Promise<FetchedJar> {
     const t0 = performance.now();
     const verdicts: Record<string, string> = {};
     let redacted = redactUri(rawUri.length > 4096 ? '<too long>' : rawUri);
@@ -104,7 +124,7 @@ export class ArtifactFetcher {
 
   private async fetchChecked(
     rawUri: string,
-    opts: { sha256?: string; log?: Logger },
+    opts: FetchOptions,
     verdicts: Record<string, string>,
     onUri: (redacted: string) => void,
   ): Promise<FetchedJar & { etag?: string }> {
@@ -118,11 +138,14 @@ export class ArtifactFetcher {
     }
     const key = createHash('sha256').update(uri.href).digest('hex');
     let shared = this.inflight.get(key);
+    // Only the call that starts the download may tap it; the others hand off from the cache.
+    const starter = !shared;
     if (!shared) {
-      shared = this.fetchOnce(uri, key, pin, opts.log ?? this.o.log).finally(() => this.inflight.delete(key));
+      const tap = opts.tap;
+      shared = this.fetchOnce(uri, key, pin, opts.log ?? this.o.log, tap && (() => tap(handoffName(uri)))).finally(() => this.inflight.delete(key));
       this.inflight.set(key, shared);
     }
-    let entry: CacheEntry & { fromCache: boolean };
+    let entry: Fetched;
     try {
       entry = await shared;
     } finally {
@@ -144,12 +167,13 @@ export class ArtifactFetcher {
       uri: redactUri(uri),
       name: handoffName(uri),
       fromCache: entry.fromCache,
+      tapped: starter && entry.tapped === true,
       verdicts,
       release,
     };
   }
 
-  private async fetchOnce(uri: URL, key: string, pin: string | undefined, log: Logger): Promise<CacheEntry & { fromCache: boolean }> {
+  private async fetchOnce(uri: URL, key: string, pin: string | undefined, log: Logger, openTap?: () => DownloadTap): Promise<Fetched> {
     const fs = this.o.plugins.fileSystemFor(uri.protocol.replace(/:$/, '').toLowerCase())!;
     const rec = this.o.progress.start(redactUri(uri));
     const pluginName = this.o.plugins.pluginFor(uri.protocol.replace(/:$/, '').toLowerCase())?.name ?? 'unknown';
@@ -176,11 +200,39 @@ export class ArtifactFetcher {
         return { ...cached, fromCache: true };
       }
       rec.total = stat.size;
-      const entry = await this.retrying(() => this.download(uri, key, rec, stat, signal, flog), signal, flog);
+      // The tap takes the bytes of the first attempt that delivers any. If that attempt fails it is
+      // aborted, and a retry downloads without it: a tap never mixes the bytes of two attempts.
+      let tap = openTap;
+      let tapped = false;
+      const entry = await this.retrying(
+        async () => {
+          const open = tap;
+          let fed: DownloadTap | undefined;
+          const write =
+            open &&
+            ((chunk: Buffer) => {
+              fed ??= open();
+              return fed.write(chunk);
+            });
+          try {
+            const e = await this.download(uri, key, rec, stat, signal, flog, write && { write });
+            tapped = fed !== undefined;
+            return e;
+          } catch (err) {
+            if (fed) {
+              fed.abort(err as Error);
+              tap = undefined;
+            }
+            throw err;
+          }
+        },
+        signal,
+        flog,
+      );
       this.o.progress.finish(rec, { phase: 'done', sha256: entry.sha256 });
       observe('done', entry.size);
       void this.o.cache.evict().catch((err: unknown) => flog.warn({ err: (err as Error).message }, 'cache eviction failed'));
-      return { ...entry, fromCache: false };
+      return { ...entry, fromCache: false, tapped };
     } catch (err) {
       const e = timeout.aborted ? new GatewayError('GW_FETCH_TIMEOUT', { uri: rec.uri, timeoutMs: this.o.timeoutMs }, { cause: err }) : err;
       this.o.progress.finish(rec, { phase: 'failed', error: (e as Error).message });
@@ -191,7 +243,15 @@ export class ArtifactFetcher {
     }
   }
 
-  private async download(uri: URL, key: string, rec: FetchRecord, stat: ObjectStat, signal: AbortSignal, log: Logger): Promise<CacheEntry> {
+  private async download(
+    uri: URL,
+    key: string,
+    rec: FetchRecord,
+    stat: ObjectStat,
+    signal: AbortSignal,
+    log: Logger,
+    tap?: Pick<DownloadTap, 'write'>,
+  ): Promise<CacheEntry> {
     const tmp = join(this.o.cache.tmpDir, `${randomUUID()}.part`);
     rec.phase = 'downloading';
     rec.bytes = 0;
@@ -205,6 +265,7 @@ export class ArtifactFetcher {
         signal,
         maxBytes: this.o.maxBytes,
         onProgress: (b) => (rec.bytes = b),
+        ...(tap ? { tap } : {}),
       });
       // A body that ends early without a Content-Length is only caught by comparing with the size
       // the store announced before: treat it as a transient failure (retried), not as a bad jar.

@@ -9,7 +9,9 @@ import { redactUri } from './uri';
 
 /**
  * Hashes (SHA-256, plus the store's own checksum when it offers one), counts and bounds the bytes
- * of a download as they stream to disk.
+ * of a download as they stream to disk, and hands each chunk to the tap, if any, before passing it
+ * on: the tap never sees a byte over the size bound, and the slower of the file and the tap sets
+ * the pace. (In the meter rather than in a stage of its own: one stream stage less per chunk.)
  */
 class Meter extends Transform {
   readonly sha = createHash('sha256');
@@ -17,7 +19,13 @@ class Meter extends Transform {
   private crc = 0;
   bytes = 0;
 
-  constructor(private readonly maxBytes: number, private readonly uri: URL, private readonly integrity: ObjectStat['integrity'], private readonly onProgress: (bytes: number) => void) {
+  constructor(
+    private readonly maxBytes: number,
+    private readonly uri: URL,
+    private readonly integrity: ObjectStat['integrity'],
+    private readonly onProgress: (bytes: number) => void,
+    private readonly tap?: Pick<DownloadTap, 'write'>,
+  ) {
     super({ highWaterMark: 1024 * 1024 });
     if (integrity?.algorithm === 'md5') this.md5 = createHash('md5');
   }
@@ -32,7 +40,9 @@ class Meter extends Transform {
     this.md5?.update(chunk);
     if (this.integrity?.algorithm === 'crc32') this.crc = crc32(chunk, this.crc);
     this.onProgress(this.bytes);
-    done(null, chunk);
+    const full = this.tap?.write(chunk);
+    if (full) full.then(() => done(null, chunk), done);
+    else done(null, chunk);
   }
 
   /** The store checksum's mismatch, if any. */
@@ -43,20 +53,44 @@ class Meter extends Transform {
   }
 }
 
+/**
+ * A second receiver of a download's bytes, fed in order while they are written to the temp file
+ * (the pipelined upload hand-off, ADR 0008). It sees unverified bytes: its owner may use them only
+ * once the whole fetch has passed every check, and must discard them if the fetch fails.
+ */
+export interface DownloadTap {
+  /**
+   * Takes the next chunk. Returns nothing when the receiver can take more at once, else a promise
+   * that resolves when it can (its backpressure slows the download); like `Writable.write`, without
+   * a promise per chunk. Never rejects: a receiver that failed drops the bytes, and its owner says why.
+   */
+  write(chunk: Buffer): Promise<void> | undefined;
+  /** The download that fed it failed (a retry may follow): the bytes received must never be used. */
+  abort(reason: Error): void;
+}
+
 export interface DownloadResult {
   sha256: string;
   size: number;
   stat: ObjectStat;
 }
 
-/** Streams one object to `file` (a fresh temporary name), checking size and store checksum. */
-export async function downloadTo(fs: FileSystem, uri: URL, file: string, opts: { signal: AbortSignal; maxBytes: number; onProgress: (bytes: number) => void }): Promise<DownloadResult> {
+/**
+ * Streams one object to `file` (a fresh temporary name), checking size and store checksum; with
+ * `tap`, each chunk also goes to the tap on the way (see `DownloadTap`).
+ */
+export async function downloadTo(
+  fs: FileSystem,
+  uri: URL,
+  file: string,
+  opts: { signal: AbortSignal; maxBytes: number; onProgress: (bytes: number) => void; tap?: Pick<DownloadTap, 'write'> },
+): Promise<DownloadResult> {
   const { stream, stat } = await fs.open(uri, { signal: opts.signal });
   if (stat.size !== undefined && stat.size > opts.maxBytes) {
     stream.destroy();
     throw new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(uri), limit: opts.maxBytes });
   }
-  const meter = new Meter(opts.maxBytes, uri, stat.integrity, opts.onProgress);
+  const meter = new Meter(opts.maxBytes, uri, stat.integrity, opts.onProgress, opts.tap);
   // A deep write buffer lets fs.WriteStream gather queued chunks into one writev call instead of one
   // thread-pool write per 64 KiB chunk (the largest cost in a CPU profile of a fetch).
   await pipeline(stream, meter, createWriteStream(file, { flags: 'wx', highWaterMark: 2 * 1024 * 1024 }), { signal: opts.signal });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { JobManagerClient } from './jobmanager-client';
 import { MultipartJarBody } from './multipart-jar-body';
+import { PipelinedUpload } from './pipelined-upload';
 
 export type HandoffMode = 'upload' | 'shared-dir';
 
@@ -35,6 +36,15 @@ export class JarHandoff {
     return this.mode === 'shared-dir' ? this.link(path, name) : this.upload(path, name);
   }
 
+  /**
+   * An upload hand-off fed while the jar downloads (ADR 0008). Upload mode only: in shared-dir mode
+   * the hand-off is a hard link of the finished file, and there is nothing to overlap.
+   */
+  pipelined(name: string): PipelinedUpload {
+    if (this.mode !== 'upload') throw new Error('a pipelined hand-off needs gateway.artifacts.handoff: upload');
+    return new PipelinedUpload(name, (body) => this.send(body));
+  }
+
   private async link(path: string, name: string): Promise<HandedOffJar> {
     const jarDir = join(this.uploadDir!, 'flink-web-upload');
     await mkdir(jarDir, { recursive: true });
@@ -60,6 +70,11 @@ export class JarHandoff {
       file.once('error', (err) => body.abandon(err));
       return file;
     });
+    return this.send(body);
+  }
+
+  /** Uploads one multipart body; the caller completes or abandons it. */
+  private async send(body: MultipartJarBody): Promise<HandedOffJar> {
     const res = await this.cluster.upload(body.stream, body.contentType);
     if (res.status !== 200) throw this.cluster.failure('upload', res);
     const filename = String((res.body as { filename?: unknown }).filename ?? '');

@@ -45,6 +45,28 @@ export class MultipartJarBody {
     this.stream.on('newListener', onListener);
   }
 
+  /**
+   * Resolves once a consumer starts reading the body (as for `feedWhenRead`), or once the body is
+   * destroyed. A producer that pushes (a download, ADR 0008) waits for it, so an upload still
+   * queued for a JobManager connection holds no jar bytes.
+   */
+  whenRead(): Promise<void> {
+    return new Promise((resolve) => {
+      const onListener = (event: string | symbol) => {
+        if (event !== 'data' && event !== 'readable') return;
+        done();
+      };
+      const done = () => {
+        this.stream.off('newListener', onListener);
+        this.stream.off('close', done);
+        resolve();
+      };
+      if (this.stream.destroyed || this.stream.listenerCount('data') > 0 || this.stream.listenerCount('readable') > 0) return resolve();
+      this.stream.on('newListener', onListener);
+      this.stream.once('close', done);
+    });
+  }
+
   complete(): void {
     this.stream.end(`\r\n--${this.boundary}--\r\n`);
   }

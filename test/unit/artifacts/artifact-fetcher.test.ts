@@ -23,6 +23,8 @@ class MemoryStore implements FileSystem {
   objects = new Map<string, { bytes: Buffer; stat: ObjectStat }>();
   opens = 0;
   failNextOpens = 0;
+  /** Bodies that end with a transient error after their first chunk (a reset mid-body). */
+  breakNextBodies = 0;
   gate?: Promise<void>;
 
   put(path: string, bytes: Buffer, stat: ObjectStat = {}) {
@@ -42,6 +44,13 @@ class MemoryStore implements FileSystem {
     await this.gate;
     const o = this.objects.get(uri.pathname);
     if (!o) throw fetchError.notFound(uri, '404');
+    if (this.breakNextBodies > 0) {
+      this.breakNextBodies--;
+      const stream = new Readable({ read() {} });
+      stream.push(o.bytes.subarray(0, 10));
+      setImmediate(() => stream.destroy(fetchError.unavailable(uri, 'connection reset')));
+      return { stream, stat: o.stat };
+    }
     return { stream: Readable.from([o.bytes.subarray(0, 10), o.bytes.subarray(10)]), stat: o.stat };
   }
   async close() {}
@@ -160,6 +169,75 @@ describe('ArtifactFetcher', () => {
     await expect(fetcher.fetch('mem://user:pw@bucket/app.jar')).rejects.toMatchObject({ code: 'GW_FETCH_URI_INVALID' });
     await expect(fetcher.fetch('mem://bucket/dir/')).rejects.toMatchObject({ code: 'GW_FETCH_URI_INVALID' });
     await expect(fetcher.fetch('not a uri')).rejects.toMatchObject({ code: 'GW_FETCH_URI_INVALID' });
+  });
+
+  /** A tap (the pipelined upload hand-off's side of a download) that records what it was given. */
+  const recordingTap = () => {
+    const taps: { name: string; chunks: Buffer[]; aborted?: Error }[] = [];
+    const open = (name: string) => {
+      const t: (typeof taps)[number] = { name, chunks: [] };
+      taps.push(t);
+      return {
+        write: async (chunk: Buffer) => {
+          t.chunks.push(Buffer.from(chunk));
+        },
+        abort: (reason: Error) => {
+          t.aborted = reason;
+        },
+      };
+    };
+    return { taps, open };
+  };
+
+  it('a tap receives every byte of the download its call started, in order, named for the hand-off', async () => {
+    const { taps, open } = recordingTap();
+    const got = await fetcher.fetch('mem://bucket/app.jar', { tap: open });
+    expect(got.tapped).toBe(true);
+    expect(taps).toHaveLength(1);
+    expect(taps[0]!.name).toBe('app.jar');
+    expect(Buffer.concat(taps[0]!.chunks).equals(jar)).toBe(true);
+    expect(taps[0]!.aborted).toBeUndefined();
+    got.release();
+  });
+
+  it('only the call that starts a download taps it; requests sharing it and cached jars open no tap', async () => {
+    let release!: () => void;
+    store.gate = new Promise((r) => (release = r));
+    const { taps, open } = recordingTap();
+    const all = Array.from({ length: 3 }, () => fetcher.fetch('mem://bucket/app.jar', { tap: open }));
+    setTimeout(release, 20);
+    const got = await Promise.all(all);
+    expect(got.map((g) => g.tapped)).toEqual([true, false, false]);
+    expect(taps).toHaveLength(1);
+    const cached = await fetcher.fetch('mem://bucket/app.jar', { tap: open });
+    expect({ fromCache: cached.fromCache, tapped: cached.tapped, taps: taps.length }).toEqual({ fromCache: true, tapped: false, taps: 1 });
+  });
+
+  it('an attempt that fed the tap and failed aborts it; the retry downloads without it (not tapped)', async () => {
+    store.breakNextBodies = 1;
+    const { taps, open } = recordingTap();
+    const got = await fetcher.fetch('mem://bucket/app.jar', { tap: open });
+    expect(store.opens).toBe(2);
+    expect(got.sha256).toBe(sha);
+    expect(got.tapped).toBe(false);
+    expect(taps).toHaveLength(1);
+    expect(taps[0]!.aborted).toMatchObject({ code: 'GW_FETCH_UNAVAILABLE' });
+  });
+
+  it('an attempt that failed before its first byte leaves the tap to the retry', async () => {
+    store.failNextOpens = 1;
+    const { taps, open } = recordingTap();
+    const got = await fetcher.fetch('mem://bucket/app.jar', { tap: open });
+    expect(store.opens).toBe(2);
+    expect(got.tapped).toBe(true);
+    expect(Buffer.concat(taps[0]!.chunks).equals(jar)).toBe(true);
+  });
+
+  it('a tapped download that is not a jar fails the fetch and aborts the tap', async () => {
+    store.put('/x.jar', randomBytes(1000), { etag: 'x' });
+    const { taps, open } = recordingTap();
+    await expect(fetcher.fetch('mem://bucket/x.jar', { tap: open })).rejects.toMatchObject({ code: 'GW_FETCH_NOT_JAR' });
+    expect(taps[0]!.aborted).toMatchObject({ code: 'GW_FETCH_NOT_JAR' });
   });
 
   it('answers 503 with Retry-After when the wait queue is full', async () => {

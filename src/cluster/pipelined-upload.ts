@@ -1,0 +1,94 @@
+import type { DownloadTap } from '../artifacts/download';
+import type { HandedOffJar } from './jar-handoff';
+import { MultipartJarBody } from './multipart-jar-body';
+
+/**
+ * An upload hand-off fed while the jar is still downloading (ADR 0008). It is the fetcher's
+ * `DownloadTap`: the first chunk starts the upload to the JobManager, and each chunk is passed on
+ * only once a JobManager connection reads the body and has room for it, so the slower of the disk
+ * and the JobManager sets the pace and a queued upload holds no jar bytes. The multipart body is
+ * completed only by `complete()`, which the caller invokes after the fetch passed every check (size,
+ * store checksum, pin, zip structure); `abort()` destroys it, so Flink's decoder never sees a whole
+ * file and keeps nothing (ADR 0002).
+ */
+export class PipelinedUpload implements DownloadTap {
+  private body?: MultipartJarBody;
+  private reading?: Promise<void>;
+  /** A JobManager connection reads the body (or it was destroyed): chunks go straight in. */
+  private flowing = false;
+  private sent?: Promise<HandedOffJar>;
+  /** The upload ended before `complete()`: failed, aborted, or answered an incomplete body. */
+  private ended = false;
+  private completed = false;
+
+  constructor(private readonly name: string, private readonly send: (body: MultipartJarBody) => Promise<HandedOffJar>) {}
+
+  write(chunk: Buffer): Promise<void> | undefined {
+    const body = this.open();
+    if (!this.flowing) {
+      return this.reading!.then(() => {
+        this.flowing = true;
+        return this.write(chunk);
+      });
+    }
+    const stream = body.stream;
+    // A failed or aborted upload drops the bytes; the download goes on for the cache, and
+    // `complete()` tells the caller to hand off from there.
+    if (stream.destroyed || stream.write(chunk)) return undefined;
+    return new Promise<void>((resolve) => {
+      const go = () => {
+        stream.off('drain', go);
+        stream.off('close', go);
+        resolve();
+      };
+      stream.on('drain', go);
+      stream.on('close', go);
+    });
+  }
+
+  abort(reason: Error): void {
+    this.body?.abandon(reason);
+  }
+
+  /**
+   * Call only after the fetch passed every check and every byte of the jar went through `write`:
+   * writes the closing boundary and resolves with the jar on the JobManager (or its error). Resolves
+   * undefined when the upload did not live until then (never started, aborted, or the JobManager
+   * connection failed); the caller then hands the jar off from the cache.
+   */
+  async complete(): Promise<HandedOffJar | undefined> {
+    if (!this.body || !this.sent) return undefined;
+    if (this.ended || this.body.stream.destroyed) {
+      this.body.abandon(new Error('the pipelined upload ended early'));
+      // An answer to an incomplete body is never used; a jar it names (no JobManager should) goes.
+      const early = await this.sent.catch(() => undefined);
+      await early?.release();
+      return undefined;
+    }
+    this.completed = true;
+    this.body.complete();
+    return this.sent;
+  }
+
+  private open(): MultipartJarBody {
+    if (this.body) return this.body;
+    const body = new MultipartJarBody(this.name);
+    this.body = body;
+    // The reason of an abort reaches the caller through the fetch (or `sent`), not as an 'error'
+    // event: once the client has let go of the body, nothing else would listen for one.
+    body.stream.on('error', () => undefined);
+    this.reading = body.whenRead();
+    this.sent = this.send(body);
+    const early = (reason: Error) => {
+      if (this.completed) return;
+      this.ended = true;
+      // Stops the writes waiting for room: the download must not wait for an upload that is over.
+      body.abandon(reason);
+    };
+    this.sent.then(
+      () => early(new Error('the JobManager answered before the jar was complete')),
+      (err: unknown) => early(err instanceof Error ? err : new Error(String(err))),
+    );
+    return body;
+  }
+}
