@@ -122,7 +122,9 @@ describe('token delivery to the job\'s tasks on the real embedded Flink cluster'
   it('a registered job\'s tasks read its own OAuth token: gateway → bridge → Flink → TaskManager → GatewayTokens.forJob', async () => {
     const jobId = newJobId();
     const started = Date.now();
-    const run = await runProbe(jobId, ['--provider', 'oauth2', '--expect', TOKEN_PREFIX, '--timeout-ms', '30000']);
+    // The task holds on for 5 s after reading its token: the job file exists only while the job is
+    // registered, and on a loaded machine the watcher could otherwise drop it between two polls.
+    const run = await runProbe(jobId, ['--provider', 'oauth2', '--expect', TOKEN_PREFIX, '--timeout-ms', '30000', '--hold-ms', '5000']);
     expect(run).toMatchObject({ status: 200, body: { jobid: jobId } });
 
     // The gateway holds the job's token (the provider's re-obtain request ran a cycle) ...

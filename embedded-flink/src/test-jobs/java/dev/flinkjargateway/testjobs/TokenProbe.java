@@ -17,7 +17,8 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  *
  * <p>Entry class {@code dev.flinkjargateway.testjobs.TokenProbe} in {@code GatewayTestJob.jar}.
  * Arguments: {@code --provider <name>} (required), {@code --expect <text>} (default: any entry),
- * {@code --timeout-ms <n>} (default 30000). It prints only provider names and the job id, never a
+ * {@code --timeout-ms <n>} (default 30000), {@code --hold-ms <n>} (default 0: how long the task
+ * keeps running after it found its token, so a test can look at the job while it runs). It prints only provider names and the job id, never a
  * token. The bridge classes come from the cluster's class path (they are not in this jar).
  */
 public class TokenProbe {
@@ -26,6 +27,7 @@ public class TokenProbe {
         String provider = null;
         String expect = "";
         long timeoutMs = 30_000;
+        long holdMs = 0;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--provider":
@@ -36,6 +38,9 @@ public class TokenProbe {
                     break;
                 case "--timeout-ms":
                     timeoutMs = Long.parseLong(args[++i]);
+                    break;
+                case "--hold-ms":
+                    holdMs = Long.parseLong(args[++i]);
                     break;
                 default:
                     throw new IllegalArgumentException("Unknown argument: " + args[i]);
@@ -51,7 +56,7 @@ public class TokenProbe {
         env.setParallelism(1);
         env.fromData(1)
                 .name("one-element")
-                .map(new Probe(provider, expect, timeoutMs))
+                .map(new Probe(provider, expect, timeoutMs, holdMs))
                 .name("token-probe")
                 .print()
                 .name("print-sink");
@@ -64,11 +69,13 @@ public class TokenProbe {
         private final String provider;
         private final String expect;
         private final long timeoutMs;
+        private final long holdMs;
 
-        Probe(String provider, String expect, long timeoutMs) {
+        Probe(String provider, String expect, long timeoutMs, long holdMs) {
             this.provider = provider;
             this.expect = expect;
             this.timeoutMs = timeoutMs;
+            this.holdMs = holdMs;
         }
 
         @Override
@@ -80,6 +87,7 @@ public class TokenProbe {
                 tokens = GatewayTokens.forJob(jobId);
                 Optional<String> entry = tokens.get(provider);
                 if (entry.isPresent() && entry.get().contains(expect)) {
+                    Thread.sleep(holdMs);
                     return "token-probe: job " + jobId + " has its " + provider + " token in its task";
                 }
                 if (System.currentTimeMillis() >= deadline) {
