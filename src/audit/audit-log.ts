@@ -31,7 +31,17 @@ export interface FetchAudit extends AuditSubject {
   durationMs: number;
 }
 
-export interface SubmissionAudit extends AuditSubject {
+/** How a submission or a job-control call ended. */
+interface AuditEnd {
+  verdicts: Verdicts;
+  outcome: AuditOutcome;
+  /** The gateway error code when it was refused or failed. */
+  error?: string;
+  status: number;
+  durationMs: number;
+}
+
+export interface SubmissionAudit extends AuditSubject, AuditEnd {
   /** `run`, `plan`, `job-graph` (POST /v1/jobs), or the method and path of a denied request. */
   route: string;
   /** Where the jar came from: `uri`, `fetched` (a jar id from POST /jars/fetch), `upload`. */
@@ -42,24 +52,14 @@ export interface SubmissionAudit extends AuditSubject {
   size?: number;
   jarId?: string;
   jobId?: string;
-  verdicts: Verdicts;
-  outcome: AuditOutcome;
-  error?: string;
-  status: number;
-  durationMs: number;
 }
 
 /** A call that changes a running job or the cluster (cancel, stop, savepoint, rescale, shutdown). */
-export interface ControlAudit extends AuditSubject {
+export interface ControlAudit extends AuditSubject, AuditEnd {
   method: string;
   /** The path only: no query string. */
   path: string;
   jobId?: string;
-  verdicts: Verdicts;
-  outcome: AuditOutcome;
-  error?: string;
-  status: number;
-  durationMs: number;
 }
 
 /**

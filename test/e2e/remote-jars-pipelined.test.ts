@@ -9,7 +9,7 @@ import { filesUnder, json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_CLA
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { buildJar } from '../helpers/jars';
 import { writePaddedJar } from '../helpers/padded-jar';
-import { type Fault, type FaultProxy, type ProxiedRequest, startFaultProxy } from '../servers/fault-proxy';
+import { type Fault, type FaultProxy, type ProxiedRequest, startFaultProxy, firstGet, onGet } from '../servers/fault-proxy';
 import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
 
 const MiB = 1024 * 1024;
@@ -17,16 +17,6 @@ const PLACEHOLDER = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n'
 /** In every jar name of this file, to find what it left on the JobManager. */
 const TAG = `pipe${randomBytes(4).toString('hex')}`;
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const onGet = (fault: Fault) => (req: ProxiedRequest): Fault => (req.method === 'GET' ? fault : { kind: 'pass' });
-/** `fault` for the first GET only. */
-const firstGet = (fault: Fault) => {
-  let used = false;
-  return (req: ProxiedRequest): Fault => {
-    if (req.method !== 'GET' || used) return { kind: 'pass' };
-    used = true;
-    return fault;
-  };
-};
 
 async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

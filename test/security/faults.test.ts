@@ -10,7 +10,7 @@ import { json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_CLASS, WORDCOUN
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { buildJar } from '../helpers/jars';
 import { startFakeJobManager, type FakeJobManager } from '../servers/fake-jobmanager';
-import { startFaultProxy, type Fault, type FaultProxy, type ProxiedRequest } from '../servers/fault-proxy';
+import { startFaultProxy, type Fault, type FaultProxy, type ProxiedRequest, firstGet, onGet } from '../servers/fault-proxy';
 import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
 import { putObject, startS3Server, type S3Server } from '../servers/s3-server';
 
@@ -127,16 +127,6 @@ describe('storage faults through a fault proxy (fake JobManager records what wou
     } finally {
       proxy.setPlan(() => ({ kind: 'pass' }));
     }
-  };
-  const onGet = (fault: Fault) => (req: ProxiedRequest): Fault => (req.method === 'GET' ? fault : { kind: 'pass' });
-  /** `fault` for the first GET only. */
-  const firstGet = (fault: Fault) => {
-    let used = false;
-    return (req: ProxiedRequest): Fault => {
-      if (req.method !== 'GET' || used) return { kind: 'pass' };
-      used = true;
-      return fault;
-    };
   };
 
   it('control: no fault → the right bytes run', async () => {

@@ -285,3 +285,16 @@ function relay(upstream: Socket, client: Socket, fault: Fault, timers: Set<NodeJ
       upstream.pipe(client);
   }
 }
+
+/** A plan: `fault` for every GET, pass for everything else. */
+export const onGet = (fault: Fault) => (req: ProxiedRequest): Fault => (req.method === 'GET' ? fault : { kind: 'pass' });
+
+/** A plan: `fault` for the first GET only, pass for everything else. */
+export const firstGet = (fault: Fault) => {
+  let used = false;
+  return (req: ProxiedRequest): Fault => {
+    if (req.method !== 'GET' || used) return { kind: 'pass' };
+    used = true;
+    return fault;
+  };
+};
