@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { mkdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { writeFileAtomically } from '../atomic-file';
 
 /** One persisted job registration. Never holds a sensitive value (the configuration is redacted). */
 export interface StoredRegistration {
@@ -103,28 +103,11 @@ export class RegistrationStore {
       this.dirty = false;
       const body: StoreFile = { version: 1, jobs: this.list() };
       try {
-        await writeAtomically(this.file, `${JSON.stringify(body, null, 2)}\n`);
+        await writeFileAtomically(this.file, `${JSON.stringify(body, null, 2)}\n`);
       } catch (err) {
         this.dirty = true;
         throw err;
       }
     }
-  }
-}
-
-async function writeAtomically(file: string, text: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  const fh = await open(tmp, 'w', 0o600);
-  try {
-    await fh.writeFile(text, 'utf8');
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
-    await rename(tmp, file);
-  } catch (err) {
-    await unlink(tmp).catch(() => undefined);
-    throw err;
   }
 }

@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, rename, rm, unlink } from 'node:fs/promises';
+import { mkdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { writeFileAtomically } from '../../atomic-file';
 import { JOB_ID, type PerJobPayload, parsePerJob } from './per-job-payload';
 
 /** What `<dir>/<jobId>.json` holds. */
@@ -118,27 +118,9 @@ export class FileTokenReceiver {
       const key = JSON.stringify(body);
       if (this.written.get(jobId) === key) continue;
       const file: JobTokenFile = { version: 1, jobId, updatedAt: new Date(this.now()).toISOString(), ...body };
-      await this.writeAtomically(jobId, `${JSON.stringify(file, null, 2)}\n`);
+      await writeFileAtomically(join(this.opts.dir, `${jobId}.json`), `${JSON.stringify(file, null, 2)}\n`);
       this.written.set(jobId, key);
       this.opts.log.debug({ jobId, providers: Object.keys(tokens) }, 'file receiver: job token file written');
-    }
-  }
-
-  private async writeAtomically(jobId: string, text: string): Promise<void> {
-    const target = join(this.opts.dir, `${jobId}.json`);
-    const tmp = join(this.opts.dir, `.${jobId}.json.${randomBytes(6).toString('hex')}.tmp`);
-    const fh = await open(tmp, 'wx', 0o600);
-    try {
-      await fh.writeFile(text, 'utf8');
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    try {
-      await rename(tmp, target);
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err;
     }
   }
 
