@@ -32,19 +32,28 @@ function actionOfView(method: string, rest: string[]): Action {
   return 'cancel';
 }
 
-/** The actions a request needs (usually one). */
-export function actionsOf(method: string, rawPath: string): Set<Action> {
+/**
+ * What a request needs and whether it is a job graph, from both views of its path (decoded once
+ * here, for the permission check and the fetched-only policy alike).
+ */
+export function requestKind(method: string, rawPath: string): { actions: Set<Action>; jobGraph: boolean } {
   const m = method.toUpperCase();
-  return new Set([decodeOnce(rawPath), decodeUntilStable(rawPath)].map((p) => actionOfView(m, viewOf(p))));
+  const views = [decodeOnce(rawPath), decodeUntilStable(rawPath)].map(viewOf);
+  return {
+    actions: new Set(views.map((rest) => actionOfView(m, rest))),
+    // POST /v1/jobs: Flink's `flink run` path, a serialised job graph that no URI policy has seen.
+    jobGraph: m === 'POST' && views.some((rest) => rest.length === 1 && rest[0] === 'jobs'),
+  };
 }
 
-/** POST /v1/jobs: Flink's `flink run` path, a serialised job graph that no URI policy has seen. */
+/** The actions a request needs (usually one). */
+export function actionsOf(method: string, rawPath: string): Set<Action> {
+  return requestKind(method, rawPath).actions;
+}
+
+/** POST /v1/jobs in any spelling of the path. */
 export function isJobGraphSubmission(method: string, rawPath: string): boolean {
-  if (method.toUpperCase() !== 'POST') return false;
-  return [decodeOnce(rawPath), decodeUntilStable(rawPath)].some((p) => {
-    const rest = viewOf(p);
-    return rest.length === 1 && rest[0] === 'jobs';
-  });
+  return requestKind(method, rawPath).jobGraph;
 }
 
 /** The principals allowed each action: `token:<name>`, `cert:<CN>` or `*`. */
@@ -98,13 +107,12 @@ export function authorization(deps: AuthorizationDeps) {
     const principal: string = res.locals.principal ?? 'anonymous';
     const reqId: string = res.locals.reqId ?? '';
     const started = performance.now();
-    const jobGraph = isJobGraphSubmission(req.method, path);
+    const { actions, jobGraph } = requestKind(req.method, path);
     const audit = (outcome: 'denied' | 'accepted' | 'rejected' | 'failed', status: number, verdicts: Record<string, string>, error?: string) =>
       deps.audit?.submission({
         principal, reqId, route: jobGraph ? 'job-graph' : `${req.method} ${path}`, verdicts, outcome, status,
         ...(error ? { error } : {}), durationMs: Math.round(performance.now() - started),
       });
-    const actions = actionsOf(req.method, path);
     const control = (outcome: 'denied' | 'accepted' | 'rejected' | 'failed', status: number, verdicts: Record<string, string>, error?: string) => {
       const jobId = /\/jobs\/([0-9a-f]{32})(?:\/|$)/.exec(path)?.[1];
       deps.audit?.control({
