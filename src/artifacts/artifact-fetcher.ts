@@ -46,6 +46,8 @@ export interface FetchedJar {
   sha256: string;
   size: number;
   version?: string;
+  /** The store's ETag when it gave one (for the audit log). */
+  etag?: string;
   /** Redacted URI, for provenance and logs. */
   uri: string;
   /** Hand-off file name derived from the URI. */
@@ -92,9 +94,10 @@ export class ArtifactFetcher {
   async fetch(rawUri: string, opts: FetchOptions = {}): Promise<FetchedJar> {
     const t0 = performance.now();
     const verdicts: Record<string, string> = {};
-    let redacted = redactUri(rawUri.length > 4096 ? '<too long>' : rawUri);
+    // As checkUri parses it; '<unparseable URI>' when it does not parse.
+    const redacted = redactUri(rawUri.length > 4096 ? '<too long>' : rawUri);
     try {
-      const jar = await this.fetchChecked(rawUri, opts, verdicts, (u) => (redacted = u));
+      const jar = await this.fetchChecked(rawUri, opts, verdicts);
       this.audit(opts.audit, {
         uri: jar.uri,
         ...(jar.version !== undefined ? { version: jar.version } : {}),
@@ -106,8 +109,7 @@ export class ArtifactFetcher {
         outcome: jar.fromCache ? 'cached' : 'fetched',
         durationMs: Math.round(performance.now() - t0),
       });
-      const { etag: _etag, ...out } = jar;
-      return out;
+      return jar;
     } catch (err) {
       const { outcome, error } = outcomeOf(err);
       if (error === 'GW_FETCH_RESTRICTED_HOST') verdicts.connect = 'refused';
@@ -126,10 +128,8 @@ export class ArtifactFetcher {
     rawUri: string,
     opts: FetchOptions,
     verdicts: Record<string, string>,
-    onUri: (redacted: string) => void,
-  ): Promise<FetchedJar & { etag?: string }> {
+  ): Promise<FetchedJar> {
     const uri = checkUri(rawUri, this.o.allowedSchemes, this.o.plugins);
-    onUri(redactUri(uri));
     verdicts.scheme = 'allowed';
     verdicts.allowList = (this.o.allowList?.check(uri) ?? { verdict: 'not configured' }).verdict;
     const pin = opts.sha256?.trim().toLowerCase();
