@@ -32,17 +32,14 @@ export class MultipartJarBody {
   }
 
   /**
-   * Like `feed`, but opens the source only when a consumer starts reading the body (it listens for
-   * 'data' or 'readable'). A request still queued for a connection then holds no file bytes; fed at
+   * Like `feed`, but opens the source only when a consumer starts reading the body (`whenRead`). A request still queued for a connection then holds no file bytes; fed at
    * once, each held its buffers full (~2 MiB), so memory grew with the number of queued requests.
    */
   feedWhenRead(open: () => Readable): void {
-    const onListener = (event: string | symbol) => {
-      if (event !== 'data' && event !== 'readable') return;
-      this.stream.off('newListener', onListener);
-      this.feed(open());
-    };
-    this.stream.on('newListener', onListener);
+    void this.whenRead().then(() => {
+      // Destroyed before anyone read it (the request failed or was aborted): nothing to open.
+      if (!this.stream.destroyed) this.feed(open());
+    });
   }
 
   /**
