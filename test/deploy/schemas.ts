@@ -81,7 +81,7 @@ async function ensureWheel(): Promise<string> {
   const find = () => readdirSync(CACHE).find((f) => pattern.test(f));
   let file = find();
   if (!file) {
-    // The project's virtualenv (made by .ci/run) has pip; otherwise the system Python's.
+    // The project's virtualenv (made by scripts/test-setup.sh) has pip; otherwise the system Python's.
     const venvPip = join(root, '.tmp', 'venv', 'bin', 'pip');
     const [cmd, pre] = existsSync(venvPip) ? [venvPip, []] : ['python3', ['-m', 'pip']];
     const r = await runProcess(cmd, [...pre, 'download', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check', '--no-input', '-d', CACHE, `${name}==${version}`], {
