@@ -7,11 +7,11 @@ import type { Logger } from 'pino';
 import { fetchError } from '../../src/artifacts/fetch-error';
 import type { FileSystem, ObjectStat, OpenedObject, OpenOptions, PluginContext } from '../../src/artifacts/fs-plugin';
 import { redactUri } from '../../src/artifacts/uri';
-import { defaultBlobEndpoint, parseAzureUri, type AzureBlobLocation } from './azure-uri';
+import { defaultBlobEndpoint, isAzureStorageHost, parseAzureUri, type AzureBlobLocation } from './azure-uri';
 import { lazyDefaultCredential, resolveAzureAuth, type AzureAuth } from './credentials';
 import { translateAzureError, translateStreamError } from './errors';
 import { createGuardedAgents, type GuardedAgents } from './guarded-agent';
-import { configuredEndpoint } from './options';
+import { configuredEndpoint, configuredSecret } from './options';
 
 /**
  * Few, quick retries: the gateway retries transient fetch failures itself
@@ -106,7 +106,7 @@ export class AzureFileSystem implements FileSystem {
 
   private target(uri: URL): Target {
     const location = parseAzureUri(uri);
-    const endpoint = configuredEndpoint(this.ctx.config, location.account) ?? defaultBlobEndpoint(location);
+    const endpoint = this.endpointFor(uri, location);
     const port = Number(endpoint.port || (endpoint.protocol === 'https:' ? 443 : 80));
     // IP-literal endpoints are checked before any request (Node connects to them without a lookup);
     // the agents check again on every socket, which also covers redirects.
@@ -119,6 +119,35 @@ export class AzureFileSystem implements FileSystem {
     const containerUrl = `${base}/${encodeURIComponent(location.container)}${auth.kind === 'sas' ? `?${auth.sas}` : ''}`;
     const container = new ContainerClient(containerUrl, this.pipeline(base, endpoint.protocol, auth, location));
     return { blob: container.getBlobClient(location.blobName), location };
+  }
+
+  /**
+   * Where requests for `location` go — and so where the cluster's Azure credentials go (account keys,
+   * SAS, identity tokens): the account's configured `fs.azure.account.endpoint.<account>`, else the
+   * URI's host when it is one of Azure Storage's own, or a host the administrator configured a key or
+   * SAS for under its exact name. Any other host is refused before a connection is made: a URI names
+   * what to fetch, never where the cluster's secrets may go.
+   */
+  private endpointFor(uri: URL, location: AzureBlobLocation): URL {
+    const configured = configuredEndpoint(this.ctx.config, location.account);
+    if (configured !== undefined) {
+      if (!isAzureStorageHost(location.uriHost) && location.uriHost !== configured.hostname.toLowerCase()) {
+        throw fetchError.invalid(
+          uri,
+          `the host '${location.uriHost}' is not an Azure Storage host of account '${location.account}' (${location.account}.blob.core.windows.net) ` +
+            `nor the host of its fs.azure.account.endpoint.${location.account}`,
+        );
+      }
+      return configured;
+    }
+    if (isAzureStorageHost(location.uriHost) || configuredSecret(this.ctx.config, [location.uriHost], location.container) !== undefined) {
+      return defaultBlobEndpoint(location);
+    }
+    throw fetchError.invalid(
+      uri,
+      `'${location.uriHost}' is not an Azure Storage endpoint (<account>.blob.core.windows.net, <account>.dfs.core.windows.net or another Azure cloud's); ` +
+        `the cluster's Azure credentials go only to Azure Storage, so for an emulator or private endpoint set fs.azure.account.endpoint.${location.account}`,
+    );
   }
 
   /** One pipeline per endpoint and credential, so connections and tokens are reused across fetches. */

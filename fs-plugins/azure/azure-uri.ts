@@ -56,6 +56,19 @@ export function parseAzureUri(uri: URL): AzureBlobLocation {
   return location;
 }
 
+/**
+ * Azure Storage's own host names for an account: `<account>.<blob|dfs>.<cloud suffix>` in the public,
+ * China and US Government clouds (and the retired German one), and Azure DNS zone endpoints
+ * (`<account>.z<NN>.<blob|dfs>.storage.azure.net`). Account names are 3–24 lower-case letters and digits.
+ */
+const AZURE_STORAGE_HOST =
+  /^[a-z0-9]{3,24}\.(?:(?:blob|dfs)\.core\.(?:windows\.net|chinacloudapi\.cn|usgovcloudapi\.net|cloudapi\.de)|z\d{2}\.(?:blob|dfs)\.storage\.azure\.net)$/;
+
+/** Whether `host` is one of Azure Storage's own endpoints, so that the cluster's Azure credentials may go there. */
+export function isAzureStorageHost(host: string): boolean {
+  return AZURE_STORAGE_HOST.test(host.toLowerCase().replace(/\.$/, ''));
+}
+
 /** The hosts under which credentials for `location` may be configured: the URI's host first, then its twin. */
 export function credentialHosts(location: AzureBlobLocation): string[] {
   const twin = location.uriHost.includes('.blob.')

@@ -24,7 +24,7 @@ describe('schemathesis against openapi.yaml and the live gateway', () => {
 
   beforeAll(async () => {
     if (!existsSync(ST)) {
-      throw new Error(`schemathesis is not installed: ${ST} is missing. Run \`python3 -m venv .tmp/venv && .tmp/venv/bin/pip install -r test/servers/requirements.txt\` (`npm test` does this first, scripts/test-setup.sh).`);
+      throw new Error(`schemathesis is not installed: ${ST} is missing. Run \`python3 -m venv .tmp/venv && .tmp/venv/bin/pip install -r test/servers/requirements.txt\` (npm test does this first: scripts/test-setup.sh).`);
     }
     gw = await startGateway(flinkUrl(), { 'web.submit.jar-uri.enable': 'true', 'gateway.log.level': 'warn' }, [filePlugin]);
     rmSync(REPORTS, { recursive: true, force: true });

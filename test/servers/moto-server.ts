@@ -5,7 +5,7 @@ import { projectRoot } from '../../src/project-root';
 import { startChildServer } from './child-server';
 import type { S3Creds } from './s3-server';
 
-/** How a fresh checkout gets moto's server (scripts/test-setup.sh, run by `npm test`, does exactly this). */
+/** How a fresh checkout gets moto's server (scripts/test-setup.sh, run by npm test, does exactly this). */
 export const MOTO_INSTALL_COMMAND = 'python3 -m venv .tmp/venv && .tmp/venv/bin/pip install -r test/servers/requirements.txt';
 
 export interface MotoServer {
@@ -49,7 +49,7 @@ const READY = /Running on (http:\/\/127\.0\.0\.1:\d+)/;
 export async function startMotoServer(): Promise<MotoServer> {
   const bin = motoServerBin();
   if (!existsSync(bin)) {
-    throw new Error(`moto server not installed: ${bin} is missing. Install it with \`${MOTO_INSTALL_COMMAND}\` (from the project root; `npm test` does this first).`);
+    throw new Error(`moto server not installed: ${bin} is missing. Install it with \`${MOTO_INSTALL_COMMAND}\` (from the project root; npm test does this first).`);
   }
   const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
   // Auth starts off (INITIAL_NO_AUTH_ACTION_COUNT unset = infinite) and is turned on by enableAuth().
