@@ -11,6 +11,7 @@ module.exports = {
     '<rootDir>/test/contract/**/*.test.ts',
     '<rootDir>/test/integration/**/*.test.ts',
     '<rootDir>/test/security/ssrf.test.ts',
+    '<rootDir>/test/security/credential-endpoints.test.ts',
     '<rootDir>/test/deploy/dockerfile.test.ts',
   ],
   // bench:smoke starts the embedded Flink cluster (a JVM); it runs in the full suite.
