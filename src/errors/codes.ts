@@ -15,6 +15,10 @@ export const ERROR_CODES = {
     status: 400,
     template: 'The path {path} is percent-encoded in a way that changes its meaning on a jar route; send the plain path (for example /v1/jars/<jarid>/run).',
   },
+  GW_ROUTE_AMBIGUOUS: {
+    status: 400,
+    template: 'The path {path} contains {reason}, so Flink could route it differently from what the gateway checks; send the plain path without encoded ?, # or control characters.',
+  },
   GW_ROUTE_UNSUPPORTED: { status: 400, template: '{route} is not supported by this gateway yet; {hint}' },
   GW_REQUEST_MALFORMED: { status: 400, template: 'Request did not match expected format {type}: {reason}' },
   GW_REQUEST_TOO_LARGE: { status: 413, template: 'The request body is larger than {limit} bytes.' },

@@ -15,6 +15,7 @@ import { Metrics } from '../metrics';
 import { createPassThrough } from './pass-through';
 import { drainGate } from './drain-gate';
 import { requestContext } from './request-context';
+import { pathGuard } from './path-guard';
 
 export interface AppDeps {
   metrics?: Metrics;
@@ -34,7 +35,7 @@ export interface AppDeps {
 }
 
 /**
- * The HTTP surface: request context → gateway routes → jar routes (owned, decided on the canonical
+ * The HTTP surface: request context → path guard → gateway routes → jar routes (owned, decided on the canonical
  * path) → pass-through to the JobManager → error mapping. No body parser runs before routing.
  */
 export function createApp(deps: AppDeps): Express {
@@ -42,6 +43,7 @@ export function createApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestContext(deps.logger));
+  app.use(pathGuard());
   app.use(drainGate(deps.isDraining));
   if (deps.auth) app.use(deps.auth.middleware());
   if (deps.authorization) app.use(authorization(deps.authorization));

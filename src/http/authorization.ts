@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AuditLog } from '../audit/audit-log';
 import { GatewayError } from '../errors/gateway-error';
-import { decodeOnce, decodeUntilStable, tokens } from './canonical-path';
+import { pathViews } from './canonical-path';
 
 /**
  * What a request does, for per-principal permissions (`gateway.auth.permission.<action>`):
@@ -10,15 +10,16 @@ import { decodeOnce, decodeUntilStable, tokens } from './canonical-path';
  *   a submission: Flink runs the jar's main method to build it;
  * - cancel: everything else that changes state — cancel, stop, savepoints, checkpoints, rescaling,
  *   DELETE /cluster — and Flink's legacy GET /jobs/:jobid/yarn-cancel and yarn-stop.
- * Decided on both views of the path (Flink's single decoding and the decoded-until-stable one); a
- * request needs every action either view implies, so no encoding lowers what it needs.
+ * Decided on both views of the path (exactly the route Flink's router takes, and the decoded-until-
+ * stable one; see `pathViews`); a request needs every action either view implies, so no encoding
+ * lowers what it needs. Paths whose meaning is not single are refused before this (`pathGuard`).
  */
 export type Action = 'read' | 'submit' | 'cancel';
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-function viewOf(path: string): string[] {
-  const t = tokens(path).filter(Boolean);
+function viewOf(segments: string[]): string[] {
+  const t = segments.filter(Boolean);
   return t[0] === 'v1' ? t.slice(1) : t;
 }
 
@@ -38,7 +39,10 @@ function actionOfView(method: string, rest: string[]): Action {
  */
 export function requestKind(method: string, rawPath: string): { actions: Set<Action>; jobGraph: boolean } {
   const m = method.toUpperCase();
-  const views = [decodeOnce(rawPath), decodeUntilStable(rawPath)].map(viewOf);
+  const parsed = pathViews(rawPath);
+  // pathGuard refuses such paths before authorization; should one get here, it needs every permission.
+  if (!parsed.ok) return { actions: new Set(['read', 'submit', 'cancel']), jobGraph: m === 'POST' };
+  const views = [parsed.flink, parsed.canonical].map(viewOf);
   return {
     actions: new Set(views.map((rest) => actionOfView(m, rest))),
     // POST /v1/jobs: Flink's `flink run` path, a serialised job graph that no URI policy has seen.

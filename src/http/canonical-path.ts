@@ -58,10 +58,48 @@ function match(method: string, t: string[]): { route: JarRouteName; jarId?: stri
   return undefined;
 }
 
-/** Classifies a request by method and raw path (without the query string). */
+/** The two views of a path the gateway decides on, or why the path has no single meaning. */
+export type PathViews = { ok: true; flink: string[]; canonical: string[] } | { ok: false; reason: string };
+
+const MAX_DECODINGS = 8;
+
+/**
+ * Flink's router, exactly: Netty's QueryStringDecoder ends the path at the first raw '?' or '#' and
+ * decodes it once; Flink's Router then cuts that at a decoded '?', drops slashes at both ends, splits
+ * on '/' and decodes every segment again. Next to it the canonical view (decoded until stable, then
+ * split). A path on which those steps could disagree with what the gateway checks is refused rather
+ * than modelled: a raw '#', an encoded '?' or '#' at any decoding depth, a control character, a
+ * malformed escape or invalid UTF-8 (Netty replaces it, Node's decoder refuses it), or more than
+ * eight levels of encoding. No Flink route needs any of these.
+ */
+export function pathViews(rawPath: string): PathViews {
+  if (rawPath.includes('#')) return { ok: false, reason: "a raw '#' (Flink's HTTP decoder ends the path there)" };
+  let current = rawPath;
+  for (let depth = 0; ; depth++) {
+    if (depth > 0 && /[?#]/.test(current)) return { ok: false, reason: "an encoded '?' or '#' (%3F, %23, at any depth of encoding)" };
+    if (/[\u0000-\u001f\u007f]/.test(current)) return { ok: false, reason: 'an encoded control character' };
+    if (!current.includes('%')) break;
+    if (depth === MAX_DECODINGS) return { ok: false, reason: `more than ${MAX_DECODINGS} levels of percent-encoding` };
+    let next: string;
+    try {
+      next = decodeURIComponent(current);
+    } catch {
+      return { ok: false, reason: 'a malformed percent-escape or one that is not UTF-8' };
+    }
+    if (next === current) break;
+    current = next;
+  }
+  // Every level decodes cleanly (checked above), so the per-segment decoding cannot throw.
+  const flink = tokens(decodeURIComponent(rawPath)).map((t) => decodeURIComponent(t));
+  return { ok: true, flink, canonical: tokens(current) };
+}
+
+/** Classifies a request by method and raw path (without the query string), after `pathViews` accepted it. */
 export function classify(method: string, rawPath: string): Classification {
-  const flinkView = stripVersion(tokens(decodeOnce(rawPath)));
-  const canonical = stripVersion(tokens(decodeUntilStable(rawPath)));
+  const views = pathViews(rawPath);
+  if (!views.ok) return { kind: 'jar-noncanonical' };
+  const flinkView = stripVersion(views.flink);
+  const canonical = stripVersion(views.canonical);
   // Empty segments ("//") do not hide a jar route: they are ignored when deciding ownership.
   const touchesJars = [flinkView, canonical].some((v) => stripVersion(tokens(v.rest.filter(Boolean).join('/'))).rest[0] === 'jars' || v.rest.filter(Boolean)[0] === 'jars');
   if (!touchesJars) return { kind: 'pass-through' };

@@ -26,8 +26,10 @@ describe('what a request needs', () => {
     ['POST', '/v1/jobs/abc/savepoints', 'cancel'],
     ['PUT', '/v1/jobs/abc/resource-requirements', 'cancel'],
     ['DELETE', '/v1/cluster', 'cancel'],
-    // Double-encoded: Flink sees %6Aars (no route), the canonical view sees jars → both needed.
-    ['POST', '/v1/%256Aars/x.jar/run', 'cancel+submit'],
+    // Double-encoded: Flink's Router decodes each segment again, so this is a run for Flink too.
+    ['POST', '/v1/%256Aars/x.jar/run', 'submit'],
+    ['GET', '/jobs/abc/yarn%252Dcancel', 'cancel'],
+    ['POST', '/v1/%256Aobs', 'submit'],
     ['GET', '/jobs/abc/yarn%2Dcancel', 'cancel'],
   ])('%s %s → %s', (method, path, expected) => {
     expect(actions(method, path.split('?')[0]!)).toBe(expected);

@@ -1,4 +1,4 @@
-import { classify, decodeUntilStable, isBareJarId } from '../../../src/http/canonical-path';
+import { classify, decodeUntilStable, isBareJarId, pathViews } from '../../../src/http/canonical-path';
 
 describe('classify', () => {
   it.each([
@@ -16,6 +16,9 @@ describe('classify', () => {
     // Flink decodes once, so these are runs for Flink too: handled, never passed through.
     ['POST', '/v1/jars/abc_x.jar/%72un', 'run'],
     ['POST', '/v1%2Fjars%2Fabc_x.jar%2Frun', 'run'],
+    // Flink's Router decodes every segment a second time, so double-encoded names route too.
+    ['POST', '/v1/jars/abc/%2572un', 'run'],
+    ['POST', '/%256Aars/upload', 'upload'],
   ])('%s %s is the jar route %s', (method, path, route) => {
     const c = classify(method, path);
     if (route === undefined) expect(c.kind).toBe('jar-not-found');
@@ -27,9 +30,9 @@ describe('classify', () => {
   });
 
   it.each([
-    '/v1/jars/abc/%2572un', // double-encoded: Flink sees "%72un", canonical form sees "run"
-    '/%256Aars/upload',
-    '/jars/abc%252F..%252Fx/run',
+    '/jars/abc%252F..%252Fx/run', // Flink: one segment "abc/../x"; canonical: three segments
+    '/jars/a%252Fb/run',
+    '/jars/x%3F/run', // no single meaning at all: see pathViews
   ])('refuses %s whose encodings disagree on a jar route', (path) => {
     expect(classify('POST', path).kind).toBe('jar-noncanonical');
   });
@@ -51,4 +54,28 @@ describe('jar ids', () => {
   it.each(['..', '.', 'a\\b', 'a\u0000b', '', 'a?b', 'a#b', '%', 'a%3Fb'])('rejects %j', (id) => expect(isBareJarId(id)).toBe(false));
   it('accepts Flink ids', () => expect(isBareJarId('5f4c3d2e-1a2b-4c5d-8e9f-0a1b2c3d4e5f_TopSpeedWindowing.jar')).toBe(true));
   it('decodes until stable', () => expect(decodeUntilStable('%25252F')).toBe('/'));
+});
+
+describe('pathViews: exactly the route Flink takes, or a refusal', () => {
+  it('models Netty (decode once) then Flink\'s Router (split, decode each segment again)', () => {
+    expect(pathViews('/jobs/abc/yarn%252Dcancel')).toEqual({ ok: true, flink: ['jobs', 'abc', 'yarn-cancel'], canonical: ['jobs', 'abc', 'yarn-cancel'] });
+    expect(pathViews('/jars/a%252Fb/run')).toEqual({ ok: true, flink: ['jars', 'a/b', 'run'], canonical: ['jars', 'a', 'b', 'run'] });
+    expect(pathViews('/v1%2Fjobs')).toEqual({ ok: true, flink: ['v1', 'jobs'], canonical: ['v1', 'jobs'] });
+  });
+
+  const refused: string[] = [];
+  for (const prefix of ['/jobs/0123456789abcdef0123456789abcdef/yarn-cancel', '/v1/jobs', '/jars/x.jar/run', '/jars', '/overview']) {
+    for (const trick of ['%3F', '%3f', '%253F', '%25253f', '%23', '%2523', '#', '#x', '%3Fx=1', '%00', '%0a', '%7F', '%2500', '%FF', '%C0%AF', '%E2%82', '%zz', '%', '%2', '%25zz', '%ED%A0%80']) {
+      refused.push(`${prefix}${trick}`);
+      refused.push(`${prefix}${trick}/`);
+    }
+  }
+  refused.push('/jars%2F%FF/run', `/x${'%25'.repeat(9)}41`);
+  it.each(refused)('refuses %s', (path) => {
+    expect(pathViews(path).ok).toBe(false);
+  });
+
+  it.each(['/jobs/overview', '/jars/5f4c_my%20job.jar/run', '/v1/jobs/0123456789abcdef0123456789abcdef', '/%E2%82%AC', '/web/assets/index-abc.js'])('accepts %s', (path) => {
+    expect(pathViews(path).ok).toBe(true);
+  });
 });
