@@ -109,8 +109,11 @@ export class EmbeddedCluster {
     const conf = opts.flinkConfig && Object.keys(opts.flinkConfig).length > 0 ? EmbeddedCluster.writeConfigFile(opts.flinkConfig) : undefined;
     const child = spawn(
       java,
-      [...opts.jvmOptions, '-jar', EmbeddedCluster.jarPath(opts.rootDir), '--upload-dir', uploadDir, '--slots', String(opts.slots), ...(conf ? ['--config', conf.file] : [])],
-      { stdio: ['pipe', 'pipe', 'pipe'] },
+      // -Djava.security.manager=allow: Java 18-23 refuse Flink's exit-intercepting security manager otherwise.
+      [...opts.jvmOptions, '-Djava.security.manager=allow', '-jar', EmbeddedCluster.jarPath(opts.rootDir), '--upload-dir', uploadDir, '--slots', String(opts.slots), ...(conf ? ['--config', conf.file] : [])],
+      // Job code runs in this JVM and can read its environment: it gets none of the gateway's
+      // (FLINK_GATEWAY_* options, cloud credentials), only what a JVM needs to run.
+      { stdio: ['pipe', 'pipe', 'pipe'], env: childEnvironment() },
     );
     const removeConf = () => {
       if (conf) rmSync(conf.dir, { recursive: true, force: true });
@@ -155,6 +158,16 @@ export class EmbeddedCluster {
     if (this.ownsUploadDir) rmSync(this.uploadDir, { recursive: true, force: true });
     if (this.configDir) rmSync(this.configDir, { recursive: true, force: true });
   }
+}
+
+/** The variables a child JVM gets from the gateway's environment; nothing else passes. */
+const CHILD_ENV_KEYS = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'JAVA_HOME'];
+
+/** A minimal environment for processes the gateway starts (the embedded cluster, Maven). */
+export function childEnvironment(source: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const key of CHILD_ENV_KEYS) if (source[key] !== undefined) env[key] = source[key];
+  return env;
 }
 
 /** embedded-flink/target/<this>: written after each successful Maven build. */

@@ -99,6 +99,10 @@ export const ERROR_CODES = {
     status: 403,
     template: '{principal} may not {action} on this gateway ({route}); gateway.auth.permission.{action} lists who may. Ask the gateway administrator to add this principal.',
   },
+  GW_POLICY_ENTRY_CLASS: {
+    status: 403,
+    template: 'This cluster runs only vetted jars (gateway.policy.mode: fetched-only), and a run must start a class of the fetched jar: {problem}. Set entryClass to a class the jar contains.',
+  },
   GW_POLICY_FETCHED_ONLY: {
     status: 403,
     template: 'This cluster runs only jars fetched by URI (gateway.policy.mode: fetched-only), so {what} is refused. Name the jar with user.artifacts.job-jar: <uri> in flinkConfiguration, or register it with POST /jars/fetch and run the returned jar id.',

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ArtifactFetcher } from '../artifacts/artifact-fetcher';
+import { jarEntryPoints } from '../artifacts/jar-entry-points';
 import type { HandedOffJar, JarHandoff } from '../cluster/jar-handoff';
 import type { PipelinedUpload } from '../cluster/pipelined-upload';
 import type { AuditSubject } from '../audit/audit-log';
@@ -52,6 +53,7 @@ export class RemoteJars implements RemoteJarSource {
         ...(jar.version !== undefined ? { 'gateway.artifact.version': jar.version } : {}),
       },
       artifact: { uri: jar.uri, sha256: jar.sha256, size: jar.size, ...(jar.version !== undefined ? { version: jar.version } : {}), verdicts: jar.verdicts },
+      entryPoints: () => jarEntryPoints(jar.path),
       detach: () => jar.release(),
       release: async () => {
         try {

@@ -7,6 +7,9 @@ import { GatewayError } from '../errors/gateway-error';
 import type { JobRegistrar } from './job-registrations';
 import { JOB_JAR_KEY, JOB_JAR_SHA256_KEY, type JarRequest } from './run-request';
 import { SingleFlight } from './single-flight';
+import type { JarEntryPoints } from '../artifacts/jar-entry-points';
+import { entryClassProblem } from './entry-class-policy';
+import { describeDropped, forwardedConfiguration } from './forwarded-config';
 
 /**
  * The seam for remote jars (`user.artifacts.job-jar`): turns a URI into a jar id on the
@@ -37,6 +40,8 @@ export interface PreparedJar {
   /** Keys added to the forwarded configuration, e.g. gateway.artifact.{uri,sha256,version}. */
   provenance: Record<string, string>;
   artifact: ArtifactFacts;
+  /** The jar's classes and manifest entry class (read from the local copy while it is held). */
+  entryPoints(): Promise<JarEntryPoints>;
   /** Removes the transient jar from the JobManager; never throws. */
   release(): Promise<void>;
   /** Keeps the jar on the JobManager (POST /jars/fetch) and only frees the local cache hold. */
@@ -69,6 +74,8 @@ export interface RunOutcome {
 /** What one run or plan used, filled in as it goes, for the audit record. */
 interface Trace {
   source: 'uri' | 'fetched' | 'upload';
+  /** The request's query string (`?entry-class=...` is Flink 1.x's deprecated form of entryClass). */
+  query: string;
   jarId: string;
   artifact?: ArtifactFacts;
   verdicts: Verdicts;
@@ -77,8 +84,11 @@ interface Trace {
 /** The run and plan pipelines: resolve the jar, apply the policy, gate remote jars, forward to the JobManager. */
 export class RunService {
   private readonly flights: SingleFlight<RunOutcome>;
-  /** Jar ids POST /jars/fetch registered: in fetched-only mode the only ids that may run by id. */
-  private readonly fetchedJars = new Set<string>();
+  /**
+   * Jar ids POST /jars/fetch registered, with what they can start: in fetched-only mode the only
+   * ids that may run by id, and only with one of their own classes.
+   */
+  private readonly fetchedJars = new Map<string, JarEntryPoints>();
 
   constructor(private readonly opts: RunServiceOptions) {
     this.flights = new SingleFlight(opts.dedupeRetentionMs, opts.clock);
@@ -94,7 +104,7 @@ export class RunService {
     const jobId = request.jobId ?? randomBytes(16).toString('hex');
     request.body.jobId = jobId;
     const jobLog = log.child({ jobId });
-    const trace = this.traceFor(jarId, request, caller);
+    const trace = this.traceFor(jarId, request, caller, query);
     const source = trace.source === 'uri' ? 'uri' : 'upload';
     // Not tied to the HTTP request: a client disconnect must not cancel a run in progress.
     let result: { value: RunOutcome; shared: boolean };
@@ -112,10 +122,10 @@ export class RunService {
     return { outcome: result.value, shared: result.shared };
   }
 
-  private traceFor(jarId: string, request: JarRequest | undefined, caller: Caller | undefined): Trace {
+  private traceFor(jarId: string, request: JarRequest | undefined, caller: Caller | undefined, query: string): Trace {
     const byUri = (request?.flinkConfiguration[JOB_JAR_KEY]?.trim() ?? '') !== '';
     const source = byUri ? 'uri' : this.fetchedJars.has(jarId) ? 'fetched' : 'upload';
-    return { source, jarId, verdicts: { ...(caller?.permission ? { permission: caller.permission } : {}), policy: this.opts.policyMode ?? 'open' } };
+    return { source, jarId, query, verdicts: { ...(caller?.permission ? { permission: caller.permission } : {}), policy: this.opts.policyMode ?? 'open' } };
   }
 
   private auditRun(
@@ -196,9 +206,16 @@ export class RunService {
     if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
     const prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(sha256 ? { sha256 } : {}), log, ...(caller ? { audit: caller } : {}) });
+    let points: JarEntryPoints;
+    try {
+      points = await prepared.entryPoints();
+    } catch (err) {
+      await prepared.release();
+      throw err;
+    }
     // The jar now belongs to the JobManager like an uploaded one: the caller deletes it.
     prepared.detach();
-    this.fetchedJars.add(prepared.jarId);
+    this.fetchedJars.set(prepared.jarId, points);
     return { filename: prepared.filename, status: 'success' };
   }
 
@@ -209,7 +226,7 @@ export class RunService {
 
   async plan(jarId: string, request: JarRequest | undefined, query: string, method: 'GET' | 'POST', log: Logger, caller?: Caller): Promise<unknown> {
     const t0 = performance.now();
-    const trace = this.traceFor(jarId, request, caller);
+    const trace = this.traceFor(jarId, request, caller, query);
     const doPlan = async (effectiveJarId: string) => {
       const res = await this.opts.cluster.json(method, `/v1/jars/${encodeURIComponent(effectiveJarId)}/plan${query}`, {
         ...(request ? { body: request.body } : {}),
@@ -225,6 +242,7 @@ export class RunService {
       if (request) plan = await this.withJar(jarId, request, log, trace, caller, doPlan);
       else {
         this.enforcePolicy(trace);
+        this.enforceEntryClass(trace, undefined, this.fetchedJars.get(jarId));
         plan = await doPlan(jarId);
       }
       this.auditRun('plan', trace, caller, t0, { outcome: 'accepted', status: 200 });
@@ -245,11 +263,44 @@ export class RunService {
     trace.verdicts.policy = `fetched-only: ${trace.source === 'uri' ? 'jar URI' : 'jar registered by POST /jars/fetch'}`;
   }
 
+  /** fetched-only: the class a run starts must be one of the vetted jar's own. */
+  private enforceEntryClass(trace: Trace, request: JarRequest | undefined, points: JarEntryPoints | undefined): void {
+    if (!this.fetchedOnly || trace.source === 'upload') return;
+    // Flink takes the body's entryClass, else (1.x) the deprecated ?entry-class= query parameter:
+    // each one given must pass, so neither can smuggle in another class.
+    const fromBody = typeof request?.body.entryClass === 'string' && request.body.entryClass.trim() !== '' ? request.body.entryClass : undefined;
+    const fromQuery = new URLSearchParams(trace.query.replace(/^\?/, '')).getAll('entry-class');
+    const candidates = [fromBody, ...fromQuery];
+    const problem =
+      points === undefined
+        ? 'the jar\'s classes are unknown to this gateway'
+        : candidates.map((c) => entryClassProblem(c, points)).find((p) => p !== undefined);
+    if (problem === undefined) return;
+    trace.verdicts.policy = 'fetched-only: refused the entry class';
+    throw new GatewayError('GW_POLICY_ENTRY_CLASS', { problem });
+  }
+
+  /**
+   * The configuration the JobManager gets: the request's, minus what the gateway drops
+   * (forwarded-config.ts), plus `extra` (the fetched jar's provenance). Set once, on the body.
+   */
+  private forward(request: JarRequest, trace: Trace, extra: Record<string, string> = {}): void {
+    const forwarded = forwardedConfiguration(request.flinkConfiguration, this.opts.policyMode ?? 'open');
+    if (forwarded.dropped.length > 0) trace.verdicts.configuration = describeDropped(forwarded.dropped);
+    if (request.body.flinkConfiguration !== undefined || forwarded.dropped.length > 0 || Object.keys(extra).length > 0) {
+      request.body.flinkConfiguration = { ...forwarded.config, ...extra };
+    }
+  }
+
   /** Resolves the jar to run: the uploaded one, or a fetched one when the request names a URI. */
   private async withJar<T>(jarId: string, request: JarRequest, log: Logger, trace: Trace, caller: Caller | undefined, fn: (jarId: string) => Promise<T>): Promise<T> {
     this.enforcePolicy(trace);
     const uri = request.flinkConfiguration[JOB_JAR_KEY];
-    if (uri === undefined || uri.trim() === '') return fn(jarId);
+    if (uri === undefined || uri.trim() === '') {
+      this.enforceEntryClass(trace, request, this.fetchedJars.get(jarId));
+      this.forward(request, trace);
+      return fn(jarId);
+    }
     if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
     const pin = request.flinkConfiguration[JOB_JAR_SHA256_KEY];
@@ -261,12 +312,10 @@ export class RunService {
     });
     trace.artifact = prepared.artifact;
     trace.jarId = prepared.jarId;
-    // A future Flink that honours the key must not fetch a second time.
-    const config = { ...request.flinkConfiguration, ...prepared.provenance };
-    delete config[JOB_JAR_KEY];
-    delete config[JOB_JAR_SHA256_KEY];
-    request.body.flinkConfiguration = config;
     try {
+      if (this.fetchedOnly) this.enforceEntryClass(trace, request, await prepared.entryPoints());
+      // Without user.artifacts.* (a future Flink that honours the key must not fetch a second time).
+      this.forward(request, trace, prepared.provenance);
       return await fn(prepared.jarId);
     } finally {
       await prepared.release();

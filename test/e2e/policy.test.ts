@@ -7,6 +7,7 @@ import { json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR } from '../
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { buildJar } from '../helpers/jars';
 import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
+import { startTrapListener, type TrapListener } from '../servers/trap-listener';
 
 const PLACEHOLDER = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' });
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
@@ -108,6 +109,106 @@ describe('fetched-only policy mode on the real embedded Flink', () => {
     expect(runs.find((a) => a.jobId === jobId)).toMatchObject({ source: 'uri', verdicts: { policy: 'fetched-only: jar URI' } });
     expect(runs.find((a) => a.jobId === second)).toMatchObject({ source: 'fetched', verdicts: { policy: 'fetched-only: jar registered by POST /jars/fetch' } });
   }, 120_000);
+});
+
+describe('fetched-only: what a request cannot add to a vetted jar (review findings 3 and 4)', () => {
+  let o: HttpOrigin;
+  let gw: TestGateway;
+  let placeholder: string;
+  let trap: TrapListener;
+
+  beforeAll(async () => {
+    o = await origin();
+    trap = await startTrapListener('127.0.0.1', WORDCOUNT);
+    gw = await startGateway(flinkUrl(), { ...remoteJarOptions(o), 'gateway.policy.mode': 'fetched-only' }, [httpPlugin]);
+    const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
+    placeholder = String(up.body.filename).split('/').pop()!;
+  }, 60_000);
+
+  afterAll(async () => {
+    await json('DELETE', `${gw.url}/v1/jars/${placeholder}`).catch(() => undefined);
+    await gw?.close();
+    await o?.stop();
+    await trap?.stop();
+  });
+
+  it('drops code-loading keys (pipeline.classpaths, classloader.*, python.*) and runs the vetted jar alone', async () => {
+    const jobId = newJobId();
+    const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, {
+      jobId,
+      flinkConfiguration: {
+        'user.artifacts.job-jar': `${o.url}/releases/wordcount.jar`,
+        'pipeline.classpaths': `${trap.url}/evil.jar;file:///tmp/evil.jar`,
+        'pipeline.jars': `${trap.url}/evil2.jar`,
+        'classloader.parent-first-patterns.additional': 'dev.flinkjargateway.tokens.',
+        'classloader.resolve-order': 'parent-first',
+        'python.executable': '/bin/sh',
+        'gateway.artifact.sha256': 'forged-provenance',
+      },
+    });
+    expect(r).toMatchObject({ status: 200, body: { jobid: jobId } });
+    expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED'])).toBe('FINISHED');
+    expect(trap.accepted).toBe(0);
+    const audit = gw.audit().find((a) => a.audit === 'submission' && a.jobId === jobId);
+    expect(String((audit?.verdicts as Record<string, string>).configuration)).toMatch(/^dropped .*pipeline\.classpaths.*classloader\.resolve-order/);
+  }, 120_000);
+
+  it.each([
+    ['org.apache.flink.client.cli.CliFrontend', 'body'],
+    ['org.apache.flink.client.cli.CliFrontend', 'query'],
+    ['java.lang.Runtime', 'body'],
+    ['com.example.NotInTheJar', 'body'],
+  ])('refuses entry class %s (in the %s) that is not the fetched jar\'s own, and the JobManager stays up', async (entryClass, where) => {
+    const jobId = newJobId();
+    const query = where === 'query' ? `?entry-class=${encodeURIComponent(entryClass)}` : '';
+    const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run${query}`, {
+      jobId,
+      ...(where === 'body' ? { entryClass } : {}),
+      flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/releases/wordcount.jar` },
+    });
+    expect({ status: r.status, code: code(r) }).toEqual({ status: 403, code: 'GW_POLICY_ENTRY_CLASS' });
+    expect((await json('GET', `${gw.url}/v1/jobs/${jobId}`)).status).toBe(404);
+    expect((await json('GET', `${gw.url}/v1/overview`)).status).toBe(200);
+  });
+
+  it('holds a jar registered by POST /jars/fetch to the same rule, for runs and plans', async () => {
+    const fetched = await json('POST', `${gw.url}/v1/jars/fetch`, { uri: `${o.url}/releases/wordcount.jar` });
+    const id = String(fetched.body.filename).split('/').pop()!;
+    try {
+      const run = await json('POST', `${gw.url}/v1/jars/${id}/run`, { entryClass: 'org.apache.flink.client.cli.CliFrontend' });
+      expect(code(run)).toBe('GW_POLICY_ENTRY_CLASS');
+      const plan = await json('GET', `${gw.url}/v1/jars/${id}/plan?entry-class=org.apache.flink.client.cli.CliFrontend`);
+      expect(code(plan)).toBe('GW_POLICY_ENTRY_CLASS');
+      const ok = await json('POST', `${gw.url}/v1/jars/${id}/plan`, { entryClass: 'org.apache.flink.streaming.examples.wordcount.WordCount' });
+      expect(ok.status).toBe(200);
+    } finally {
+      await json('DELETE', `${gw.url}/v1/jars/${id}`).catch(() => undefined);
+    }
+  });
+});
+
+describe('the embedded cluster intercepts System.exit from job code (review finding 4)', () => {
+  let gw: TestGateway;
+  let wordcount: string;
+
+  beforeAll(async () => {
+    gw = await startGateway(flinkUrl(), {});
+    const wc = await uploadBytes(gw.url, [{ name: 'WordCount.jar', bytes: WORDCOUNT }]);
+    wordcount = String(wc.body.filename).split('/').pop()!;
+  }, 60_000);
+
+  afterAll(async () => {
+    await json('DELETE', `${gw.url}/v1/jars/${wordcount}`).catch(() => undefined);
+    await gw?.close();
+  });
+
+  it('an uploaded jar run with CliFrontend (whose main calls System.exit) fails alone; the cluster stays up', async () => {
+    const r = await json('POST', `${gw.url}/v1/jars/${wordcount}/run`, { entryClass: 'org.apache.flink.client.cli.CliFrontend' });
+    expect(r.status).toBeGreaterThanOrEqual(400);
+    expect(JSON.stringify(r.body)).not.toContain('at org.apache');
+    await new Promise((res) => setTimeout(res, 1000));
+    expect((await json('GET', `${gw.url}/v1/overview`)).status).toBe(200);
+  });
 });
 
 describe('user.artifacts.allowed-uris', () => {

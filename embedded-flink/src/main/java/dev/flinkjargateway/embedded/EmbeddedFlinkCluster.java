@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.apache.flink.configuration.ClusterOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.CoreOptions;
 import org.apache.flink.configuration.JobManagerOptions;
@@ -29,6 +30,7 @@ import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.SecurityOptions;
 import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.configuration.WebOptions;
+import org.apache.flink.core.security.FlinkSecurityManager;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.runtime.util.EnvironmentInformation;
@@ -166,6 +168,7 @@ public final class EmbeddedFlinkCluster {
             LOG.info("Applied {} keys from {}: {}", keys.size(), options.configFile.get(), keys);
         }
         applyForcedKeys(config, uploadDir, options.slots);
+        installExitInterception(config);
 
         MiniClusterConfiguration clusterConfig =
                 new MiniClusterConfiguration.Builder()
@@ -206,6 +209,26 @@ public final class EmbeddedFlinkCluster {
         config.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, MemorySize.parse("64m"));
     }
 
+    /**
+     * A job's main() runs in this JVM (the JobManager's), and a MiniCluster, unlike Flink's
+     * ClusterEntrypoint, installs no security manager: a submitted {@code System.exit} would stop
+     * the whole cluster. Flink's own FlinkSecurityManager, with cluster.intercept-user-system-exit:
+     * THROW (forced above), turns it into an exception of that job's run. It needs a Java that still
+     * allows a security manager: 17 does; 18-23 with -Djava.security.manager=allow (the gateway
+     * passes it); 24+ cannot, and then this logs a warning and the cluster runs without it.
+     */
+    private static void installExitInterception(Configuration config) {
+        try {
+            FlinkSecurityManager.setFromConfiguration(config);
+            LOG.info("System.exit from user code is intercepted (cluster.intercept-user-system-exit: THROW)");
+        } catch (UnsupportedOperationException | SecurityException e) {
+            LOG.warn(
+                    "This Java ({}) cannot install a security manager, so a job's System.exit stops the cluster: {}",
+                    System.getProperty("java.version"),
+                    e.toString());
+        }
+    }
+
     /** Keys the contract depends on; they win over the --config file. */
     private static void applyForcedKeys(Configuration config, Path uploadDir, int slots) {
         config.set(RestOptions.BIND_ADDRESS, LOOPBACK);
@@ -220,6 +243,7 @@ public final class EmbeddedFlinkCluster {
         config.set(TaskManagerOptions.NUM_TASK_SLOTS, slots);
         config.set(WebOptions.SUBMIT_ENABLE, true);
         config.set(WebOptions.UPLOAD_DIR, uploadDir.toString());
+        config.set(ClusterOptions.INTERCEPT_USER_SYSTEM_EXIT, ClusterOptions.UserSystemExitMode.THROW);
     }
 
     /**
