@@ -150,7 +150,7 @@ describe('fetched-only: what a request cannot add to a vetted jar (review findin
     expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED'])).toBe('FINISHED');
     expect(trap.accepted).toBe(0);
     const audit = gw.audit().find((a) => a.audit === 'submission' && a.jobId === jobId);
-    expect(String((audit?.verdicts as Record<string, string>).configuration)).toMatch(/^dropped .*pipeline\.classpaths.*classloader\.resolve-order/);
+    expect(String((audit?.verdicts as Record<string, string> | undefined)?.configuration)).toMatch(/^dropped .*pipeline\.classpaths.*classloader\.resolve-order/);
   }, 120_000);
 
   it.each([
