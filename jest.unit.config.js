@@ -13,6 +13,7 @@ module.exports = {
     '<rootDir>/test/security/ssrf.test.ts',
     '<rootDir>/test/security/credential-endpoints.test.ts',
     '<rootDir>/test/security/path-forms.test.ts',
+    '<rootDir>/test/security/dos.test.ts',
     '<rootDir>/test/deploy/dockerfile.test.ts',
   ],
   // bench:smoke starts the embedded Flink cluster (a JVM); it runs in the full suite.

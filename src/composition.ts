@@ -1,6 +1,5 @@
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
-import { Agent } from 'undici';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -227,7 +226,7 @@ async function composeServices(
     requestTimeoutMs: config.get(coreOptions.clusterRequestTimeout),
     runTimeoutMs: config.get(coreOptions.clusterRunTimeout),
     // The gateway → JobManager hop speaks TLS when the JobManager's REST does.
-    ...(clusterTls ? { dispatcher: new Agent({ connections: 64, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0, connect: clusterTls }) } : {}),
+    ...(clusterTls ? { dispatcher: JobManagerClient.pool(clusterTls), passThroughDispatcher: JobManagerClient.pool(clusterTls) } : {}),
   });
 
   const shutdown = new AbortController();
@@ -235,6 +234,7 @@ async function composeServices(
   const auth = new Authenticator({
     ...(config.getOptional(coreOptions.authTokensFile) ? { tokensFile: config.getOptional(coreOptions.authTokensFile)! } : {}),
     mutualTls: config.getOptional(coreOptions.tlsClientCa) !== undefined,
+    maxAnonymousPassThrough: config.get(coreOptions.httpMaxAnonymousRequests),
   });
   const permissions = new Permissions({
     read: config.get(coreOptions.permissionRead),

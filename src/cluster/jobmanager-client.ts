@@ -15,6 +15,8 @@ export interface JobManagerClientOptions {
   requestTimeoutMs: number;
   runTimeoutMs: number;
   dispatcher?: Dispatcher;
+  /** The pool for client traffic the gateway passes through; default: one like `dispatcher`'s. */
+  passThroughDispatcher?: Dispatcher;
 }
 
 /**
@@ -25,7 +27,13 @@ export interface JobManagerClientOptions {
  */
 export class JobManagerClient {
   readonly baseUrl: string;
+  /** The gateway's own calls (runs, hand-offs, readiness, the job watcher). */
   readonly dispatcher: Dispatcher;
+  /**
+   * Client traffic passed through (the Web UI, Flink's CLI): a pool of its own, so that however
+   * many clients hold pass-through connections, the gateway's own calls and readiness still get one.
+   */
+  readonly passThroughDispatcher: Dispatcher;
   private readonly origin: string;
   private readonly pathPrefix: string;
 
@@ -34,8 +42,13 @@ export class JobManagerClient {
     this.origin = url.origin;
     this.pathPrefix = url.pathname.replace(/\/+$/, '');
     this.baseUrl = `${this.origin}${this.pathPrefix}`;
-    // keep-alive pool; the pass-through shares it so a UI page load reuses connections.
-    this.dispatcher = opts.dispatcher ?? new Agent({ connections: 64, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+    this.dispatcher = opts.dispatcher ?? JobManagerClient.pool();
+    this.passThroughDispatcher = opts.passThroughDispatcher ?? JobManagerClient.pool();
+  }
+
+  /** A keep-alive connection pool to the JobManager (`connect`: TLS options when its REST speaks TLS). */
+  static pool(connect?: Agent.Options['connect']): Agent {
+    return new Agent({ connections: 64, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0, ...(connect ? { connect } : {}) });
   }
 
   /** Path on the JobManager for a gateway path such as `/v1/jars`. */

@@ -14,6 +14,18 @@ export const coreOptions = {
     key: 'rest.port', type: 'int', default: 8081, min: 0, max: 65535, section: 'Listening',
     description: 'Port the gateway listens on (Flink\'s key). 0 picks a free port; the chosen port is logged.',
   }),
+  httpHeadersTimeout: option({
+    key: 'gateway.http.headers-timeout', type: 'duration', default: 20_000, min: 1, section: 'Listening',
+    description: 'How long a client may take to send a request\'s headers; the connection is closed after that (a slow-headers client holds no socket for longer).',
+  }),
+  httpRequestTimeout: option({
+    key: 'gateway.http.request-timeout', type: 'duration', default: 600_000, min: 1, section: 'Listening',
+    description: 'How long a client may take to send a whole request, body included (the largest jar upload on the slowest link you support); then 408 and the connection is closed.',
+  }),
+  httpMaxAnonymousRequests: option({
+    key: 'gateway.http.max-anonymous-requests', type: 'int', default: 16, min: 1, section: 'Listening',
+    description: 'With authentication on: how many requests without credentials (the open probe routes, GET /config) may be in progress at once; more get 503 with Retry-After. Authenticated callers are not counted, so an unauthenticated flood cannot take their JobManager connections.',
+  }),
   clusterRestUrl: option({
     key: 'gateway.cluster.rest-url', type: 'string', section: 'Cluster',
     description: 'REST URL of an existing JobManager to front, e.g. http://127.0.0.1:8082. When unset, the gateway launches the embedded Flink session cluster (needs Java 17 and Maven).',

@@ -121,6 +121,7 @@ export const ERROR_CODES = {
     template:
       "The token bridge answers loopback clients only, and this request came from {address}; run Flink's JobManager next to the gateway and point security.delegation.token.provider.gateway.url at http://127.0.0.1:<gateway port>.",
   },
+  GW_GATEWAY_BUSY: { status: 503, template: 'Too many {what} are in progress ({limit}); retry shortly, or authenticate.' },
   GW_GATEWAY_DRAINING: { status: 503, template: 'The gateway is shutting down and takes no new work; retry against another instance or shortly.' },
   GW_CLUSTER_UNAVAILABLE: {
     status: 503,

@@ -17,6 +17,11 @@ export interface AuthOptions {
   /** Re-read the tokens file at most this often (ms). */
   reloadIntervalMs?: number;
   now?: () => number;
+  /**
+   * gateway.http.max-anonymous-requests: requests without credentials that pass through to the
+   * JobManager (GET /config, the operator's probe) in progress at once. Default 16.
+   */
+  maxAnonymousPassThrough?: number;
 }
 
 const OPEN_ROUTES: readonly { method: string; path: RegExp }[] = [
@@ -45,6 +50,7 @@ export function parseTokensFile(text: string, source: string): Map<string, strin
 }
 
 export class Authenticator {
+  private anonymousInFlight = 0;
   private table?: TokenTable;
   private checkedAt = -Infinity;
 
@@ -114,6 +120,18 @@ export class Authenticator {
       }
       if (res.locals.openRoute) {
         res.locals.principal = 'anonymous';
+        // Health and readiness answer from the gateway itself; GET /config goes to the JobManager,
+        // so anonymous callers get a bounded share of it and cannot starve authenticated ones.
+        if (!path.startsWith('/gateway/')) {
+          if (this.anonymousInFlight >= (this.opts.maxAnonymousPassThrough ?? 16)) {
+            const busy = new GatewayError('GW_GATEWAY_BUSY', { what: 'requests without credentials', limit: 'gateway.http.max-anonymous-requests' });
+            busy.headers = { 'retry-after': '1' };
+            next(busy);
+            return;
+          }
+          this.anonymousInFlight++;
+          res.once('close', () => this.anonymousInFlight--);
+        }
         next();
         return;
       }

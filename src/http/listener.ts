@@ -11,7 +11,7 @@ import type { Configuration } from '../config/registry';
  * authenticator decides (health, readiness and GET /config must stay reachable for probes).
  */
 export function createListener(config: Configuration, app: RequestListener): Server {
-  const timeouts = { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 };
+  const timeouts = listenerTimeouts(config);
   const cert = config.getOptional(coreOptions.tlsCert);
   const key = config.getOptional(coreOptions.tlsKey);
   const keystore = config.getOptional(coreOptions.tlsKeystore);
@@ -25,4 +25,16 @@ export function createListener(config: Configuration, app: RequestListener): Ser
     ...identity,
     ...(clientCa ? { ca: readFileSync(clientCa, 'utf8'), requestCert: true, rejectUnauthorized: false } : {}),
   }, app) as unknown as Server;
+}
+
+/**
+ * Bounds on what a client may hold: headers within gateway.http.headers-timeout, the whole request
+ * within gateway.http.request-timeout (Node answers 408 and closes), so a dripping body cannot keep
+ * a socket forever.
+ */
+export function listenerTimeouts(config: Configuration): { requestTimeout: number; headersTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number } {
+  const requestTimeout = config.get(coreOptions.httpRequestTimeout);
+  const headersTimeout = Math.min(config.get(coreOptions.httpHeadersTimeout), requestTimeout);
+  // Node checks both bounds on this interval (default 30 s, which would stretch a 20 s bound to 50 s).
+  return { requestTimeout, headersTimeout, keepAliveTimeout: 65_000, connectionsCheckingInterval: Math.min(1_000, headersTimeout) };
 }

@@ -4,6 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
+import { GatewayError } from '../errors/gateway-error';
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) plus ones undici sets itself. `expect` is dropped because
 // undici does not do 100-continue; Node has already answered it towards the client.
@@ -43,6 +44,10 @@ function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
+const BODYLESS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Flink's Java client sends `{}` with every GET; anything past this is not a client of Flink's. */
+const MAX_IGNORED_BODY = 64 * 1024;
+
 /**
  * Forwards every request the gateway does not own to the JobManager: any method, the raw path and
  * query unchanged, bodies streamed both ways with backpressure, status and end-to-end headers kept.
@@ -55,15 +60,31 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
+    // GET, HEAD and OPTIONS carry no body to the JobManager (Flink reads none): a small one is
+    // discarded unread-through, a large or chunked one refused; either way the answer does not wait
+    // for it, and request-context closes a connection whose body was not read to its end.
+    let forwardBody = hasBody(req);
+    const headers = requestHeaders(req);
+    if (forwardBody && BODYLESS.has(req.method)) {
+      const declared = Number(req.headers['content-length'] ?? Number.POSITIVE_INFINITY);
+      if (!(declared <= MAX_IGNORED_BODY)) {
+        next(new GatewayError('GW_REQUEST_MALFORMED', { type: `${req.method} request`, reason: `a ${req.method} request carries no body (this one declares ${req.headers['transfer-encoding'] ? 'a chunked' : `a ${declared}-byte`} body)` }));
+        return;
+      }
+      req.resume();
+      forwardBody = false;
+      delete headers['content-length'];
+      delete headers['content-type'];
+    }
     let upstream: Dispatcher.ResponseData;
     const t0 = performance.now();
     try {
-      upstream = await cluster.dispatcher.request({
+      upstream = await cluster.passThroughDispatcher.request({
         origin: new URL(cluster.baseUrl).origin,
         path: cluster.target(req.originalUrl),
         method: req.method as Dispatcher.HttpMethod,
-        headers: requestHeaders(req),
-        body: hasBody(req) ? req : null,
+        headers,
+        body: forwardBody ? req : null,
         signal: abort.signal,
         // A JobManager that accepts the connection and never answers must not hang the client.
         // Only the wait for the response head is bounded (undici refreshes it while a request

@@ -18,6 +18,14 @@ export function requestContext(logger: Logger) {
     res.locals.reqId = reqId;
     res.setHeader('x-request-id', reqId);
     const started = performance.now();
+    // A response sent before its request's body was read to the end (a refusal, a GET whose body is
+    // ignored): close the connection rather than keep reading whatever the client still drips in.
+    const socket = req.socket;
+    res.once('finish', () => {
+      if (req.complete) return;
+      socket.end();
+      setTimeout(() => socket.destroy(), 1000).unref();
+    });
     res.on('close', () => {
       const path = req.originalUrl.split('?')[0];
       const ms = Math.round((performance.now() - started) * 10) / 10;

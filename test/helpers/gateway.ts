@@ -1,5 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -58,7 +58,7 @@ export async function startGateway(
   const logger: Logger = pino({ level: 'debug' }, sink);
   const gateway = await compose(config, logger, plugins, resolve, tokens);
   const tls = options['gateway.tls.cert'] !== undefined || options['gateway.tls.keystore'] !== undefined;
-  const server = tls ? createListener(config, gateway.app) : createServer({ requestTimeout: 0 }, gateway.app);
+  const server = createListener(config, gateway.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;
   return {
