@@ -31,6 +31,7 @@ import { isLoopbackAddress, type TokenBridgeDeps } from './http/token-bridge-rou
 import { Authenticator } from './http/auth';
 import { projectRoot } from './project-root';
 import { JobRegistrations } from './submission/job-registrations';
+import { JobClaims } from './submission/job-claims';
 import { RegistrationStore } from './submission/registration-store';
 import { RemoteJars } from './submission/remote-jars';
 import { RunService } from './submission/run-service';
@@ -80,7 +81,13 @@ export function builtInTokenServices(config: Configuration, logger: Logger): Tok
   return { providers: builtInTokenProviders.map((p) => p.create({ log, ...(ca ? { ca } : {}) })) };
 }
 
-/** Where job registrations (and by default the bridge secret) are kept. */
+/**
+ * How long a job id stays bound to its first run: longer than any job a session cluster keeps
+ * (running ones for as long as they run, in practice; finished ones for jobstore.expiration-time).
+ */
+const JOB_CLAIM_RETENTION_MS = 30 * 24 * 3600 * 1000;
+
+/** Where job registrations, job-id claims (and by default the bridge secret) are kept. */
 function tokenStoreDir(config: Configuration): string {
   return config.getOptional(tokenOptions.storeDir) ?? join(config.get(artifactOptions.cacheDir), 'registrations');
 }
@@ -330,8 +337,11 @@ async function composeServices(
       })
     : undefined;
 
+  // Job ids belong to their first principal and request (job-claims.ts), across restarts too.
+  const claims = new JobClaims({ dir: tokenStoreDir(config), retentionMs: JOB_CLAIM_RETENTION_MS, log: logger.child({ component: 'job-claims' }) });
   const runs = new RunService({
     cluster,
+    claims,
     jarUriEnabled: config.get(coreOptions.jarUriEnable),
     ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff) } : {}),
     dedupeRetentionMs: config.get(coreOptions.runDedupeRetention),

@@ -28,6 +28,10 @@ export const ERROR_CODES = {
   },
   GW_JAR_NOT_FOUND: { status: 400, template: '{flinkMessage}; upload the jar first (POST /jars/upload) and use the id it returns.' },
   GW_JAR_INVALID: { status: 400, template: 'The JobManager could not load the jar: {flinkMessage}' },
+  GW_RUN_JOB_ID_CONFLICT: {
+    status: 409,
+    template: 'The job id {jobId} is already taken by another run (another principal, another request, or a job the JobManager already has); resend the identical request to get the first run\'s result, or choose a new jobId.',
+  },
   GW_RUN_REJECTED: { status: 400, template: 'The JobManager rejected the job: {flinkMessage}' },
   GW_PLAN_REJECTED: { status: 400, template: 'The JobManager could not build the job plan: {flinkMessage}' },
   GW_UPLOAD_NOT_MULTIPART: {

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { GLOBALLY_TERMINAL, type WatchedJobs } from '../cluster/job-watcher';
+import { GatewayError } from '../errors/gateway-error';
 import { tokensRejected } from '../tokens/registration-error';
 import type { JobConfiguration, TokenManager } from '../tokens/spi';
 import type { RegistrationStore } from './registration-store';
@@ -37,6 +38,11 @@ export function redactConfiguration(config: Readonly<Record<string, string>>, is
   return out;
 }
 
+/** Key order does not make two configurations different. */
+function canonical(config: Readonly<Record<string, string>>): string {
+  return JSON.stringify(Object.entries(config).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
 /**
  * Job registrations: the token manager's per-job registry plus the persistent store, and what the
  * job watcher follows. A job is "submitting" from its registration until the JobManager answers;
@@ -44,6 +50,8 @@ export function redactConfiguration(config: Readonly<Record<string, string>>, is
  */
 export class JobRegistrations implements JobRegistrar, WatchedJobs {
   private readonly jobs = new Map<string, number>();
+  /** The redacted configuration each registered job was registered with (canonical JSON). */
+  private readonly configurations = new Map<string, string>();
   private readonly submitting = new Set<string>();
   /**
    * Jobs a retry is registering again while an earlier attempt's registration stands (its run was
@@ -63,6 +71,13 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     if (!this.enabled) return;
     const configuration = redactConfiguration(flinkConfiguration, this.opts.isSensitive);
     const earlier = this.jobs.has(jobId);
+    // A registration is never changed by a later request: only an identical one (a retry) may
+    // register the same id again, so nobody can switch a running job's tokens to theirs.
+    const known = this.configurations.get(jobId) ?? (this.opts.store?.get(jobId) ? canonical(this.opts.store.get(jobId)!.configuration) : undefined);
+    if (known !== undefined && known !== canonical(configuration)) {
+      log.info('a different request tried to register a job id that is registered already; refused, the registration is unchanged');
+      throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
+    }
     this.submitting.add(jobId);
     try {
       await this.opts.tokens.registerJob(jobId, configuration as JobConfiguration);
@@ -74,6 +89,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     }
     const registeredAt = this.jobs.get(jobId) ?? this.now();
     this.jobs.set(jobId, registeredAt);
+    this.configurations.set(jobId, canonical(configuration));
     if (earlier) this.retrying.add(jobId);
     else this.retrying.delete(jobId);
     if (!this.opts.store) return;
@@ -152,6 +168,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
         await this.opts.tokens.registerJob(rec.jobId, rec.configuration);
         const at = Date.parse(rec.registeredAt);
         this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
+        this.configurations.set(rec.jobId, canonical(rec.configuration));
         log.info({ state: state ?? 'unknown (JobManager unreachable)' }, 'job registered again from the store');
       } catch (err) {
         log.error({ err: (err as Error)?.message }, 'a running job could not be registered again (a provider refused it); it now runs without its delegation tokens');
@@ -164,6 +181,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     this.submitting.delete(jobId);
     this.retrying.delete(jobId);
     this.jobs.delete(jobId);
+    this.configurations.delete(jobId);
     await this.opts.tokens.unregisterJob(jobId);
     await this.safeRemove(jobId, log);
   }

@@ -9,7 +9,8 @@ import { JOB_JAR_KEY, JOB_JAR_SHA256_KEY, type JarRequest } from './run-request'
 import { SingleFlight } from './single-flight';
 import type { JarEntryPoints } from '../artifacts/jar-entry-points';
 import { entryClassProblem } from './entry-class-policy';
-import { describeDropped, forwardedConfiguration } from './forwarded-config';
+import { describeDropped, forwardedConfiguration, PIPELINE_JOB_ID_KEY } from './forwarded-config';
+import { type ClaimResult, type JobClaims, runFingerprint } from './job-claims';
 
 /**
  * The seam for remote jars (`user.artifacts.job-jar`): turns a URI into a jar id on the
@@ -63,6 +64,8 @@ export interface RunServiceOptions {
   policyMode?: 'open' | 'fetched-only';
   /** Receives one record per run. */
   audit?: AuditLog;
+  /** Job-id ownership (job-claims.ts); absent in tests that do not need it (then every id is new). */
+  claims?: JobClaims;
   /** Counts submissions by source and outcome. */
   onSubmission?: (source: 'upload' | 'uri', outcome: 'accepted' | 'rejected' | 'failed' | 'deduplicated') => void;
 }
@@ -100,17 +103,24 @@ export class RunService {
 
   async run(jarId: string, request: JarRequest, query: string, log: Logger, caller?: Caller): Promise<{ outcome: RunOutcome; shared: boolean }> {
     const t0 = performance.now();
-    // The JobManager always gets a jobId, so that retries can be recognised.
-    const jobId = request.jobId ?? randomBytes(16).toString('hex');
+    // The JobManager always gets a jobId, so that retries can be recognised: the body's, else the
+    // one Flink 2.x reads from $internal.pipeline.job-id, else a new one.
+    const configured = request.flinkConfiguration[PIPELINE_JOB_ID_KEY]?.trim().toLowerCase();
+    const jobId = request.jobId ?? (configured && /^[0-9a-f]{32}$/.test(configured) ? configured : randomBytes(16).toString('hex'));
     request.body.jobId = jobId;
     const jobLog = log.child({ jobId });
     const trace = this.traceFor(jarId, request, caller, query);
     const source = trace.source === 'uri' ? 'uri' : 'upload';
+    const principal = caller?.principal ?? 'anonymous';
+    const claim: ClaimResult = this.opts.claims?.claim(jobId, principal, runFingerprint(jarId, request, principal, query)) ?? 'new';
     // Not tied to the HTTP request: a client disconnect must not cancel a run in progress.
     let result: { value: RunOutcome; shared: boolean };
     try {
-      result = await this.flights.run(jobId, () => this.runOnce(jarId, jobId, request, query, jobLog, trace, caller));
+      if (claim === 'conflict') throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
+      result = await this.flights.run(jobId, () => this.runOnce(jarId, jobId, request, query, jobLog, trace, claim, caller));
     } catch (err) {
+      // A run that provably never started frees its id; one whose outcome is unknown keeps it.
+      if (claim === 'new' && !isAmbiguous(err)) this.opts.claims?.release(jobId);
       const status = (err as { status?: number }).status ?? 500;
       this.opts.onSubmission?.(source, status < 500 ? 'rejected' : 'failed');
       this.auditRun('run', trace, caller, t0, { jobId, ...outcomeOf(err) });
@@ -153,7 +163,7 @@ export class RunService {
     });
   }
 
-  private async runOnce(jarId: string, jobId: string, request: JarRequest, query: string, log: Logger, trace: Trace, caller?: Caller): Promise<RunOutcome> {
+  private async runOnce(jarId: string, jobId: string, request: JarRequest, query: string, log: Logger, trace: Trace, claim: ClaimResult, caller?: Caller): Promise<RunOutcome> {
     return this.withJar(jarId, request, log, trace, caller, async (effectiveJarId) => {
       const registrar = this.opts.registrations;
       // The configuration as it will be forwarded (for a fetched jar: without the URI key, with
@@ -165,7 +175,7 @@ export class RunService {
       if (registrar) trace.verdicts.tokens = 'registered';
       let outcome: RunOutcome;
       try {
-        outcome = await this.submit(effectiveJarId, jobId, request, query, log);
+        outcome = await this.submit(effectiveJarId, jobId, request, query, claim, log);
       } catch (err) {
         if (registrar) {
           // No answer (timeout, connection lost): the JobManager may have the job. Keep the
@@ -183,7 +193,7 @@ export class RunService {
     });
   }
 
-  private async submit(effectiveJarId: string, jobId: string, request: JarRequest, query: string, log: Logger): Promise<RunOutcome> {
+  private async submit(effectiveJarId: string, jobId: string, request: JarRequest, query: string, claim: ClaimResult, log: Logger): Promise<RunOutcome> {
     const res = await this.opts.cluster.json('POST', `/v1/jars/${encodeURIComponent(effectiveJarId)}/run${query}`, {
       body: request.body,
       timeoutMs: this.opts.cluster.runTimeoutMs(),
@@ -194,9 +204,14 @@ export class RunService {
       return { jobid: (res.body as { jobid: string }).jobid };
     }
     if (res.status === 400 && (await this.jobExists(jobId))) {
-      // A run that reached the JobManager earlier (before a gateway restart, say) under this id.
-      log.info('JobManager already has this jobId; treating the run as accepted');
-      return { jobid: jobId };
+      // Flink refuses a job id it has. A retry of the very request that claimed it (an earlier
+      // attempt reached the JobManager, before a gateway restart, say) gets that run's result;
+      // anything else would report a run that did not happen.
+      if (claim === 'retry' || !this.opts.claims) {
+        log.info('JobManager already has this jobId from an earlier attempt of this request; treating the run as accepted');
+        return { jobid: jobId };
+      }
+      throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
     }
     throw this.runFailure('run', res);
   }

@@ -41,6 +41,20 @@ describe('job registrations (token manager + store)', () => {
     'gateway.artifact.sha256': 'ab'.repeat(32),
   };
 
+  it('a later request with another configuration never changes an existing registration (review finding 7)', async () => {
+    const { providers, regs, store, cap } = await setup();
+    await regs.register(J1, { 'security.delegation.job.azure-blob.containers': 'victim' }, cap.log);
+    regs.submitted(J1);
+    await expect(regs.register(J1, { 'security.delegation.job.azure-blob.containers': 'attacker' }, cap.log)).rejects.toMatchObject({ code: 'GW_RUN_JOB_ID_CONFLICT', status: 409 });
+    expect(providers[0]!.registered.map((r) => r.conf['security.delegation.job.azure-blob.containers'])).toEqual(['victim']);
+    expect(store.get(J1)?.configuration).toEqual({ 'security.delegation.job.azure-blob.containers': 'victim' });
+    // The identical request (a retry) may register again.
+    await regs.register(J1, { 'security.delegation.job.azure-blob.containers': 'victim' }, cap.log);
+    // A registration restored from the store after a restart is held to the same rule.
+    const again = new JobRegistrations({ tokens: (await setup()).tokens, store, isSensitive: () => false, log: cap.log });
+    await expect(again.register(J1, { 'security.delegation.job.azure-blob.containers': 'attacker' }, cap.log)).rejects.toMatchObject({ code: 'GW_RUN_JOB_ID_CONFLICT' });
+  });
+
   it('row 32: providers and the store get a copy without sensitive values; provenance is kept apart', async () => {
     const { providers, regs, store, cap } = await setup();
     await regs.register(J1, jobConfig, cap.log);
