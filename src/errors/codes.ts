@@ -99,6 +99,10 @@ export const ERROR_CODES = {
     status: 401,
     template: 'This gateway requires authentication: send "Authorization: Bearer <token>" (a token listed in gateway.auth.tokens-file) or a client certificate trusted by gateway.tls.client-ca.',
   },
+  GW_AUTH_CROSS_SITE: {
+    status: 403,
+    template: 'A browser sent this state-changing request from another site ({reason}); jobs are submitted, cancelled and changed only from the gateway\'s own origin (its Web UI) or from non-browser clients.',
+  },
   GW_AUTH_FORBIDDEN: {
     status: 403,
     template: '{principal} may not {action} on this gateway ({route}); gateway.auth.permission.{action} lists who may. Ask the gateway administrator to add this principal.',

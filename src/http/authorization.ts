@@ -60,6 +60,30 @@ export function isJobGraphSubmission(method: string, rawPath: string): boolean {
   return requestKind(method, rawPath).jobGraph;
 }
 
+/**
+ * Why a state-changing request looks like a browser's cross-site request (CSRF), or undefined. A
+ * browser marks every request with Sec-Fetch-Site (and cross-origin ones with Origin); Flink's
+ * clients, curl and the operator send neither, so they are never refused here. A browser session
+ * that the gateway trusts (a cookie, a client certificate, a proxy that adds credentials) cannot
+ * be ridden by another site: anything but same-origin (or a user's own navigation) is refused.
+ */
+export function crossSiteProblem(req: Request): string | undefined {
+  // Sec-Fetch-Site is a forbidden header (no page can set it) and browsers send it reliably; only
+  // older browsers fall back to Origin, compared by host (a TLS-terminating proxy changes the scheme).
+  const site = req.headers['sec-fetch-site'];
+  if (typeof site === 'string') return site === 'same-origin' || site === 'none' ? undefined : `Sec-Fetch-Site: ${site.slice(0, 40)}`;
+  const origin = req.headers.origin;
+  if (typeof origin !== 'string') return undefined;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return `Origin: ${origin.slice(0, 100)}`;
+  }
+  const own = String(req.headers.host ?? '').toLowerCase();
+  return host.toLowerCase() === own ? undefined : `Origin: ${origin.slice(0, 100)} is not this gateway (${own.slice(0, 100)})`;
+}
+
 /** The principals allowed each action: `token:<name>`, `cert:<CN>` or `*`. */
 export class Permissions {
   private readonly lists: Record<Action, readonly string[]>;
@@ -124,6 +148,13 @@ export function authorization(deps: AuthorizationDeps) {
         ...(error ? { error } : {}), durationMs: Math.round(performance.now() - started),
       });
     };
+    const crossSite = actions.has('submit') || actions.has('cancel') ? crossSiteProblem(req) : undefined;
+    if (crossSite !== undefined) {
+      if (actions.has('submit')) audit('denied', 403, { origin: crossSite }, 'GW_AUTH_CROSS_SITE');
+      else control('denied', 403, { origin: crossSite }, 'GW_AUTH_CROSS_SITE');
+      next(new GatewayError('GW_AUTH_CROSS_SITE', { reason: crossSite }));
+      return;
+    }
     const granted: string[] = [];
     for (const action of actions) {
       const entry = deps.permissions.allows(principal, action);
