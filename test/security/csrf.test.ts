@@ -64,7 +64,8 @@ describe('cross-site state changes are refused; everything else is not', () => {
   });
 
   it('lets the same origin (the Web UI), a user\'s own navigation and non-browser clients through', async () => {
-    for (const marks of [{ 'sec-fetch-site': 'same-origin', origin: `http://${own()}` }, { 'sec-fetch-site': 'none' }, { origin: `https://${own()}` }, {}]) {
+    const allowed: Record<string, string>[] = [{ 'sec-fetch-site': 'same-origin', origin: `http://${own()}` }, { 'sec-fetch-site': 'none' }, { origin: `https://${own()}` }, {}];
+    for (const marks of allowed) {
       const r = await send('POST', `/v1/jobs/${JOB}/stop`, { 'content-type': 'application/x-www-form-urlencoded', ...marks }, '{}');
       expect({ marks, status: r.status }).toEqual({ marks, status: 200 });
     }
