@@ -193,7 +193,7 @@ export class ArtifactFetcher {
         throw new GatewayError('GW_FETCH_TOO_LARGE', { uri: rec.uri, limit: this.o.maxBytes });
       }
       const cached = this.o.cache.lookup(key);
-      if (cached && (isCurrent(cached, stat) || (pin !== undefined && cached.sha256 === pin))) {
+      if (cached && (isCurrent(cached, stat) || (pin !== undefined && cached.sha256 === pin)) && (await this.o.cache.verifyBlob(cached.sha256))) {
         flog.info({ sha256: cached.sha256 }, 'jar unchanged; using the cached copy');
         this.o.progress.finish(rec, { phase: 'cached', sha256: cached.sha256 });
         observe('cached', 0);

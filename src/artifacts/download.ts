@@ -93,7 +93,7 @@ export async function downloadTo(
   const meter = new Meter(opts.maxBytes, uri, stat.integrity, opts.onProgress, opts.tap);
   // A deep write buffer lets fs.WriteStream gather queued chunks into one writev call instead of one
   // thread-pool write per 64 KiB chunk (the largest cost in a CPU profile of a fetch).
-  await pipeline(stream, meter, createWriteStream(file, { flags: 'wx', highWaterMark: 2 * 1024 * 1024 }), { signal: opts.signal });
+  await pipeline(stream, meter, createWriteStream(file, { flags: 'wx', mode: 0o600, highWaterMark: 2 * 1024 * 1024 }), { signal: opts.signal });
   if (stat.size !== undefined && meter.bytes !== stat.size) {
     throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the store announced ${stat.size} bytes but sent ${meter.bytes}` });
   }

@@ -1,7 +1,10 @@
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
+import { ensurePrivateDir } from '../private-dir';
 
 /** What the cache remembers about one URI (never the URI's query: it may hold a signature). */
 export interface CacheEntry {
@@ -40,8 +43,12 @@ export class JarCache {
   }
 
   async init(): Promise<void> {
+    ensurePrivateDir(this.dir, 'the jar cache (gateway.artifacts.cache-dir)');
     await rm(this.tmpDir, { recursive: true, force: true }); // leftovers of interrupted downloads
-    for (const d of ['blobs', 'index', 'tmp']) await mkdir(join(this.dir, d), { recursive: true });
+    for (const d of ['blobs', 'index', 'tmp']) {
+      await mkdir(join(this.dir, d), { recursive: true, mode: 0o700 });
+      ensurePrivateDir(join(this.dir, d), 'the jar cache directory');
+    }
     for (const name of await readdir(join(this.dir, 'index'))) {
       if (!name.endsWith('.json')) continue;
       try {
@@ -60,8 +67,27 @@ export class JarCache {
     return e && existsSync(this.blobPath(e.sha256)) ? e : undefined;
   }
 
-  hasBlob(sha256: string): boolean {
-    return existsSync(this.blobPath(sha256));
+  /**
+   * Whether the blob on disk still has the digest it is filed under (hashed again, streaming), so a
+   * blob changed behind the gateway's back never reaches the JobManager. A mismatch removes it.
+   */
+  async verifyBlob(sha256: string): Promise<boolean> {
+    const path = this.blobPath(sha256);
+    const hash = createHash('sha256');
+    try {
+      await pipeline(createReadStream(path, { highWaterMark: 1024 * 1024 }), hash);
+    } catch {
+      return false;
+    }
+    if (hash.digest('hex') === sha256) return true;
+    this.log.error({ sha256, path }, 'a cached jar does not match its digest (changed on disk); removed, it will be downloaded again');
+    for (const [key, e] of this.entries) {
+      if (e.sha256 !== sha256) continue;
+      this.entries.delete(key);
+      await unlink(join(this.dir, 'index', `${key}.json`)).catch(() => undefined);
+    }
+    await unlink(path).catch(() => undefined);
+    return false;
   }
 
   /** Moves a verified download into place and records it. */
@@ -71,7 +97,7 @@ export class JarCache {
     else await rename(tmpFile, target);
     const full: CacheEntry = { ...entry, fetchedAt: this.now(), lastUsed: this.now() };
     this.entries.set(key, full);
-    await writeFile(join(this.dir, 'index', `${key}.json`), JSON.stringify(full));
+    await writeFile(join(this.dir, 'index', `${key}.json`), JSON.stringify(full), { mode: 0o600 });
     return full;
   }
 

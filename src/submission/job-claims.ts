@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { writeFileAtomically } from '../atomic-file';
+import { ensurePrivateDir } from '../private-dir';
 import type { JarRequest } from './run-request';
 import { JOB_JAR_KEY, JOB_JAR_SHA256_KEY } from './run-request';
 
@@ -106,7 +107,7 @@ export class JobClaims {
   }
 
   private load(dir: string): void {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    ensurePrivateDir(dir, 'the job-claims directory (gateway.tokens.store-dir)');
     const file = join(dir, FILE);
     let text: string;
     try {

@@ -1,7 +1,8 @@
-import { mkdir, readFile, rename } from 'node:fs/promises';
+import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { writeFileAtomically } from '../atomic-file';
+import { ensurePrivateDir } from '../private-dir';
 
 /** One persisted job registration. Never holds a sensitive value (the configuration is redacted). */
 export interface StoredRegistration {
@@ -43,7 +44,7 @@ export class RegistrationStore {
 
   /** Loads the store; an unreadable file is moved aside (logged) and the store starts empty. */
   async init(): Promise<void> {
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    ensurePrivateDir(this.dir, 'the job-registration store (gateway.tokens.store-dir)');
     let text: string;
     try {
       text = await readFile(this.file, 'utf8');

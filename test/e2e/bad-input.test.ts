@@ -100,12 +100,16 @@ describe('bad input gets a 4xx in Flink\'s envelope and leaves nothing behind', 
     expectEnvelope(await json('POST', `${gw.url}/jars/%2e%2e/run`, {}), 400, 'GW_JAR_ID_INVALID');
     expectEnvelope(await json('DELETE', `${gw.url}/jars/..%5C..%5Cetc`), 400, 'GW_JAR_ID_INVALID');
     expectEnvelope(await json('DELETE', `${gw.url}/v1/jars/..%2F..%2Fetc%2Fpasswd`), 404, 'GW_ROUTE_NOT_FOUND');
-    expectEnvelope(await json('POST', `${gw.url}/v1/jars/${jarId}/%2572un`, {}), 400, 'GW_ROUTE_NONCANONICAL');
-    expectEnvelope(await json('POST', `${gw.url}/%256Aars/upload`, {}), 400, 'GW_ROUTE_NONCANONICAL');
+    expectEnvelope(await json('POST', `${gw.url}/v1/jars/a%252Fb/run`, {}), 400, 'GW_ROUTE_NONCANONICAL');
+    expectEnvelope(await json('POST', `${gw.url}/v1/jars/${jarId}/run%3F`, {}), 400, 'GW_ROUTE_AMBIGUOUS');
+    expectEnvelope(await json('POST', `${gw.url}/v1/jars/${jarId}%23/run`, {}), 400, 'GW_ROUTE_AMBIGUOUS');
     expectEnvelope(await json('GET', `${gw.url}/jars/${jarId}/nothing-here`), 404, 'GW_ROUTE_NOT_FOUND', /Not found: /);
     // A once-encoded route is what Flink itself would route, so the gateway handles it as a run.
     const jobId = newJobId();
     expect(await json('POST', `${gw.url}/v1/jars/${jarId}/%72un`, { jobId })).toMatchObject({ status: 200, body: { jobid: jobId } });
+    // Flink's Router decodes every segment once more, so a twice-encoded route is a run for Flink too.
+    const twice = newJobId();
+    expect(await json('POST', `${gw.url}/v1/jars/${jarId}/%2572un`, { jobId: twice })).toMatchObject({ status: 200, body: { jobid: twice } });
   });
 
   it('Flink 2.3 run-application is refused with a clear 400', async () => {

@@ -98,10 +98,13 @@ describe('real responses of the jar routes match openapi.yaml', () => {
 
     const jobId = newJobId();
     jobs.add(jobId);
-    const run = await call('POST', `/v1/jars/${jarId}/run`, { jobId, programArgsList: [], claimMode: 'NO_CLAIM', flinkConfiguration: { 'parallelism.default': 1 } });
+    const runBody = { jobId, programArgsList: [], claimMode: 'NO_CLAIM', flinkConfiguration: { 'parallelism.default': 1 } };
+    const run = await call('POST', `/v1/jars/${jarId}/run`, runBody);
     expect(run).toMatchObject({ status: 200, body: { jobid: jobId } });
-    // A retry with the same jobId is answered with the same documented body.
-    expect(await call('POST', `/jars/${jarId}/run`, { jobId })).toMatchObject({ status: 200, body: { jobid: jobId } });
+    // A retry (the same request under the same jobId) is answered with the same documented body;
+    // another request under that id is the documented 409.
+    expect(await call('POST', `/jars/${jarId}/run`, runBody)).toMatchObject({ status: 200, body: { jobid: jobId } });
+    expect(await call('POST', `/jars/${jarId}/run`, { jobId })).toMatchObject({ status: 409 });
     expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
 
     const del = await call('DELETE', `/v1/jars/${jarId}`);

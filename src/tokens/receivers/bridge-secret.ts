@@ -1,7 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
+import { ensurePrivateDir, foreignFileProblem } from '../../private-dir';
 
 /**
  * The shared secret between the gateway and the Flink-side token bridge: a file both can read
@@ -24,12 +25,15 @@ export class BridgeSecret {
     const secret = new BridgeSecret(path, log);
     let created = false;
     try {
-      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      ensurePrivateDir(dirname(path), 'the directory of gateway.tokens.bridge-secret-file');
       writeFileSync(path, `${randomBytes(32).toString('base64url')}\n`, { flag: 'wx', mode: 0o600 });
       created = true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`cannot create the token bridge secret file ${path}: ${(err as Error).message}`);
     }
+    // A secret someone else planted would let them call the bridge: it must be the gateway's own.
+    const planted = foreignFileProblem(lstatSync(path));
+    if (planted !== undefined) throw new Error(`the token bridge secret file ${path} ${planted}; remove it and the gateway creates a new one`);
     secret.reload(true);
     const mode = statSync(path).mode & 0o777;
     if (created) log.info({ path }, 'token bridge secret file created');

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -105,6 +105,40 @@ describe('ArtifactFetcher', () => {
     store.put('/app.jar', jar, { etag: 'v2' });
     expect((await fetcher.fetch('mem://bucket/app.jar')).fromCache).toBe(false);
     expect(store.opens).toBe(2);
+  });
+
+  it('never hands off a cached blob that changed on disk, pinned or not: it is checked and downloaded again (review finding 9)', async () => {
+    const first = await fetcher.fetch('mem://bucket/app.jar', { sha256: sha });
+    first.release();
+    const planted = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: evil.X\n', 'evil/X.class': randomBytes(500) });
+    writeFileSync(first.path, planted);
+    for (const pin of [sha, undefined]) {
+      const again = await fetcher.fetch('mem://bucket/app.jar', pin ? { sha256: pin } : {});
+      expect(again.fromCache).toBe(false);
+      expect(createHash('sha256').update(readFileSync(again.path)).digest('hex')).toBe(sha);
+      again.release();
+      writeFileSync(again.path, planted);
+    }
+    expect(store.opens).toBe(3);
+  });
+
+  it('keeps its cache in a private directory and refuses one others may write (review finding 9)', async () => {
+    const shared = join(dir, 'shared-cache');
+    mkdirSync(shared, { mode: 0o777 });
+    chmodSync(shared, 0o777);
+    await expect(new JarCache(shared, 1024, pino({ level: 'silent' })).init()).rejects.toThrow(/writable by every user/);
+    const fresh = join(dir, 'fresh', 'cache');
+    await new JarCache(fresh, 1024, pino({ level: 'silent' })).init();
+    expect(statSync(fresh).mode & 0o777).toBe(0o700);
+    if (process.getuid?.() === 0) {
+      const foreign = join(dir, 'foreign-cache');
+      mkdirSync(foreign, { mode: 0o700 });
+      chownSync(foreign, 65534, 65534);
+      await expect(new JarCache(foreign, 1024, pino({ level: 'silent' })).init()).rejects.toThrow(/owned by uid 65534/);
+    }
+    const got = await fetcher.fetch('mem://bucket/app.jar');
+    expect(statSync(got.path).mode & 0o077).toBe(0);
+    got.release();
   });
 
   it('shares one download among concurrent requests for one URI', async () => {
