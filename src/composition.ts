@@ -242,6 +242,7 @@ async function composeServices(
     ...(config.getOptional(coreOptions.authTokensFile) ? { tokensFile: config.getOptional(coreOptions.authTokensFile)! } : {}),
     mutualTls: config.getOptional(coreOptions.tlsClientCa) !== undefined,
     maxAnonymousPassThrough: config.get(coreOptions.httpMaxAnonymousRequests),
+    log: logger.child({ component: 'auth' }),
   });
   const permissions = new Permissions({
     read: config.get(coreOptions.permissionRead),

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
 import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error';
 
 /**
@@ -22,6 +23,8 @@ export interface AuthOptions {
    * JobManager (GET /config, the operator's probe) in progress at once. Default 16.
    */
   maxAnonymousPassThrough?: number;
+  /** Where reloads and a broken tokens file are reported. */
+  log?: Logger;
 }
 
 const OPEN_ROUTES: readonly { method: string; path: RegExp }[] = [
@@ -35,6 +38,8 @@ interface TokenTable {
   mtimeMs: number;
   size: number;
   byHash: Map<string, string>;
+  /** Set while the file is gone or invalid: then no token is accepted. */
+  broken?: 'missing' | 'invalid';
 }
 
 export function parseTokensFile(text: string, source: string): Map<string, string> {
@@ -62,15 +67,30 @@ export class Authenticator {
     return this.opts.tokensFile !== undefined || this.opts.mutualTls;
   }
 
-  /** Re-reads the tokens file when it changed; a broken file keeps the previous table (and says so). */
+  /**
+   * Re-reads the tokens file when it changed. Fails closed: a file that is gone or has a bad line
+   * accepts no token at all until it is fixed (an error is logged once per change), so removing a
+   * line, or the file, always revokes — a broken edit never leaves revoked tokens valid.
+   */
   private reload(initial = false): void {
     const file = this.opts.tokensFile!;
-    const st = statSync(file);
+    let st: { mtimeMs: number; size: number };
+    try {
+      st = statSync(file);
+    } catch (err) {
+      if (initial) throw err;
+      if (this.table?.broken !== 'missing') this.opts.log?.error({ file }, 'the tokens file is gone: no bearer token is accepted until it is back');
+      this.table = { mtimeMs: -1, size: -1, byHash: new Map(), broken: 'missing' };
+      return;
+    }
     if (!initial && this.table && st.mtimeMs === this.table.mtimeMs && st.size === this.table.size) return;
     try {
       this.table = { mtimeMs: st.mtimeMs, size: st.size, byHash: parseTokensFile(readFileSync(file, 'utf8'), file) };
+      if (!initial) this.opts.log?.info({ file, principals: new Set(this.table.byHash.values()).size }, 'tokens file reloaded');
     } catch (err) {
       if (initial) throw err;
+      this.table = { mtimeMs: st.mtimeMs, size: st.size, byHash: new Map(), broken: 'invalid' };
+      this.opts.log?.error({ file, err: (err as Error).message }, 'the tokens file is invalid: no bearer token is accepted until it is fixed');
     }
   }
 
@@ -87,11 +107,7 @@ export class Authenticator {
       const now = (this.opts.now ?? Date.now)();
       if (now - this.checkedAt > (this.opts.reloadIntervalMs ?? 2000)) {
         this.checkedAt = now;
-        try {
-          this.reload();
-        } catch {
-          /* file temporarily missing during a rotation: keep the previous table */
-        }
+        this.reload();
       }
       const digest = createHash('sha256').update(header.replace(/^Bearer\s+/i, '').trim()).digest();
       for (const [hash, principal] of this.table?.byHash ?? []) {

@@ -10,6 +10,7 @@ import { startGateway, type TestGateway } from '../../helpers/gateway';
 import { startOrigin, type Origin } from '../../helpers/origin';
 import { startGatewayProcess } from '../../helpers/gateway-process';
 import { runProcess } from '../../helpers/run-process';
+import { captureLogger as captureLog } from '../../helpers/token-fakes';
 
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 const bin = join(projectRoot(__dirname), 'bin', 'flink-jar-gateway.js');
@@ -76,6 +77,28 @@ describe('bearer-token authentication', () => {
     now = 5000;
     expect(auth.principalOf(req('two'))).toBe('token:b');
     expect(auth.principalOf(req('one'))).toBeUndefined();
+  });
+
+  it('fails closed: a tokens file with a bad line, or gone, accepts no token and says so (review finding 13)', () => {
+    const file = join(dir, 'revocable');
+    writeFileSync(file, `a ${sha('one')}\nb ${sha('two')}\n`);
+    let now = 0;
+    const cap = captureLog();
+    const auth = new Authenticator({ tokensFile: file, mutualTls: false, reloadIntervalMs: 1000, now: () => now, log: cap.log });
+    const req = (t: string) => ({ headers: { authorization: `Bearer ${t}` }, socket: {} }) as never;
+    expect(auth.principalOf(req('one'))).toBe('token:a');
+    // An edit meant to revoke b that breaks a line: nobody gets in, instead of everybody keeping access.
+    writeFileSync(file, `a ${sha('one')}\nb not-a-hash-any-more\n`);
+    now += 5000;
+    expect([auth.principalOf(req('one')), auth.principalOf(req('two'))]).toEqual([undefined, undefined]);
+    expect(cap.lines.some((l) => l.level === 50 && /invalid/.test(String(l.msg)))).toBe(true);
+    writeFileSync(file, `a ${sha('one')}\n`);
+    now += 5000;
+    expect([auth.principalOf(req('one')), auth.principalOf(req('two'))]).toEqual(['token:a', undefined]);
+    rmSync(file);
+    now += 5000;
+    expect(auth.principalOf(req('one'))).toBeUndefined();
+    expect(cap.lines.some((l) => l.level === 50 && /gone/.test(String(l.msg)))).toBe(true);
   });
 
   it('rejects a malformed tokens file at start with the line number', () => {
