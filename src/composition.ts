@@ -359,6 +359,7 @@ async function composeServices(
     runs,
     uploadMaxBytes: config.get(coreOptions.uploadMaxSize),
     zipLimits,
+    uploadSpoolDir: cache.tmpDir,
     isDraining: () => draining,
     fetches,
     tokens,

@@ -28,6 +28,8 @@ export interface AppDeps {
   uploadMaxBytes: number;
   /** Zip-structure bounds an uploaded jar must keep (user.artifacts.max-zip-entries and co.). */
   zipLimits?: ZipLimits;
+  /** Where uploads are spooled while they stream to the JobManager (a private directory). */
+  uploadSpoolDir?: string;
   isDraining: () => boolean;
   fetches?: FetchProgress;
   tokens?: { status(): TokenStatus };

@@ -16,6 +16,8 @@ export interface JarRouteDeps {
   uploadMaxBytes: number;
   /** Zip-structure bounds an uploaded jar must keep (user.artifacts.max-zip-entries and co.). */
   zipLimits?: ZipLimits;
+  /** Where uploads are spooled while they stream to the JobManager (a private directory). */
+  uploadSpoolDir?: string;
   /** Largest JSON body accepted on run/plan (Flink's rest.server.max-content-length default). */
   jsonLimitBytes?: number;
 }
@@ -48,7 +50,7 @@ export function createJarRoutes(deps: JarRouteDeps) {
           return sendJson(res, 200, r.body);
         }
         case 'upload': {
-          const result = await uploadJar(req, deps.cluster, deps.uploadMaxBytes, log, deps.zipLimits);
+          const result = await uploadJar(req, deps.cluster, deps.uploadMaxBytes, log, deps.zipLimits, deps.uploadSpoolDir);
           return sendJson(res, 200, result.body);
         }
         case 'fetch': {

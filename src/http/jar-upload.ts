@@ -1,9 +1,13 @@
-import { basename } from 'node:path';
+import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { Transform, type TransformCallback } from 'node:stream';
 import busboy from 'busboy';
 import type { Request } from 'express';
 import type { Logger } from 'pino';
 import { JarInspector } from '../artifacts/jar-inspector';
 import type { ZipLimits } from '../artifacts/zip-bounds';
+import { zipProblem } from '../artifacts/zip-verify';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { MultipartJarBody } from '../cluster/multipart-jar-body';
 import { GatewayError } from '../errors/gateway-error';
@@ -23,7 +27,7 @@ export interface UploadResult {
  * (zip structure and `zipLimits`, the registry's defaults unless given). The multipart body towards
  * the JobManager is completed only after the checks pass, so a bad upload never lands there.
  */
-export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: number, log: Logger, zipLimits?: ZipLimits): Promise<UploadResult> {
+export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: number, log: Logger, zipLimits?: ZipLimits, spoolBase: string = tmpdir()): Promise<UploadResult> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes + 64 * 1024) {
     return Promise.reject(closing(new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
@@ -41,12 +45,14 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
     let upstream: Promise<JsonResponse> | undefined;
     let body: MultipartJarBody | undefined;
     let inspector: JarInspector | undefined;
+    let spool: SpoolTap | undefined;
     let fileName = '';
     let fileEnded = false;
 
     const fail = (err: GatewayError, drain = true) => {
       if (settled) return;
       settled = true;
+      spool?.discard();
       body?.abandon(new Error(err.code));
       upstream?.catch(() => undefined);
       req.unpipe(parser);
@@ -104,8 +110,9 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
       file.on('end', () => {
         fileEnded = true;
       });
-      file.pipe(inspector);
-      body.feed(inspector);
+      spool = new SpoolTap(spoolBase);
+      file.pipe(inspector).pipe(spool);
+      body.feed(spool);
     });
 
     parser.on('error', (err: Error) => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: err.message })));
@@ -116,12 +123,19 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
         fail(new GatewayError('GW_UPLOAD_FILE_COUNT', { count: files }));
         return;
       }
-      const finish = () => {
+      const finish = async () => {
         if (settled) return;
         const verdict = inspector!.verdict();
-        if (!verdict.ok) {
-          log.info({ jar: fileName, size: verdict.size, sha256: verdict.sha256, ...(verdict.limit ? { limit: verdict.limit } : {}) }, verdict.limit ? 'upload refused: over a zip-structure bound' : 'upload refused: not a zip');
-          fail(new GatewayError('GW_UPLOAD_NOT_ZIP', { name: fileName, reason: verdict.reason }));
+        // The streaming checks see what the end records and central directory declare; the copy
+        // spooled alongside is read the way Java's JarFile reads it (the manifest the central
+        // directory points to, inflated with a bound), so a manifest that lies about its size is
+        // refused here as it is for fetched jars — before the JobManager would inflate it.
+        const problem = verdict.ok ? await zipProblem(spool!.path, zipLimits).catch((e: unknown) => ({ reason: (e as Error).message, limit: undefined })) : verdict;
+        spool!.discard();
+        if (settled) return;
+        if (problem !== undefined) {
+          log.info({ jar: fileName, size: verdict.size, sha256: verdict.sha256, ...(problem.limit ? { limit: problem.limit } : {}) }, problem.limit ? 'upload refused: over a zip-structure bound' : 'upload refused: not a zip');
+          fail(new GatewayError('GW_UPLOAD_NOT_ZIP', { name: fileName, reason: problem.reason }));
           return;
         }
         body!.complete();
@@ -140,13 +154,46 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
       };
       // Wait until every inspected byte has been handed to the multipart body: only then may the
       // closing boundary be written after them.
-      if (inspector.readableEnded) finish();
-      else inspector.once('end', finish);
+      if (spool!.readableEnded) void finish();
+      else spool!.once('end', () => void finish());
     });
 
     req.on('aborted', () => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: 'the client closed the connection' }), false));
     req.pipe(parser);
   });
+}
+
+/**
+ * Passes an upload through unchanged while writing a copy to a private temporary file (0600 in a
+ * fresh 0700 directory), with backpressure from both sides. 'end' comes only once the copy is on
+ * disk. `discard()` removes it.
+ */
+class SpoolTap extends Transform {
+  readonly path: string;
+  private readonly dir: string;
+  private readonly out: WriteStream;
+
+  constructor(base: string) {
+    super();
+    this.dir = mkdtempSync(join(base, 'gw-upload-'));
+    this.path = join(this.dir, 'upload.jar');
+    this.out = createWriteStream(this.path, { flags: 'wx', mode: 0o600, highWaterMark: 1024 * 1024 });
+    this.out.on('error', (err) => this.destroy(err));
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    if (this.out.write(chunk)) done(null, chunk);
+    else this.out.once('drain', () => done(null, chunk));
+  }
+
+  override _flush(done: TransformCallback): void {
+    this.out.end(() => done());
+  }
+
+  discard(): void {
+    this.out.destroy();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
 }
 
 function closing(err: GatewayError): GatewayError {
