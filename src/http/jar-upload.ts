@@ -111,6 +111,7 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
         fileEnded = true;
       });
       spool = new SpoolTap(spoolBase);
+      spool.on('error', (err: Error) => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: `the gateway could not keep its copy of the upload (${err.message})` })));
       file.pipe(inspector).pipe(spool);
       body.feed(spool);
     });
@@ -178,8 +179,12 @@ class SpoolTap extends Transform {
     this.dir = mkdtempSync(join(base, 'gw-upload-'));
     this.path = join(this.dir, 'upload.jar');
     this.out = createWriteStream(this.path, { flags: 'wx', mode: 0o600, highWaterMark: 1024 * 1024 });
-    this.out.on('error', (err) => this.destroy(err));
+    this.out.on('error', (err) => {
+      if (!this.discarded) this.destroy(err);
+    });
   }
+
+  private discarded = false;
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     if (this.out.write(chunk)) done(null, chunk);
@@ -191,6 +196,7 @@ class SpoolTap extends Transform {
   }
 
   discard(): void {
+    this.discarded = true;
     this.out.destroy();
     rmSync(this.dir, { recursive: true, force: true });
   }
