@@ -28,6 +28,27 @@ export function render(code: ErrorCode, params: ErrorParams): string {
   );
 }
 
+/**
+ * The message as the gateway's log may hold it: without what the JobManager said (a job's main()
+ * writes it, and may put anything there) and without query strings, fragments or userinfo of the
+ * URIs and paths a client sent (signed URLs carry credentials there). The client still gets `message`.
+ */
+export function logSafeMessage(err: GatewayError): string {
+  const safe: ErrorParams = {};
+  for (const [name, value] of Object.entries(err.params)) {
+    if (name === 'flinkMessage') safe[name] = `<the JobManager's message, ${String(value).length} characters, not logged>`;
+    else if (typeof value === 'string' && URI_PARAMS.has(name)) safe[name] = withoutSecrets(value);
+    else safe[name] = value;
+  }
+  return render(err.code, safe);
+}
+
+const URI_PARAMS = new Set(['uri', 'path', 'route', 'target', 'location']);
+
+function withoutSecrets(text: string): string {
+  return text.replace(/[?#].*$/s, '').replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
+}
+
 export function isGatewayError(err: unknown): err is GatewayError {
   return (
     typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string' &&

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { errorBody, GatewayError, isGatewayError } from '../errors/gateway-error';
+import { errorBody, GatewayError, isGatewayError, logSafeMessage } from '../errors/gateway-error';
 
 /**
  * The one place that maps errors to HTTP. Gateway errors carry their status and a message meant
@@ -14,8 +14,8 @@ export function errorMiddleware(fallbackLogger: Logger, onError?: (code: string,
     if (isGatewayError(err)) {
       gw = err;
       const entry = { code: gw.code, status: gw.status, path: req.originalUrl.split('?')[0] };
-      if (gw.status >= 500) log.warn(entry, gw.message);
-      else log.info(entry, gw.message);
+      if (gw.status >= 500) log.warn(entry, logSafeMessage(gw));
+      else log.info(entry, logSafeMessage(gw));
     } else {
       gw = new GatewayError('GW_INTERNAL_ERROR', { requestId: String(res.locals.reqId ?? 'unknown') });
       log.error({ err }, 'unexpected error');
