@@ -360,6 +360,7 @@ async function composeServices(
     uploadMaxBytes: config.get(coreOptions.uploadMaxSize),
     zipLimits,
     uploadSpoolDir: cache.tmpDir,
+    jsonLimitBytes: config.get(coreOptions.maxJsonBody),
     isDraining: () => draining,
     fetches,
     tokens,

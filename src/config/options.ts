@@ -130,6 +130,10 @@ export const coreOptions = {
     key: 'gateway.drain-timeout', type: 'duration', default: 25_000, min: 0, section: 'Listening',
     description: 'On SIGTERM: how long requests in flight (uploads, fetches, runs) may take before the remaining connections are cut. Keep it below the pod\'s terminationGracePeriodSeconds.',
   }),
+  maxJsonBody: option({
+    key: 'gateway.http.max-json-body', type: 'memory', default: 4 * 1024 ** 2, min: 1024, section: 'Jars',
+    description: 'Largest JSON body of a run, plan or fetch request (the operator sends the cluster\'s whole configuration, typically tens of kB). Larger ones get 413 before they are read; at most 16 such bodies are held at once (then 503 with Retry-After), so memory stays bounded however many arrive.',
+  }),
   uploadMaxSize: option({
     key: 'gateway.upload.max-size', type: 'memory', default: 1024 ** 3, min: 1, section: 'Jars',
     description: 'Largest jar accepted by POST /jars/upload. Larger uploads are refused with 413 and nothing is kept on the JobManager.',

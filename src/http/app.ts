@@ -28,6 +28,8 @@ export interface AppDeps {
   uploadMaxBytes: number;
   /** Zip-structure bounds an uploaded jar must keep (user.artifacts.max-zip-entries and co.). */
   zipLimits?: ZipLimits;
+  /** gateway.http.max-json-body: the largest run, plan or fetch body. */
+  jsonLimitBytes?: number;
   /** Where uploads are spooled while they stream to the JobManager (a private directory). */
   uploadSpoolDir?: string;
   isDraining: () => boolean;

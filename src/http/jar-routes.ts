@@ -7,7 +7,7 @@ import { parseJarRequest } from '../submission/run-request';
 import type { RunService } from '../submission/run-service';
 import { classify, isBareJarId } from './canonical-path';
 import { uploadJar } from './jar-upload';
-import { readJsonObject } from './json-body';
+import { JsonBudget, readJsonObject } from './json-body';
 import { sendJson } from './responses';
 
 export interface JarRouteDeps {
@@ -27,7 +27,8 @@ export interface JarRouteDeps {
  * path (see canonical-path.ts); everything else falls through to the pass-through.
  */
 export function createJarRoutes(deps: JarRouteDeps) {
-  const jsonLimit = deps.jsonLimitBytes ?? 104_857_600;
+  const jsonLimit = deps.jsonLimitBytes ?? 4 * 1024 ** 2;
+  const jsonBudget = new JsonBudget(16);
 
   return async function jarRoutes(req: Request, res: Response, next: NextFunction): Promise<void> {
     const rawUrl = req.originalUrl;
@@ -76,12 +77,12 @@ export function createJarRoutes(deps: JarRouteDeps) {
           throw deps.cluster.failure('delete jar', r);
         }
         case 'plan': {
-          const request = req.method === 'POST' ? parseJarRequest(await readJsonObject(req, jsonLimit, 'JarPlanRequestBody'), 'JarPlanRequestBody') : undefined;
+          const request = req.method === 'POST' ? parseJarRequest(await readJsonObject(req, jsonLimit, 'JarPlanRequestBody', jsonBudget), 'JarPlanRequestBody') : undefined;
           const plan = await deps.runs.plan(jarId, request, query, req.method as 'GET' | 'POST', log, caller);
           return sendJson(res, 200, plan);
         }
         case 'run': {
-          const request = parseJarRequest(await readJsonObject(req, jsonLimit, 'JarRunRequestBody'), 'JarRunRequestBody');
+          const request = parseJarRequest(await readJsonObject(req, jsonLimit, 'JarRunRequestBody', jsonBudget), 'JarRunRequestBody');
           const { outcome } = await deps.runs.run(jarId, request, query, log, caller);
           return sendJson(res, 200, { jobid: outcome.jobid });
         }

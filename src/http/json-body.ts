@@ -6,19 +6,55 @@ import { GatewayError } from '../errors/gateway-error';
  * routing). Like Flink, an empty body means `{}`; anything that is not a JSON object is refused
  * with Flink's wording.
  */
-export async function readJsonObject(req: Request, limitBytes: number, typeName: string): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limitBytes) {
-      const err = new GatewayError('GW_REQUEST_TOO_LARGE', { limit: limitBytes });
-      err.headers = { connection: 'close' };
+export async function readJsonObject(req: Request, limitBytes: number, typeName: string, budget?: JsonBudget): Promise<Record<string, unknown>> {
+  const tooLarge = () => {
+    const err = new GatewayError('GW_REQUEST_TOO_LARGE', { limit: limitBytes });
+    err.headers = { connection: 'close' };
+    return err;
+  };
+  // Refused before a byte is read when the client says up front that it is too large.
+  if (Number(req.headers['content-length'] ?? 0) > limitBytes) throw tooLarge();
+  const release = budget?.acquire();
+  try {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limitBytes) throw tooLarge();
+      chunks.push(chunk);
+    }
+    return parseObject(Buffer.concat(chunks).toString('utf8'), typeName);
+  } finally {
+    release?.();
+  }
+}
+
+/**
+ * How many JSON bodies may be held at once (each at most the limit): beyond that a request gets
+ * 503 GW_GATEWAY_BUSY with Retry-After instead of another buffer, so concurrent large bodies cannot
+ * grow memory without bound.
+ */
+export class JsonBudget {
+  private held = 0;
+
+  constructor(private readonly max: number) {}
+
+  acquire(): () => void {
+    if (this.held >= this.max) {
+      const err = new GatewayError('GW_GATEWAY_BUSY', { what: 'request bodies', limit: 'gateway.http.max-json-body' });
+      err.headers = { 'retry-after': '1', connection: 'close' };
       throw err;
     }
-    chunks.push(chunk);
+    this.held++;
+    let released = false;
+    return () => {
+      if (!released) this.held--;
+      released = true;
+    };
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+}
+
+function parseObject(text: string, typeName: string): Record<string, unknown> {
   if (text.trim() === '') return {};
   let parsed: unknown;
   try {
