@@ -14,7 +14,7 @@ export interface JobRegistrar {
    * Registers the job with every token provider BEFORE the JobManager is asked to run it. Rejects
    * with GW_TOKENS_REJECTED when a provider refuses (every provider is then rolled back).
    */
-  register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger): Promise<void>;
+  register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger, principal?: string): Promise<void>;
   /** The JobManager refused the run: undo the registration everywhere. */
   rollback(jobId: string, log: Logger): Promise<void>;
   /** The run reached the JobManager (accepted, or the outcome is unknown): the job watcher may follow it. */
@@ -67,7 +67,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     this.now = opts.wallClock ?? Date.now;
   }
 
-  async register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger): Promise<void> {
+  async register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger, principal = 'anonymous'): Promise<void> {
     if (!this.enabled) return;
     const configuration = redactConfiguration(flinkConfiguration, this.opts.isSensitive);
     const earlier = this.jobs.has(jobId);
@@ -80,7 +80,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     }
     this.submitting.add(jobId);
     try {
-      await this.opts.tokens.registerJob(jobId, configuration as JobConfiguration);
+      await this.opts.tokens.registerJob(jobId, configuration as JobConfiguration, { principal });
     } catch (err) {
       this.submitting.delete(jobId);
       const e = err as { code?: string };
@@ -96,7 +96,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     const provenance: Record<string, string> = {};
     for (const [k, v] of Object.entries(configuration)) if (k.startsWith(PROVENANCE_PREFIX)) provenance[k] = v;
     try {
-      await this.opts.store.put({ jobId, configuration, provenance, registeredAt: new Date(registeredAt).toISOString() });
+      await this.opts.store.put({ jobId, principal, configuration, provenance, registeredAt: new Date(registeredAt).toISOString() });
     } catch (err) {
       // Without the record a gateway restart would silently strip the job of its tokens: refuse now.
       log.error({ err, dir: this.opts.store.dir }, 'cannot persist the job registration; the job was not started');
@@ -165,7 +165,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
         continue;
       }
       try {
-        await this.opts.tokens.registerJob(rec.jobId, rec.configuration);
+        await this.opts.tokens.registerJob(rec.jobId, rec.configuration, { principal: rec.principal ?? 'anonymous' });
         const at = Date.parse(rec.registeredAt);
         this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
         this.configurations.set(rec.jobId, canonical(rec.configuration));

@@ -7,6 +7,8 @@ import { ensurePrivateDir } from '../private-dir';
 /** One persisted job registration. Never holds a sensitive value (the configuration is redacted). */
 export interface StoredRegistration {
   jobId: string;
+  /** Who submitted the job (its allow-lists are that principal's after a restart too). */
+  principal?: string;
   /** The redacted job configuration the providers were given. */
   configuration: Record<string, string>;
   /** `gateway.artifact.*` keys (the jar's URI, digest and version) when the jar came from a URI. */
@@ -57,7 +59,13 @@ export class RegistrationStore {
       if (parsed.version !== 1 || !Array.isArray(parsed.jobs)) throw new Error(`unsupported store format (version ${String(parsed.version)})`);
       for (const j of parsed.jobs) {
         if (typeof j?.jobId === 'string' && typeof j.configuration === 'object' && j.configuration !== null) {
-          this.jobs.set(j.jobId, { jobId: j.jobId, configuration: j.configuration, provenance: j.provenance ?? {}, registeredAt: String(j.registeredAt) });
+          this.jobs.set(j.jobId, {
+            jobId: j.jobId,
+            ...(typeof j.principal === 'string' ? { principal: j.principal } : {}),
+            configuration: j.configuration,
+            provenance: j.provenance ?? {},
+            registeredAt: String(j.registeredAt),
+          });
         }
       }
     } catch (err) {

@@ -171,7 +171,7 @@ export class RunService {
       // provider's refusal means the job never starts.
       const jobConfiguration = (request.body.flinkConfiguration as Record<string, string> | undefined) ?? request.flinkConfiguration;
       if (registrar) trace.verdicts.tokens = 'refused';
-      await registrar?.register(jobId, jobConfiguration, log);
+      await registrar?.register(jobId, jobConfiguration, log, caller?.principal ?? 'anonymous');
       if (registrar) trace.verdicts.tokens = 'registered';
       let outcome: RunOutcome;
       try {

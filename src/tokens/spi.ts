@@ -59,11 +59,20 @@ export interface DelegationTokenProvider {
    * job's state BEFORE calling `callback.reobtainDelegationTokens()`. Validate what the job asks for
    * against the administrator's allow-list here, and throw with a clear message if it is not allowed.
    */
-  registerJob?(jobId: string, jobConfiguration: JobConfiguration): void | Promise<void>;
+  registerJob?(jobId: string, jobConfiguration: JobConfiguration, context: JobContext): void | Promise<void>;
   /** The job reached a globally terminal state (or its start was rolled back). Idempotent. */
   unregisterJob?(jobId: string): void | Promise<void>;
   /** Called at most once at shutdown; may overlap an in-flight obtain. */
   close?(): void | Promise<void>;
+}
+
+/**
+ * Who submitted a job, for allow-lists tied to principals (`<principal>=<item>` entries, see
+ * `PrincipalAllowList`). `anonymous` when authentication is off.
+ */
+export interface JobContext {
+  /** `token:<name>`, `cert:<subject CN>` or `anonymous`. */
+  readonly principal: string;
 }
 
 /** Applies one provider's tokens where they are needed (the gateway's fs-plugins, a file, a bridge). */
@@ -132,7 +141,7 @@ export interface TokenManager {
   close(): Promise<void>;
   reobtainDelegationTokens(): void;
   /** Rejects (TokenRegistrationFailure) when a provider refuses; a first registration is then rolled back everywhere. */
-  registerJob(jobId: string, jobConfiguration: JobConfiguration): Promise<void>;
+  registerJob(jobId: string, jobConfiguration: JobConfiguration, context?: JobContext): Promise<void>;
   /** Never throws; per-provider failures are logged and the job is dropped anyway. */
   unregisterJob(jobId: string): Promise<void>;
   status(): TokenStatus;

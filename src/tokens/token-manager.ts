@@ -10,6 +10,7 @@ import type {
   DelegationTokenProvider,
   DelegationTokenReceiver,
   JobConfiguration,
+  JobContext,
   TokenJobListener,
   TokenManager,
   TokenManagerListener,
@@ -191,10 +192,11 @@ export class DefaultTokenManager implements TokenManager {
 
   // ---- Jobs (§3.2) --------------------------------------------------------------------------
 
-  async registerJob(jobId: string, jobConfiguration: JobConfiguration): Promise<void> {
+  async registerJob(jobId: string, jobConfiguration: JobConfiguration, context: JobContext = { principal: 'anonymous' }): Promise<void> {
     if (this.closed) throw tokensRejected('<manager>', new Error('the delegation token manager is closed (the gateway is shutting down)'));
     // A frozen copy: no provider can change the caller's configuration or another provider's view.
     const copy: JobConfiguration = Object.freeze({ ...jobConfiguration });
+    const ctx: JobContext = Object.freeze({ principal: context.principal });
     const previouslyRegistered = this.registered.has(jobId);
     let current: string | undefined;
     // Delivery learns about the job before any provider can put it into a payload.
@@ -202,7 +204,7 @@ export class DefaultTokenManager implements TokenManager {
     try {
       for (const [name, p] of this.providers) {
         current = name;
-        await p.registerJob?.(jobId, copy);
+        await p.registerJob?.(jobId, copy, ctx);
       }
       if (!this.registered.has(jobId)) this.registered.set(jobId, this.clock.wallMs());
     } catch (err) {

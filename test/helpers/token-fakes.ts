@@ -65,7 +65,7 @@ export class FakeProvider implements DelegationTokenProvider {
   required: boolean | (() => boolean) = true;
   config: ProviderConfig | undefined;
   callback: DelegationTokenManagerCallback | undefined;
-  readonly registered: { jobId: string; conf: JobConfiguration }[] = [];
+  readonly registered: { jobId: string; conf: JobConfiguration; principal?: string }[] = [];
   readonly unregistered: string[] = [];
   readonly jobs = new Set<string>();
   obtain: (n: number) => ObtainedDelegationTokens | Promise<ObtainedDelegationTokens> = (n) => ({ tokens: bytes(`${this.serviceName}-${n}`) });
@@ -91,8 +91,8 @@ export class FakeProvider implements DelegationTokenProvider {
     return this.obtain(this.obtains);
   }
 
-  async registerJob(jobId: string, conf: JobConfiguration): Promise<void> {
-    this.registered.push({ jobId, conf });
+  async registerJob(jobId: string, conf: JobConfiguration, context?: { principal: string }): Promise<void> {
+    this.registered.push({ jobId, conf, ...(context ? { principal: context.principal } : {}) });
     await this.register?.(jobId, conf);
     this.jobs.add(jobId);
   }

@@ -9,6 +9,7 @@ import type {
   JobConfiguration,
   ObtainedDelegationTokens,
   ProviderConfig,
+  JobContext,
 } from '../spi';
 import {
   JOB_REQUEST_PREFIX,
@@ -24,6 +25,7 @@ import {
   type BuiltInTokenProvider,
   type ParsedOptions,
   type ProviderDeps,
+  PrincipalAllowList,
 } from './provider-support';
 import { AccountKeySasSigner, UserDelegationSasSigner, type SasSigner } from './azure-sas-signer';
 
@@ -77,7 +79,7 @@ export const azureBlobProviderOptionDefs = {
     type: 'list',
     default: [],
     section: SECTION,
-    description: `Containers a job may ask for in \`${AZURE_BLOB_JOB_CONTAINERS_KEY}\` (\`;\`-separated). A job asking for any other container is rejected.`,
+    description: `Containers a job may ask for in \`${AZURE_BLOB_JOB_CONTAINERS_KEY}\` (\`;\`-separated). A job asking for any other container is rejected. An entry may be tied to one principal, \`token:<name>=<item>\` or \`cert:<CN>=<item>\`: then only that submitter may ask for it; entries without a principal are for every submitter.`,
   },
   sasLifetime: {
     key: providerKey(NAME, 'sas-lifetime'),
@@ -122,7 +124,7 @@ interface Settings {
   accountName: string;
   signer: SasSigner;
   endpoint: URL;
-  allowed: ReadonlySet<string>;
+  allowed: PrincipalAllowList;
   lifetimeMs: number;
 }
 
@@ -190,7 +192,7 @@ export class AzureBlobDelegationTokenProvider implements DelegationTokenProvider
    * Validates the job's container request against the allow-list, records it, then asks for an
    * early cycle. A job that asks for nothing is not tracked (and an earlier request is dropped).
    */
-  registerJob(jobId: string, jobConfiguration: JobConfiguration): void {
+  registerJob(jobId: string, jobConfiguration: JobConfiguration, context: JobContext = { principal: 'anonymous' }): void {
     if (this.closed) throw new Error('the azure-blob provider is closed');
     const requested = jobValue(jobConfiguration, AZURE_BLOB_JOB_CONTAINERS_KEY);
     if (requested === undefined) {
@@ -205,7 +207,7 @@ export class AzureBlobDelegationTokenProvider implements DelegationTokenProvider
           `(set ${azureBlobProviderOptionDefs.accountName.key} and ${azureBlobProviderOptionDefs.accountKey.key})`,
       );
     }
-    const refused = containers.filter((c) => !s.allowed.has(c));
+    const refused = containers.filter((c) => !s.allowed.allows(context.principal, c));
     if (refused.length > 0) {
       throw new Error(
         `container${refused.length === 1 ? '' : 's'} ${refused.map((c) => `'${c}'`).join(', ')} of account '${s.accountName}' ` +
@@ -302,7 +304,7 @@ function userDelegationSettings(o: AzureOptions, deps: AzureBlobProviderDeps): S
 }
 
 function common(o: AzureOptions, accountName: string, endpoint: URL): Omit<Settings, 'signer'> {
-  return { accountName, endpoint, allowed: new Set(o.allowedContainers ?? []), lifetimeMs: o.sasLifetime ?? 3_600_000 };
+  return { accountName, endpoint, allowed: new PrincipalAllowList(o.allowedContainers ?? []), lifetimeMs: o.sasLifetime ?? 3_600_000 };
 }
 
 function endpointOf(o: AzureOptions, accountName: string): URL {

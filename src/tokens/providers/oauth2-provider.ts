@@ -8,6 +8,7 @@ import type {
   JobConfiguration,
   ObtainedDelegationTokens,
   ProviderConfig,
+  JobContext,
 } from '../spi';
 import {
   JOB_REQUEST_PREFIX,
@@ -27,6 +28,7 @@ import {
   scrub,
   type BuiltInTokenProvider,
   type ProviderDeps,
+  PrincipalAllowList,
 } from './provider-support';
 
 const NAME = 'oauth2';
@@ -69,7 +71,7 @@ export const oauth2ProviderOptionDefs = {
     type: 'list',
     default: [],
     section: SECTION,
-    description: `Scope tokens a job may ask for in \`${OAUTH2_JOB_SCOPE_KEY}\` (\`;\`-separated). A job asking for any other scope token is rejected.`,
+    description: `Scope tokens a job may ask for in \`${OAUTH2_JOB_SCOPE_KEY}\` (\`;\`-separated). A job asking for any other scope token is rejected. An entry may be tied to one principal, \`token:<name>=<item>\` or \`cert:<CN>=<item>\`: then only that submitter may ask for it; entries without a principal are for every submitter.`,
   },
   defaultTtl: {
     key: providerKey(NAME, 'default-ttl'),
@@ -107,7 +109,7 @@ interface Settings {
   clientId: string;
   clientSecret: string;
   defaultScope: string | undefined;
-  allowed: ReadonlySet<string>;
+  allowed: PrincipalAllowList;
   defaultTtlMs: number;
   timeoutMs: number;
 }
@@ -178,7 +180,7 @@ export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
       clientId: o.clientId!,
       clientSecret: o.clientSecret!,
       defaultScope,
-      allowed: new Set(o.allowedScopes ?? []),
+      allowed: new PrincipalAllowList(o.allowedScopes ?? []),
       defaultTtlMs: o.defaultTtl ?? 3_600_000,
       timeoutMs: o.timeout ?? PROVIDER_TIMEOUT_DEFAULT_MS,
     };
@@ -190,7 +192,7 @@ export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
   }
 
   /** Validates the requested scope (if any), records the job, then asks for an early cycle. */
-  registerJob(jobId: string, jobConfiguration: JobConfiguration): void {
+  registerJob(jobId: string, jobConfiguration: JobConfiguration, context: JobContext = { principal: 'anonymous' }): void {
     if (this.closed) throw new Error('the oauth2 provider is closed');
     const requested = jobValue(jobConfiguration, OAUTH2_JOB_SCOPE_KEY);
     const s = this.settings;
@@ -205,7 +207,7 @@ export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
     let scope = s.defaultScope ?? '';
     if (requested !== undefined) {
       const tokens = scopeTokens(requested);
-      const refused = tokens.filter((t) => !s.allowed.has(t));
+      const refused = tokens.filter((t) => !s.allowed.allows(context.principal, t));
       if (refused.length > 0) {
         throw new Error(
           `the OAuth scope ${refused.map((t) => `'${t}'`).join(', ')} (${OAUTH2_JOB_SCOPE_KEY}) is not allowed for jobs; an ` +

@@ -185,6 +185,35 @@ export function earliest(expiries: Iterable<number>): number | undefined {
  * state, *then* ask for a re-obtain) and idempotency live here once. A re-registration with the
  * same request does not trigger another cycle.
  */
+/**
+ * An administrator's allow-list, each entry for everyone (`raw-events`) or for one principal
+ * (`token:team-a=raw-events`, `cert:flink-operator=arn:aws:iam::1:role/x`): a job may ask for an
+ * item only when an entry for everyone or for its submitting principal lists it. So one submitter
+ * cannot ask for the containers, roles or scopes meant for another.
+ */
+export class PrincipalAllowList {
+  private readonly everyone = new Set<string>();
+  private readonly byPrincipal = new Map<string, Set<string>>();
+
+  constructor(entries: readonly string[]) {
+    for (const raw of entries) {
+      const entry = raw.trim();
+      const m = /^((?:token|cert):[^=]+)=(.+)$/.exec(entry);
+      if (!m) {
+        if (entry !== '') this.everyone.add(entry);
+        continue;
+      }
+      const principal = m[1]!.trim();
+      if (!this.byPrincipal.has(principal)) this.byPrincipal.set(principal, new Set());
+      this.byPrincipal.get(principal)!.add(m[2]!.trim());
+    }
+  }
+
+  allows(principal: string, item: string): boolean {
+    return this.everyone.has(item) || this.byPrincipal.get(principal)?.has(item) === true;
+  }
+}
+
 export class JobRegistry<S> {
   private readonly jobs = new Map<string, S>();
 

@@ -6,6 +6,7 @@ import type {
   JobConfiguration,
   ObtainedDelegationTokens,
   ProviderConfig,
+  JobContext,
 } from '../spi';
 import {
   JOB_REQUEST_PREFIX,
@@ -22,6 +23,7 @@ import {
   readProviderOptions,
   type BuiltInTokenProvider,
   type ProviderDeps,
+  PrincipalAllowList,
 } from './provider-support';
 import { StsClient, type SessionCredentials } from './sts-client';
 
@@ -67,7 +69,7 @@ export const s3ProviderOptionDefs = {
     type: 'list',
     default: [],
     section: SECTION,
-    description: `Role ARNs a job may ask for in \`${S3_JOB_ROLE_ARN_KEY}\` (\`;\`-separated, exact match). A job asking for any other role is rejected.`,
+    description: `Role ARNs a job may ask for in \`${S3_JOB_ROLE_ARN_KEY}\` (\`;\`-separated, exact match). A job asking for any other role is rejected. An entry may be tied to one principal, \`token:<name>=<item>\` or \`cert:<CN>=<item>\`: then only that submitter may ask for it; entries without a principal are for every submitter.`,
   },
   duration: {
     key: providerKey(NAME, 'duration'),
@@ -130,7 +132,7 @@ export class S3DelegationTokenProvider implements DelegationTokenProvider {
   private sts: StsClient | undefined;
   private region = 'us-east-1';
   private durationSeconds = 3600;
-  private allowed: ReadonlySet<string> = new Set();
+  private allowed = new PrincipalAllowList([]);
   private callback: DelegationTokenManagerCallback | undefined;
   private readonly jobs = new JobRegistry<JobState>((a, b) => a.roleArn === b.roleArn);
   private closed = false;
@@ -154,7 +156,7 @@ export class S3DelegationTokenProvider implements DelegationTokenProvider {
     }
     this.region = o.region ?? 'us-east-1';
     this.durationSeconds = Math.round((o.duration ?? 3_600_000) / 1000);
-    this.allowed = new Set(o.allowedRoleArns ?? []);
+    this.allowed = new PrincipalAllowList(o.allowedRoleArns ?? []);
     this.sts = new StsClient({
       endpoint: parseEndpoint(d.endpoint.key, o.endpoint ?? `https://sts.${this.region}.amazonaws.com`),
       region: this.region,
@@ -170,7 +172,7 @@ export class S3DelegationTokenProvider implements DelegationTokenProvider {
   }
 
   /** Validates the requested role (if any), records the job, then asks for an early cycle. */
-  registerJob(jobId: string, jobConfiguration: JobConfiguration): void {
+  registerJob(jobId: string, jobConfiguration: JobConfiguration, context: JobContext = { principal: 'anonymous' }): void {
     if (this.closed) throw new Error('the s3 provider is closed');
     const roleArn = jobValue(jobConfiguration, S3_JOB_ROLE_ARN_KEY);
     if (this.sts === undefined) {
@@ -180,7 +182,7 @@ export class S3DelegationTokenProvider implements DelegationTokenProvider {
           `(set ${s3ProviderOptionDefs.accessKey.key} and ${s3ProviderOptionDefs.secretKey.key})`,
       );
     }
-    if (roleArn !== undefined && !this.allowed.has(roleArn)) {
+    if (roleArn !== undefined && !this.allowed.allows(context.principal, roleArn)) {
       throw new Error(
         `the IAM role '${roleArn}' (${S3_JOB_ROLE_ARN_KEY}) is not allowed for jobs; an administrator can add it to ` +
           s3ProviderOptionDefs.allowedRoleArns.key,

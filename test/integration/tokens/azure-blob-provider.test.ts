@@ -128,6 +128,21 @@ test('a configured permission set is honoured (rl lists the container)', async (
   p.close();
 });
 
+test('allow-list entries tied to a principal serve only that principal (review finding 8)', async () => {
+  const p = provider(undefined, { 'security.delegation.token.provider.azure-blob.allowed-containers': 'also-allowed;token:team-a=private' });
+  const asA = { principal: 'token:team-a' };
+  const asB = { principal: 'token:team-b' };
+  expect(await failure(() => p.registerJob(JOB, { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'private' }, asB))).toContain("container 'private' of account 'tokacct' is not allowed");
+  expect(await failure(() => p.registerJob(JOB, { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'private' }))).toContain('is not allowed');
+  p.registerJob(JOB, { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'also-allowed' }, asB);
+  p.registerJob(`${JOB.slice(0, -1)}1`, { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'private;also-allowed' }, asA);
+  const tokens = decode<AzureBlobTokens>((await p.obtainDelegationTokens()).tokens);
+  expect(Object.keys(tokens.jobs[`${JOB.slice(0, -1)}1`] ?? {}).sort()).toEqual(['also-allowed', 'private']);
+  expect(Object.keys(tokens.jobs[JOB] ?? {})).toEqual(['also-allowed']);
+  expect(await read(sasClient(tokens, 'private', tokens.jobs[`${JOB.slice(0, -1)}1`]!.private!.sas), 'secret.txt')).toBe('not for jobs');
+  p.close();
+});
+
 test('a job asking for a container that is not allow-listed is rejected at registerJob, and nothing is recorded', async () => {
   const p = provider();
   const message = await failure(() => p.registerJob(JOB, { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'allowed;private' }));

@@ -43,8 +43,11 @@ describe('job registrations (token manager + store)', () => {
 
   it('a later request with another configuration never changes an existing registration (review finding 7)', async () => {
     const { providers, regs, store, cap } = await setup();
-    await regs.register(J1, { 'security.delegation.job.azure-blob.containers': 'victim' }, cap.log);
+    await regs.register(J1, { 'security.delegation.job.azure-blob.containers': 'victim' }, cap.log, 'token:victim');
     regs.submitted(J1);
+    // Providers see who submitted (allow-lists per principal), and the store keeps it for restarts.
+    expect(providers[0]!.registered[0]!.principal).toBe('token:victim');
+    expect(store.get(J1)?.principal).toBe('token:victim');
     await expect(regs.register(J1, { 'security.delegation.job.azure-blob.containers': 'attacker' }, cap.log)).rejects.toMatchObject({ code: 'GW_RUN_JOB_ID_CONFLICT', status: 409 });
     expect(providers[0]!.registered.map((r) => r.conf['security.delegation.job.azure-blob.containers'])).toEqual(['victim']);
     expect(store.get(J1)?.configuration).toEqual({ 'security.delegation.job.azure-blob.containers': 'victim' });
@@ -121,7 +124,7 @@ describe('job registrations (token manager + store)', () => {
     const second = await setup();
     await second.regs.restore(async () => new Map([[J1, 'RUNNING'], [J2, 'FINISHED']]));
     expect(second.regs.watchedJobs()).toEqual([J1]);
-    expect(second.providers[0]!.registered).toEqual([{ jobId: J1, conf: { 'parallelism.default': '1' } }]);
+    expect(second.providers[0]!.registered).toEqual([{ jobId: J1, conf: { 'parallelism.default': '1' }, principal: 'anonymous' }]);
     expect(second.providers[0]!.unregistered.sort()).toEqual([J2, J3]);
     expect(second.store.list().map((r) => r.jobId)).toEqual([J1]);
   });
