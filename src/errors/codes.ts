@@ -99,6 +99,10 @@ export const ERROR_CODES = {
     status: 401,
     template: 'This gateway requires authentication: send "Authorization: Bearer <token>" (a token listed in gateway.auth.tokens-file) or a client certificate trusted by gateway.tls.client-ca.',
   },
+  GW_AUTH_JAR_OWNER: {
+    status: 403,
+    template: 'The jar {jarId} was put on the JobManager by another principal, so {principal} may not {action} it; upload or fetch the jar yourself and use the id you get.',
+  },
   GW_AUTH_CROSS_SITE: {
     status: 403,
     template: 'A browser sent this state-changing request from another site ({reason}); jobs are submitted, cancelled and changed only from the gateway\'s own origin (its Web UI) or from non-browser clients.',

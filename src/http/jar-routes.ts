@@ -52,6 +52,8 @@ export function createJarRoutes(deps: JarRouteDeps) {
         }
         case 'upload': {
           const result = await uploadJar(req, deps.cluster, deps.uploadMaxBytes, log, deps.zipLimits, deps.uploadSpoolDir);
+          const uploaded = String((result.body as { filename?: unknown }).filename ?? '').split('/').pop();
+          if (uploaded) deps.runs.ownJar(uploaded, caller.principal);
           return sendJson(res, 200, result.body);
         }
         case 'fetch': {
@@ -65,6 +67,7 @@ export function createJarRoutes(deps: JarRouteDeps) {
           return sendJson(res, 200, await deps.runs.fetchJar(body.uri, (body.sha256 as string | undefined) ?? undefined, log, caller));
         }
         case 'delete': {
+          deps.runs.checkJarOwner(jarId, caller.principal, 'delete');
           const r = await deps.cluster.json('DELETE', `/v1/jars/${encodeURIComponent(jarId)}${query}`, { operation: 'delete jar' });
           if (r.status === 200) {
             deps.runs.forgetJar(jarId);
@@ -77,11 +80,13 @@ export function createJarRoutes(deps: JarRouteDeps) {
           throw deps.cluster.failure('delete jar', r);
         }
         case 'plan': {
+          deps.runs.checkJarOwner(jarId, caller.principal, 'plan');
           const request = req.method === 'POST' ? parseJarRequest(await readJsonObject(req, jsonLimit, 'JarPlanRequestBody', jsonBudget), 'JarPlanRequestBody') : undefined;
           const plan = await deps.runs.plan(jarId, request, query, req.method as 'GET' | 'POST', log, caller);
           return sendJson(res, 200, plan);
         }
         case 'run': {
+          deps.runs.checkJarOwner(jarId, caller.principal, 'run');
           const request = parseJarRequest(await readJsonObject(req, jsonLimit, 'JarRunRequestBody', jsonBudget), 'JarRunRequestBody');
           const { outcome } = await deps.runs.run(jarId, request, query, log, caller);
           return sendJson(res, 200, { jobid: outcome.jobid });

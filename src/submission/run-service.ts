@@ -92,6 +92,15 @@ export class RunService {
    * ids that may run by id, and only with one of their own classes.
    */
   private readonly fetchedJars = new Map<string, JarEntryPoints>();
+  /**
+   * Who put each jar on the JobManager through this gateway (upload or POST /jars/fetch): only that
+   * principal may run, plan or delete it. Jars the gateway did not see arrive (before a restart,
+   * or uploaded to the JobManager directly) have no owner here and are not restricted.
+   */
+  private readonly jarOwners = new Map<string, string>();
+  /** principal + sha256 → the jar id POST /jars/fetch gave that principal for those bytes. */
+  private readonly fetchedByContent = new Map<string, string>();
+  private readonly fetchedFilenames = new Map<string, string>();
 
   constructor(private readonly opts: RunServiceOptions) {
     this.flights = new SingleFlight(opts.dedupeRetentionMs, opts.clock);
@@ -221,6 +230,14 @@ export class RunService {
     if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
     const prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(sha256 ? { sha256 } : {}), log, ...(caller ? { audit: caller } : {}) });
+    const principal = caller?.principal ?? 'anonymous';
+    const contentKey = `${principal}\n${prepared.artifact.sha256}`;
+    const earlier = this.fetchedByContent.get(contentKey);
+    if (earlier !== undefined && this.fetchedJars.has(earlier)) {
+      // The same bytes for the same principal: one copy on the JobManager's disk, not one per call.
+      await prepared.release();
+      return { filename: this.fetchedFilenames.get(earlier) ?? earlier, status: 'success' };
+    }
     let points: JarEntryPoints;
     try {
       points = await prepared.entryPoints();
@@ -231,12 +248,29 @@ export class RunService {
     // The jar now belongs to the JobManager like an uploaded one: the caller deletes it.
     prepared.detach();
     this.fetchedJars.set(prepared.jarId, points);
+    this.jarOwners.set(prepared.jarId, principal);
+    this.fetchedByContent.set(contentKey, prepared.jarId);
+    this.fetchedFilenames.set(prepared.jarId, prepared.filename);
     return { filename: prepared.filename, status: 'success' };
   }
 
-  /** A jar deleted from the JobManager is no longer a fetched one. */
+  /** A jar deleted from the JobManager is no longer a fetched one, nor anyone's. */
   forgetJar(jarId: string): void {
     this.fetchedJars.delete(jarId);
+    this.fetchedFilenames.delete(jarId);
+    this.jarOwners.delete(jarId);
+    for (const [k, v] of this.fetchedByContent) if (v === jarId) this.fetchedByContent.delete(k);
+  }
+
+  /** Records who uploaded `jarId`. */
+  ownJar(jarId: string, principal: string): void {
+    this.jarOwners.set(jarId, principal);
+  }
+
+  /** Throws 403 GW_AUTH_JAR_OWNER when `jarId` belongs to another principal. */
+  checkJarOwner(jarId: string, principal: string, action: string): void {
+    const owner = this.jarOwners.get(jarId);
+    if (owner !== undefined && owner !== principal) throw new GatewayError('GW_AUTH_JAR_OWNER', { jarId, action, principal });
   }
 
   async plan(jarId: string, request: JarRequest | undefined, query: string, method: 'GET' | 'POST', log: Logger, caller?: Caller): Promise<unknown> {

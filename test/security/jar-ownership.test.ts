@@ -1,0 +1,81 @@
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { httpPlugin } from '../../fs-plugins/http';
+import { json, uploadBytes } from '../helpers/flink';
+import { startGateway, type TestGateway } from '../helpers/gateway';
+import { buildJar } from '../helpers/jars';
+import { startFakeJobManager, type FakeJobManager } from '../servers/fake-jobmanager';
+import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
+
+/**
+ * Security review finding 16 (checked, then fixed): a submitter may not run, plan or delete a jar
+ * another principal put on the JobManager through the gateway; fetched provenance cannot be forged
+ * (covered in test/unit/submission/entry-class-policy.test.ts); and POST /jars/fetch of the same bytes
+ * by the same principal keeps one copy on the JobManager's disk, not one per call.
+ */
+
+const sha = (t: string) => createHash('sha256').update(t).digest('hex');
+const alice = { authorization: 'Bearer tok-alice' };
+const bob = { authorization: 'Bearer tok-bob' };
+const JAR = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n', 'a/B.class': 'x' });
+const code = (r: { body: Record<string, unknown> }) => String((r.body.errors as string[] | undefined)?.[0] ?? '').split(':')[0];
+
+describe('jars belong to the principal that put them on the JobManager', () => {
+  let jm: FakeJobManager;
+  let origin: HttpOrigin;
+  let gw: TestGateway;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'gw-jar-owner-'));
+    writeFileSync(join(dir, 'tokens'), `alice ${sha('tok-alice')}\nbob ${sha('tok-bob')}\n`);
+    jm = await startFakeJobManager();
+    origin = await startHttpOrigin({ files: { '/app.jar': JAR } });
+    gw = await startGateway(
+      jm.url,
+      {
+        'gateway.auth.tokens-file': join(dir, 'tokens'),
+        'web.submit.jar-uri.enable': 'true',
+        'user.artifacts.allowed-schemes': 'http',
+        'user.artifacts.raw-http-enabled': 'true',
+        'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+        'gateway.artifacts.handoff': 'upload',
+      },
+      [httpPlugin],
+    );
+  });
+  afterAll(async () => {
+    await gw.close();
+    await jm.stop();
+    await origin.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('an uploaded jar: another submitter may not run, plan or delete it; its owner may', async () => {
+    const up = await uploadBytes(gw.url, [{ name: 'app.jar', bytes: JAR }], {}, alice);
+    const id = String(up.body.filename).split('/').pop()!;
+    for (const [method, path] of [['POST', `/v1/jars/${id}/run`], ['POST', `/v1/jars/${id}/plan`], ['GET', `/v1/jars/${id}/plan`], ['DELETE', `/v1/jars/${id}`]] as const) {
+      const r = await json(method, `${gw.url}${path}`, method === 'POST' ? {} : undefined, bob);
+      expect({ method, path, status: r.status, code: code(r) }).toEqual({ method, path, status: 403, code: 'GW_AUTH_JAR_OWNER' });
+    }
+    expect(jm.runs).toHaveLength(0);
+    expect((await json('POST', `${gw.url}/v1/jars/${id}/run`, {}, alice)).status).toBe(200);
+    expect((await json('DELETE', `${gw.url}/v1/jars/${id}`, undefined, alice)).status).toBe(200);
+  });
+
+  it('POST /jars/fetch of the same bytes by the same principal keeps one copy on the JobManager', async () => {
+    const before = jm.jars.size;
+    const first = await json('POST', `${gw.url}/v1/jars/fetch`, { uri: `${origin.url}/app.jar` }, alice);
+    const second = await json('POST', `${gw.url}/v1/jars/fetch`, { uri: `${origin.url}/app.jar` }, alice);
+    expect(first.status).toBe(200);
+    expect(second.body.filename).toBe(first.body.filename);
+    expect(jm.jars.size).toBe(before + 1);
+    const byBob = await json('POST', `${gw.url}/v1/jars/fetch`, { uri: `${origin.url}/app.jar` }, bob);
+    expect(byBob.body.filename).not.toBe(first.body.filename);
+    const bobs = String(byBob.body.filename).split('/').pop()!;
+    expect(code(await json('DELETE', `${gw.url}/v1/jars/${String(first.body.filename).split('/').pop()}`, undefined, bob))).toBe('GW_AUTH_JAR_OWNER');
+    expect((await json('DELETE', `${gw.url}/v1/jars/${bobs}`, undefined, bob)).status).toBe(200);
+  });
+});
