@@ -19,6 +19,23 @@ export interface GatewayRouteDeps {
 }
 
 /** The gateway's own routes under /gateway/v1 (not Flink paths). */
+/**
+ * What the per-job tokens do and do not isolate, said where an operator looks (docs/security.md).
+ * A session cluster runs every job's main() in the JobManager's JVM and its tasks in shared
+ * TaskManager JVMs: job code is one trust domain, whatever the gateway does.
+ */
+export const TOKEN_ISOLATION = {
+  jobCode: 'shared',
+  isolated: [
+    'requests of different principals: permissions, job-id ownership, jar ownership, allow-lists tied to principals',
+    'what a job may ask for: each job obtains only the containers, roles and scopes its principal is allowed',
+  ],
+  notIsolated: [
+    'job code from job code: any job running in this cluster can read every token delivered to it (the JobManager holds the bridge secret and every job\'s tokens; TaskManagers are shared)',
+  ],
+  advice: 'run one session cluster per trust domain (team); do not share a session cluster between parties that must not read each other\'s tokens',
+} as const;
+
 export function createGatewayRoutes(deps: GatewayRouteDeps): Router {
   const router = Router();
   // Prometheus text format; no label carries a URI, a job id or other unbounded value.
@@ -51,7 +68,7 @@ export function createGatewayRoutes(deps: GatewayRouteDeps): Router {
   });
   // Delegation-token status: providers, last obtain, next renewal, registered jobs, last error.
   // Never a token value: the manager's status holds none.
-  router.get('/tokens', (_req, res) => sendJson(res, 200, deps.tokens?.status() ?? { enabled: false, providers: [], registeredJobs: [] }));
+  router.get('/tokens', (_req, res) => sendJson(res, 200, { ...(deps.tokens?.status() ?? { enabled: false, providers: [], registeredJobs: [] }), isolation: TOKEN_ISOLATION }));
   // The latest tokens themselves, for the Flink-side token bridge only (loopback + bridge secret).
   router.get('/tokens/bridge', tokenBridgeHandler(deps.tokenBridge));
   return router;
