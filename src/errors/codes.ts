@@ -91,6 +91,10 @@ export const ERROR_CODES = {
     status: 507,
     template: 'No space left in gateway.artifacts.cache-dir ({dir}) while fetching {uri}; nothing partial was kept. Free space, lower gateway.artifacts.cache.max-size, or give the cache a larger volume.',
   },
+  GW_JAR_QUOTA: {
+    status: 429,
+    template: '{principal} already has {limit} jars from POST /jars/fetch on the JobManager; delete the ones it no longer needs (DELETE /jars/<jarid>) and fetch again.',
+  },
   GW_FETCH_BUSY: {
     status: 503,
     template: 'Too many jar fetches are waiting (user.artifacts.max-concurrent-fetches = {limit}); retry shortly.',

@@ -98,9 +98,8 @@ export class RunService {
    * or uploaded to the JobManager directly) have no owner here and are not restricted.
    */
   private readonly jarOwners = new Map<string, string>();
-  /** principal + sha256 → the jar id POST /jars/fetch gave that principal for those bytes. */
-  private readonly fetchedByContent = new Map<string, string>();
-  private readonly fetchedFilenames = new Map<string, string>();
+  /** Jars POST /jars/fetch left on the JobManager per principal, not deleted yet. */
+  private readonly fetchedPerPrincipal = new Map<string, number>();
 
   constructor(private readonly opts: RunServiceOptions) {
     this.flights = new SingleFlight(opts.dedupeRetentionMs, opts.clock);
@@ -231,12 +230,11 @@ export class RunService {
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
     const prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(sha256 ? { sha256 } : {}), log, ...(caller ? { audit: caller } : {}) });
     const principal = caller?.principal ?? 'anonymous';
-    const contentKey = `${principal}\n${prepared.artifact.sha256}`;
-    const earlier = this.fetchedByContent.get(contentKey);
-    if (earlier !== undefined && this.fetchedJars.has(earlier)) {
-      // The same bytes for the same principal: one copy on the JobManager's disk, not one per call.
+    const held = this.fetchedPerPrincipal.get(principal) ?? 0;
+    if (held >= MAX_FETCHED_JARS_PER_PRINCIPAL) {
+      // Like an upload, every fetch leaves a jar on the JobManager's disk until its caller deletes it.
       await prepared.release();
-      return { filename: this.fetchedFilenames.get(earlier) ?? earlier, status: 'success' };
+      throw new GatewayError('GW_JAR_QUOTA', { principal, limit: MAX_FETCHED_JARS_PER_PRINCIPAL });
     }
     let points: JarEntryPoints;
     try {
@@ -249,17 +247,15 @@ export class RunService {
     prepared.detach();
     this.fetchedJars.set(prepared.jarId, points);
     this.jarOwners.set(prepared.jarId, principal);
-    this.fetchedByContent.set(contentKey, prepared.jarId);
-    this.fetchedFilenames.set(prepared.jarId, prepared.filename);
+    this.fetchedPerPrincipal.set(principal, held + 1);
     return { filename: prepared.filename, status: 'success' };
   }
 
   /** A jar deleted from the JobManager is no longer a fetched one, nor anyone's. */
   forgetJar(jarId: string): void {
-    this.fetchedJars.delete(jarId);
-    this.fetchedFilenames.delete(jarId);
+    const owner = this.jarOwners.get(jarId);
+    if (this.fetchedJars.delete(jarId) && owner !== undefined) this.fetchedPerPrincipal.set(owner, Math.max(0, (this.fetchedPerPrincipal.get(owner) ?? 1) - 1));
     this.jarOwners.delete(jarId);
-    for (const [k, v] of this.fetchedByContent) if (v === jarId) this.fetchedByContent.delete(k);
   }
 
   /** Records who uploaded `jarId`. */
@@ -394,6 +390,9 @@ export class RunService {
     return this.opts.cluster.failure(operation, res);
   }
 }
+
+/** How many jars POST /jars/fetch may leave on the JobManager per principal before they are deleted. */
+export const MAX_FETCHED_JARS_PER_PRINCIPAL = 256;
 
 /** Errors after which the JobManager may or may not have accepted the run. */
 function isAmbiguous(err: unknown): boolean {

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import { heldBufferBytes } from '../helpers/held-buffers';
 import { readAll } from './plugin-fixtures';
 
 /**
@@ -125,17 +124,3 @@ export function fsPluginContract(name: string, setup: () => Promise<ContractFixt
   });
 }
 
-/** Bytes held by Buffers and ArrayBuffers after a full, forced garbage collection. */
-function heldBufferBytes(): number {
-  forcedGc();
-  return process.memoryUsage().arrayBuffers;
-}
-
-let gcFn: (() => void) | undefined;
-function forcedGc(): void {
-  if (gcFn === undefined) {
-    setFlagsFromString('--expose-gc');
-    gcFn = runInNewContext('gc') as () => void;
-  }
-  gcFn();
-}

@@ -24,6 +24,7 @@ describe.each([
   let gw: TestGateway;
   let dir: string;
   let jar: string;
+  let bobJar: string;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-job-ids-'));
@@ -31,10 +32,13 @@ describe.each([
     gw = await startGateway(flinkUrl(), { 'gateway.auth.tokens-file': join(dir, 'tokens'), 'gateway.run.dedupe-retention': retention });
     const up = await uploadBytes(gw.url, [{ name: 'WordCount.jar', bytes: readFileSync(WORDCOUNT_JAR) }], {}, alice);
     jar = String(up.body.filename).split('/').pop()!;
+    const bobs = await uploadBytes(gw.url, [{ name: 'WordCount.jar', bytes: readFileSync(WORDCOUNT_JAR) }], {}, bob);
+    bobJar = String(bobs.body.filename).split('/').pop()!;
   }, 60_000);
 
   afterAll(async () => {
     await json('DELETE', `${gw.url}/v1/jars/${jar}`, undefined, alice).catch(() => undefined);
+    await json('DELETE', `${gw.url}/v1/jars/${bobJar}`, undefined, bob).catch(() => undefined);
     await gw?.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -49,11 +53,13 @@ describe.each([
     const retry = await json('POST', `${gw.url}/v1/jars/${jar}/run`, body, alice);
     expect(retry).toMatchObject({ status: 200, body: { jobid: jobId } });
 
-    const byBob = await json('POST', `${gw.url}/v1/jars/${jar}/run`, body, bob);
+    // Bob may not even use Alice's jar (GW_AUTH_JAR_OWNER); with a jar of his own, the id is still hers.
+    expect(code(await json('POST', `${gw.url}/v1/jars/${jar}/run`, body, bob))).toBe('GW_AUTH_JAR_OWNER');
+    const byBob = await json('POST', `${gw.url}/v1/jars/${bobJar}/run`, body, bob);
     expect({ status: byBob.status, code: code(byBob) }).toEqual({ status: 409, code: 'GW_RUN_JOB_ID_CONFLICT' });
     const changed = await json('POST', `${gw.url}/v1/jars/${jar}/run`, { ...body, parallelism: 2 }, alice);
     expect({ status: changed.status, code: code(changed) }).toEqual({ status: 409, code: 'GW_RUN_JOB_ID_CONFLICT' });
-    const viaConfig = await json('POST', `${gw.url}/v1/jars/${jar}/run`, { parallelism: 1, flinkConfiguration: { '$internal.pipeline.job-id': jobId } }, bob);
+    const viaConfig = await json('POST', `${gw.url}/v1/jars/${bobJar}/run`, { parallelism: 1, flinkConfiguration: { '$internal.pipeline.job-id': jobId } }, bob);
     expect(viaConfig.status).toBe(409);
 
     const overview = await json('GET', `${gw.url}/v1/jobs/overview`, undefined, alice);
@@ -63,6 +69,7 @@ describe.each([
     // The retry is audited too (deduplicated, or accepted once Flink reports the job as already there).
     expect(audit.filter((a) => a.outcome === 'accepted' || a.outcome === 'deduplicated').map((a) => a.principal)).toEqual(['token:alice', 'token:alice']);
     expect(audit.filter((a) => a.error === 'GW_RUN_JOB_ID_CONFLICT').map((a) => a.principal)).toEqual(['token:bob', 'token:alice', 'token:bob']);
+    expect(audit.filter((a) => a.jarId === bobJar && a.outcome === 'accepted')).toEqual([]);
   }, 120_000);
 
   it('a run that never started frees its id: a corrected request may use it', async () => {
@@ -70,9 +77,9 @@ describe.each([
     const bad = await json('POST', `${gw.url}/v1/jars/${jar}/run`, { jobId, entryClass: 'com.example.Missing' }, alice);
     expect(bad.status).toBeGreaterThanOrEqual(400);
     expect(bad.status).not.toBe(409);
-    const good = await json('POST', `${gw.url}/v1/jars/${jar}/run`, { jobId, parallelism: 1 }, bob);
+    const good = await json('POST', `${gw.url}/v1/jars/${jar}/run`, { jobId, parallelism: 1 }, alice);
     expect(good).toMatchObject({ status: 200, body: { jobid: jobId } });
-    expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED'], 90_000, bob)).toBe('FINISHED');
+    expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED'], 90_000, alice)).toBe('FINISHED');
   }, 120_000);
 
   it('takes the job id from $internal.pipeline.job-id when the body has none (as Flink 2.x does)', async () => {

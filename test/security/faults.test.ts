@@ -295,7 +295,7 @@ const isRoot = process.getuid?.() === 0;
 
   beforeAll(async () => {
     mnt = mkdtempSync(join(tmpdir(), 'gw-tmpfs-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', mnt], { stdio: 'pipe' });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m,mode=0700', 'tmpfs', mnt], { stdio: 'pipe' });
     mounted = true;
     [origin, jm] = await Promise.all([startHttpOrigin({ files: { '/big.jar': big, '/small.jar': small } }), startFakeJobManager()]);
     gw = await startGateway(jm.url, {
