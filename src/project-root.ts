@@ -12,3 +12,8 @@ export function projectRoot(from: string = __dirname): string {
     dir = parent;
   }
 }
+
+/** This gateway's version (package.json), e.g. for a User-Agent. */
+export function gatewayVersion(): string {
+  return (JSON.parse(readFileSync(join(projectRoot(), 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown';
+}

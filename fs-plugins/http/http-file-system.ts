@@ -1,3 +1,4 @@
+import { gatewayVersion } from '../../src/project-root';
 import { isIP } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -7,6 +8,8 @@ import type { ConnectGuard, FileSystem, ObjectStat, OpenedObject, OpenOptions } 
 import { redactUri } from '../../src/artifacts/uri';
 import { GatewayError, isGatewayError } from '../../src/errors/gateway-error';
 import { statusError, translateError } from './http-errors';
+
+const USER_AGENT = `flink-jar-gateway/${gatewayVersion()}`;
 
 export interface HttpSettings {
   rawHttpEnabled: boolean;
@@ -93,7 +96,9 @@ export class HttpFileSystem implements FileSystem {
     for (let redirects = 0; ; redirects++) {
       await this.checkTarget(uri, current, signal);
       // Credentials configured for the jar URI go to its origin only, never to where it redirects.
-      const headers = { ...(current.origin === uri.origin && headersAllowed(uri, settings.headerHosts) ? settings.headers : {}), ...extra };
+      // Some artifact repositories refuse requests without a User-Agent; a configured one wins.
+      const headers: Record<string, string> = { ...(current.origin === uri.origin && headersAllowed(uri, settings.headerHosts) ? settings.headers : {}), ...extra };
+      if (!Object.keys(headers).some((k) => k.toLowerCase() === 'user-agent')) headers['user-agent'] = USER_AGENT;
       let res: Dispatcher.ResponseData;
       try {
         res = await request(current, { dispatcher: this.deps.dispatcher, method, headers, signal });

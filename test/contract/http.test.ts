@@ -148,6 +148,16 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
     await failure(none.stat(new URL(`${tlsOrigin.url}/redirect/1/small.jar`), signal()), 'GW_FETCH_URI_INVALID');
   });
 
+  it('sends a User-Agent (flink-jar-gateway/<version>) unless one is configured (fidelity item 7)', async () => {
+    const start = tlsOrigin.requests.length;
+    await fsWith({}).stat(new URL(`${tlsOrigin.url}/small.jar`), signal());
+    expect(tlsOrigin.requests.slice(start).map((r) => r.headers['user-agent'])).toEqual([expect.stringMatching(/^flink-jar-gateway\/\d+\.\d+\.\d+/)]);
+    const mine = fsWith({ 'user.artifacts.http-headers': 'User-Agent:ci-fetcher/1', 'user.artifacts.http-headers.hosts': '127.0.0.1' });
+    const again = tlsOrigin.requests.length;
+    await mine.stat(new URL(`${tlsOrigin.url}/small.jar`), signal());
+    expect(tlsOrigin.requests.slice(again).map((r) => r.headers['user-agent'])).toEqual(['ci-fetcher/1']);
+  });
+
   it('sends no headers to a host that is not listed in user.artifacts.http-headers.hosts', async () => {
     const fs = fsWith({ 'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN}`, 'user.artifacts.http-headers.hosts': 'repo.example.com' });
     const start = tlsOrigin.requests.length;
