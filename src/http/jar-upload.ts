@@ -78,8 +78,12 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
       req.resume();
     };
 
-    parser.on('field', (name) => {
+    parser.on('field', (name, value: string) => {
       if (name !== 'request') fail(new GatewayError('GW_UPLOAD_UNKNOWN_ATTRIBUTE', { name }));
+      // Flink parses the attribute as the upload's request body (an empty JSON object; other fields
+      // are ignored): empty is fine, anything that is not a JSON object is refused. Flink answers
+      // `null` with a 500; the gateway says 400, the caller's mistake.
+      else if (!isEmptyRequestBody(value)) fail(new GatewayError('GW_REQUEST_MALFORMED', { type: 'EmptyRequestBody', reason: "the 'request' attribute must be a JSON object such as {}" }));
     });
 
     parser.on('file', (_field, file, info) => {
@@ -199,6 +203,16 @@ class SpoolTap extends Transform {
     this.discarded = true;
     this.out.destroy();
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function isEmptyRequestBody(value: string): boolean {
+  if (value.trim() === '') return true;
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed);
+  } catch {
+    return false;
   }
 }
 

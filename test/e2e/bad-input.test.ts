@@ -73,6 +73,22 @@ describe('bad input gets a 4xx in Flink\'s envelope and leaves nothing behind', 
     await json('DELETE', `${gw.url}/jars/${String(r.body.filename).split('/').pop()}`);
   });
 
+  it('parses the upload\'s request attribute as Flink does: empty or a JSON object; anything else is 400 (fidelity item 5)', async () => {
+    const jar = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' });
+    // What the embedded Flink 2.1 answers for each value (checked by hand against its /jars/upload):
+    // '' {} {"a":1} → 200; notjson [] "x" 5 {"a": → 400 "did not match expected format"; null → 500 (here 400).
+    for (const request of ['', '{"a":1}']) {
+      const r = await uploadBytes(gw.url, [{ name: 'ok.jar', bytes: jar }], { request });
+      expect({ request, status: r.status }).toEqual({ request, status: 200 });
+      await json('DELETE', `${gw.url}/jars/${String(r.body.filename).split('/').pop()}`);
+    }
+    for (const request of ['notjson', '[]', '"x"', '5', '{"a":', 'null']) {
+      const r = await uploadBytes(gw.url, [{ name: 'bad.jar', bytes: jar }], { request });
+      expect({ request, status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0] }).toEqual({ request, status: 400, code: 'GW_REQUEST_MALFORMED' });
+    }
+    expect(filesUnder(uploadDir()).filter((f) => f.endsWith('_bad.jar'))).toEqual([]);
+  });
+
   it('an upload over gateway.upload.max-size → 413, nothing kept', async () => {
     const name = `big-${newJobId()}.jar`;
     expectEnvelope(await uploadBytes(small.url, [{ name, bytes: readFileSync(WORDCOUNT_JAR) }]), 413, 'GW_UPLOAD_TOO_LARGE', /gateway\.upload\.max-size/);
