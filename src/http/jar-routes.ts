@@ -38,7 +38,16 @@ export function createJarRoutes(deps: JarRouteDeps) {
     const c = classify(req.method, rawPath);
     if (c.kind === 'pass-through') return next();
     const log: Logger = res.locals.log;
-    const caller = { principal: String(res.locals.principal ?? 'anonymous'), reqId: String(res.locals.reqId ?? ''), ...(res.locals.permission ? { permission: String(res.locals.permission) } : {}) };
+    let clientGone = false;
+    res.once('close', () => {
+      if (!res.writableFinished) clientGone = true;
+    });
+    const caller = {
+      principal: String(res.locals.principal ?? 'anonymous'),
+      reqId: String(res.locals.reqId ?? ''),
+      ...(res.locals.permission ? { permission: String(res.locals.permission) } : {}),
+      clientGone: () => clientGone,
+    };
     try {
       if (c.kind === 'jar-noncanonical') throw new GatewayError('GW_ROUTE_NONCANONICAL', { path: rawPath });
       if (c.kind === 'jar-not-found') throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: rawUrl });

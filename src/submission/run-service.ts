@@ -32,6 +32,11 @@ export interface ArtifactFacts {
 /** Who asks, for the audit log: the principal, the request id and the permission verdict. */
 export interface Caller extends AuditSubject {
   permission?: string;
+  /**
+   * True once the client went away before its answer: the audit record then says 499 (what the
+   * client got: nothing) instead of the status the gateway would have sent. The run goes on.
+   */
+  clientGone?: () => boolean;
 }
 
 export interface PreparedJar {
@@ -155,6 +160,7 @@ export class RunService {
   ): void {
     if (!this.opts.audit || !caller) return;
     const a = trace.artifact;
+    const status = caller.clientGone?.() ? CLIENT_GONE : end.status;
     this.opts.audit.submission({
       principal: caller.principal,
       reqId: caller.reqId,
@@ -166,7 +172,7 @@ export class RunService {
       verdicts: { ...trace.verdicts, ...(a?.verdicts ?? {}) },
       outcome: end.outcome,
       ...(end.error ? { error: end.error } : {}),
-      status: end.status,
+      status,
       durationMs: Math.round(performance.now() - t0),
     });
   }
@@ -390,6 +396,9 @@ export class RunService {
     return this.opts.cluster.failure(operation, res);
   }
 }
+
+/** The audit status of a call whose client closed the connection before the answer (nginx's 499). */
+const CLIENT_GONE = 499;
 
 /** How many jars POST /jars/fetch may leave on the JobManager per principal before they are deleted. */
 export const MAX_FETCHED_JARS_PER_PRINCIPAL = 256;
