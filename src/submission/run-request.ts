@@ -35,16 +35,22 @@ export function parseJarRequest(raw: Record<string, unknown>, typeName: 'JarRunR
   if (args !== undefined && args !== null && (!Array.isArray(args) || args.some((a) => typeof a !== 'string'))) {
     bad('programArgsList must be an array of strings');
   }
+  // Lenient the way Flink's Jackson is (checked against Flink 2.1's run and plan handlers):
+  // parallelism takes numeric strings (the Web UI sends "4"), "" as unset (its cleared field) and
+  // truncates fractions (4.5 → 4), but no "4.5" and no boolean; allowNonRestoredState takes
+  // "true"/"false" in any case, "" as unset and integers (0 = false), but no "1", "yes" or 1.5.
   const p = body.parallelism;
-  if (p !== undefined && p !== null) {
-    // Jackson coerces numeric strings; the Web UI sends "parallelism":"4".
-    const n = typeof p === 'string' && /^-?\d+$/.test(p.trim()) ? Number(p) : p;
-    if (typeof n !== 'number' || !Number.isInteger(n) || n > 2 ** 31 - 1 || n < -(2 ** 31)) bad('parallelism must be an integer');
+  if (p === '') delete body.parallelism;
+  else if (p !== undefined && p !== null) {
+    const n = typeof p === 'string' && /^\s*-?\d+\s*$/.test(p) ? Number(p) : typeof p === 'number' && Number.isFinite(p) ? Math.trunc(p) : Number.NaN;
+    if (!Number.isInteger(n) || n > 2 ** 31 - 1 || n < -(2 ** 31)) bad('parallelism must be an integer');
     body.parallelism = n;
   }
   const anrs = body.allowNonRestoredState;
-  if (anrs !== undefined && anrs !== null) {
-    if (anrs === 'true' || anrs === 'false') body.allowNonRestoredState = anrs === 'true';
+  if (anrs === '') delete body.allowNonRestoredState;
+  else if (anrs !== undefined && anrs !== null) {
+    if (typeof anrs === 'string' && /^(true|false)$/i.test(anrs)) body.allowNonRestoredState = anrs.toLowerCase() === 'true';
+    else if (typeof anrs === 'number' && Number.isInteger(anrs)) body.allowNonRestoredState = anrs !== 0;
     else if (typeof anrs !== 'boolean') bad('allowNonRestoredState must be true or false');
   }
   for (const name of ['claimMode', 'restoreMode']) {
