@@ -26,6 +26,10 @@ export const ERROR_CODES = {
     status: 400,
     template: "Jar id '{jarId}' is not a bare file name; use the id returned by POST /jars/upload (the last '/' segment of 'filename').",
   },
+  GW_JAR_URI_CONFLICT: {
+    status: 400,
+    template: 'The jar {jarId} in the path holds classes, and the request also names user.artifacts.job-jar ({uri}); the gateway replaces only a placeholder jar without classes (the operator\'s empty.jar). Run that jar without user.artifacts.job-jar, or run the URI with a placeholder.',
+  },
   GW_JAR_NOT_FOUND: { status: 400, template: '{flinkMessage}; upload the jar first (POST /jars/upload) and use the id it returns.' },
   GW_JAR_INVALID: { status: 400, template: 'The JobManager could not load the jar: {flinkMessage}' },
   GW_RUN_JOB_ID_CONFLICT: {

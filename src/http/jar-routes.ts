@@ -62,7 +62,7 @@ export function createJarRoutes(deps: JarRouteDeps) {
         case 'upload': {
           const result = await uploadJar(req, deps.cluster, deps.uploadMaxBytes, log, deps.zipLimits, deps.uploadSpoolDir);
           const uploaded = String((result.body as { filename?: unknown }).filename ?? '').split('/').pop();
-          if (uploaded) deps.runs.ownJar(uploaded, caller.principal);
+          if (uploaded) deps.runs.ownJar(uploaded, caller.principal, result.classes > 0);
           return sendJson(res, 200, result.body);
         }
         case 'fetch': {

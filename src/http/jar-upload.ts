@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { JarInspector } from '../artifacts/jar-inspector';
 import type { ZipLimits } from '../artifacts/zip-bounds';
 import { zipProblem } from '../artifacts/zip-verify';
+import { jarEntryPoints } from '../artifacts/jar-entry-points';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { MultipartJarBody } from '../cluster/multipart-jar-body';
 import { GatewayError } from '../errors/gateway-error';
@@ -19,6 +20,8 @@ export interface UploadResult {
   body: unknown;
   sha256: string;
   size: number;
+  /** Top-level classes the jar holds (0 for the operator's placeholder `empty.jar`). */
+  classes: number;
 }
 
 /**
@@ -136,6 +139,7 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
         // directory points to, inflated with a bound), so a manifest that lies about its size is
         // refused here as it is for fetched jars — before the JobManager would inflate it.
         const problem = verdict.ok ? await zipProblem(spool!.path, zipLimits).catch((e: unknown) => ({ reason: (e as Error).message, limit: undefined })) : verdict;
+        const classes = problem === undefined ? await jarEntryPoints(spool!.path, zipLimits).then((p) => p.classes.size, () => 0) : 0;
         spool!.discard();
         if (settled) return;
         if (problem !== undefined) {
@@ -151,7 +155,7 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
             if (res.status !== 200) reject(cluster.failure('upload', res));
             else {
               log.info({ jar: fileName, size: verdict.size, sha256: verdict.sha256 }, 'jar uploaded');
-              resolve({ body: res.body, sha256: verdict.sha256, size: verdict.size });
+              resolve({ body: res.body, sha256: verdict.sha256, size: verdict.size, classes });
             }
           },
           () => undefined, // already handled above

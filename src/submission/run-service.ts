@@ -4,6 +4,7 @@ import { type AuditLog, type AuditOutcome, type AuditSubject, outcomeOf, type Ve
 import { summariseFlinkErrors } from '../cluster/flink-errors';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
+import { redactUri } from '../artifacts/uri';
 import type { JobRegistrar } from './job-registrations';
 import { JOB_JAR_KEY, JOB_JAR_SHA256_KEY, type JarRequest } from './run-request';
 import { SingleFlight } from './single-flight';
@@ -103,6 +104,11 @@ export class RunService {
    * or uploaded to the JobManager directly) have no owner here and are not restricted.
    */
   private readonly jarOwners = new Map<string, string>();
+  /**
+   * Uploaded jars that hold classes: a run by URI replaces only a placeholder (the operator's
+   * `empty.jar`), never a real jar named in the path.
+   */
+  private readonly jarsWithClasses = new Set<string>();
   /** Jars POST /jars/fetch left on the JobManager per principal, not deleted yet. */
   private readonly fetchedPerPrincipal = new Map<string, number>();
 
@@ -262,11 +268,13 @@ export class RunService {
     const owner = this.jarOwners.get(jarId);
     if (this.fetchedJars.delete(jarId) && owner !== undefined) this.fetchedPerPrincipal.set(owner, Math.max(0, (this.fetchedPerPrincipal.get(owner) ?? 1) - 1));
     this.jarOwners.delete(jarId);
+    this.jarsWithClasses.delete(jarId);
   }
 
-  /** Records who uploaded `jarId`. */
-  ownJar(jarId: string, principal: string): void {
+  /** Records who uploaded `jarId`, and whether it holds classes (so is no placeholder). */
+  ownJar(jarId: string, principal: string, hasClasses: boolean): void {
     this.jarOwners.set(jarId, principal);
+    if (hasClasses) this.jarsWithClasses.add(jarId);
   }
 
   /** Throws 403 GW_AUTH_JAR_OWNER when `jarId` belongs to another principal. */
@@ -354,6 +362,7 @@ export class RunService {
     }
     if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
+    if (this.jarsWithClasses.has(jarId)) throw new GatewayError('GW_JAR_URI_CONFLICT', { jarId, uri: redactUri(uri.trim()) });
     const pin = request.flinkConfiguration[JOB_JAR_SHA256_KEY];
     const prepared = await this.opts.remoteJars.prepare(uri.trim(), {
       ...(request.jobId ? { jobId: request.jobId } : {}),
