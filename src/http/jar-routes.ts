@@ -90,8 +90,11 @@ export function createJarRoutes(deps: JarRouteDeps) {
         }
         case 'plan': {
           deps.runs.checkJarOwner(jarId, caller.principal, 'plan');
-          const request = req.method === 'POST' ? parseJarRequest(await readJsonObject(req, jsonLimit, 'JarPlanRequestBody', jsonBudget), 'JarPlanRequestBody') : undefined;
-          const plan = await deps.runs.plan(jarId, request, query, req.method as 'GET' | 'POST', log, caller);
+          // Flink's GET plan takes a JarPlanRequestBody too (its Web UI and older clients send one):
+          // parsed like a POST's and sent on as a POST, the same handler on the JobManager.
+          const withBody = req.method === 'POST' || req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+          const request = withBody ? parseJarRequest(await readJsonObject(req, jsonLimit, 'JarPlanRequestBody', jsonBudget), 'JarPlanRequestBody') : undefined;
+          const plan = await deps.runs.plan(jarId, request, query, withBody ? 'POST' : 'GET', log, caller);
           return sendJson(res, 200, plan);
         }
         case 'run': {

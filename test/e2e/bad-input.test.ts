@@ -89,6 +89,13 @@ describe('bad input gets a 4xx in Flink\'s envelope and leaves nothing behind', 
     expect(filesUnder(uploadDir()).filter((f) => f.endsWith('_bad.jar'))).toEqual([]);
   });
 
+  it('a GET plan with a body is parsed as Flink parses it (fidelity item 3)', async () => {
+    const ok = await json('GET', `${gw.url}/v1/jars/${jarId}/plan`, { parallelism: '', programArgsList: ['--parallelism', '1'] });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ plan: { name: 'WordCount' } });
+    expectEnvelope(await json('GET', `${gw.url}/v1/jars/${jarId}/plan`, { parallelism: '4.5' }), 400, 'GW_REQUEST_MALFORMED', /parallelism/);
+  });
+
   it('an upload over gateway.upload.max-size → 413, nothing kept', async () => {
     const name = `big-${newJobId()}.jar`;
     expectEnvelope(await uploadBytes(small.url, [{ name, bytes: readFileSync(WORDCOUNT_JAR) }]), 413, 'GW_UPLOAD_TOO_LARGE', /gateway\.upload\.max-size/);
