@@ -285,6 +285,7 @@ async function composeServices(
     fetchQueueDepth: () => slots.queued,
     cacheEntries: () => cache.stats().entries,
     registeredJobs: () => tokens.status().registeredJobs.length,
+    restorePending: () => registrations.pendingRestores().length,
     tokenProviders: () => tokens.status().providers,
     nextRenewal: () => tokens.status().nextRenewalAt,
   });
@@ -364,6 +365,7 @@ async function composeServices(
     isDraining: () => draining,
     fetches,
     tokens,
+    restorePending: () => registrations.pendingRestores(),
     metrics,
     ...(tokenBridge ? { tokenBridge } : {}),
     auth,

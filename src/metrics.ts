@@ -55,6 +55,8 @@ export class Metrics {
     fetchQueueDepth: () => number;
     cacheEntries: () => number;
     registeredJobs: () => number;
+    /** Running jobs whose re-registration after a restart a provider refused (retried with backoff). */
+    restorePending?: () => number;
     tokenProviders: () => { serviceName: string; lastObtainAt?: string; validUntil?: string; lastError?: string }[];
     nextRenewal: () => string | undefined;
   }) {
@@ -62,6 +64,14 @@ export class Metrics {
     new Gauge({ name: 'flink_gateway_fetch_queue_depth', help: 'Fetches waiting for a slot.', registers: [this.registry], collect() { this.set(gauges.fetchQueueDepth()); } });
     new Gauge({ name: 'flink_gateway_cache_entries', help: 'URIs in the jar cache index.', registers: [this.registry], collect() { this.set(gauges.cacheEntries()); } });
     new Gauge({ name: 'flink_gateway_registered_jobs', help: 'Jobs registered with the delegation-token manager.', registers: [this.registry], collect() { this.set(gauges.registeredJobs()); } });
+    new Gauge({
+      name: 'flink_gateway_token_restore_pending',
+      help: 'Running jobs a delegation-token provider refused to register again after a gateway restart; retried with backoff. Alert when above 0 for long.',
+      registers: [this.registry],
+      collect() {
+        this.set(gauges.restorePending?.() ?? 0);
+      },
+    });
     new Gauge({
       name: 'flink_gateway_token_provider_error',
       help: '1 when the provider\'s last obtain failed, by provider.',

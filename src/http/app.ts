@@ -35,6 +35,8 @@ export interface AppDeps {
   isDraining: () => boolean;
   fetches?: FetchProgress;
   tokens?: { status(): TokenStatus };
+  /** Running jobs whose re-registration after a restart is being retried. */
+  restorePending?: () => unknown[];
   tokenBridge?: TokenBridgeDeps;
 }
 

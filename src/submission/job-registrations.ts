@@ -3,7 +3,8 @@ import { GLOBALLY_TERMINAL, type WatchedJobs } from '../cluster/job-watcher';
 import { GatewayError } from '../errors/gateway-error';
 import { tokensRejected } from '../tokens/registration-error';
 import type { JobConfiguration, TokenManager } from '../tokens/spi';
-import type { RegistrationStore } from './registration-store';
+import type { RegistrationStore, StoredRegistration } from './registration-store';
+import { type Clock, systemClock, type TimerHandle } from '../clock';
 
 /** Keys the gateway adds to a fetched jar's forwarded configuration (see remote-jars.ts). */
 export const PROVENANCE_PREFIX = 'gateway.artifact.';
@@ -29,7 +30,21 @@ export interface JobRegistrationsOptions {
   isSensitive: (key: string) => boolean;
   log: Logger;
   wallClock?: () => number;
+  /** Timers for the re-registration retries after a restart (injected in tests). */
+  clock?: Clock;
 }
+
+/** A stored job whose re-registration at start was refused, retried with backoff. */
+export interface PendingRestore {
+  jobId: string;
+  attempts: number;
+  lastError: string;
+  /** ISO-8601. */
+  nextRetryAt: string;
+}
+
+const RESTORE_RETRY_FIRST_MS = 1_000;
+const RESTORE_RETRY_MAX_MS = 5 * 60_000;
 
 /** A copy of the job's configuration without any sensitive value: that is all a provider sees or the store keeps. */
 export function redactConfiguration(config: Readonly<Record<string, string>>, isSensitive: (key: string) => boolean): Record<string, string> {
@@ -61,10 +76,19 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
   private readonly retrying = new Set<string>();
   private readonly enabled: boolean;
   private readonly now: () => number;
+  private readonly clock: Clock;
+  /** Running jobs a provider refused to register again at start: retried until it accepts or they end. */
+  private readonly pending = new Map<string, PendingRestore & { timer: TimerHandle; rec: StoredRegistration }>();
 
   constructor(private readonly opts: JobRegistrationsOptions) {
     this.enabled = opts.tokens.status().enabled;
     this.now = opts.wallClock ?? Date.now;
+    this.clock = opts.clock ?? systemClock;
+  }
+
+  /** Jobs waiting for a re-registration retry, for the status route and the metrics. */
+  pendingRestores(): PendingRestore[] {
+    return [...this.pending.values()].map(({ jobId, attempts, lastError, nextRetryAt }) => ({ jobId, attempts, lastError, nextRetryAt }));
   }
 
   async register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger, principal = 'anonymous'): Promise<void> {
@@ -124,7 +148,8 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
   }
 
   watchedJobs(): string[] {
-    return [...this.jobs.keys()].filter((j) => !this.submitting.has(j));
+    // Jobs waiting for a re-registration retry are followed too, so they are dropped once they end.
+    return [...this.jobs.keys(), ...this.pending.keys()].filter((j) => !this.submitting.has(j));
   }
 
   async unregister(jobId: string, reason: string): Promise<void> {
@@ -171,13 +196,40 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
         this.configurations.set(rec.jobId, canonical(rec.configuration));
         log.info({ state: state ?? 'unknown (JobManager unreachable)' }, 'job registered again from the store');
       } catch (err) {
-        log.error({ err: (err as Error)?.message }, 'a running job could not be registered again (a provider refused it); it now runs without its delegation tokens');
-        await this.safeRemove(rec.jobId, log);
+        // Not dropped: the job is running and needs its tokens. Retried with backoff until a provider
+        // accepts it or the job ends (the job watcher follows it meanwhile); visible on the status route.
+        log.error({ err: (err as Error)?.message }, 'a running job could not be registered again (a provider refused it); retrying with backoff');
+        this.scheduleRestore(rec, 1, (err as Error)?.message ?? String(err));
       }
     }
   }
 
+  private scheduleRestore(rec: StoredRegistration, attempt: number, lastError: string): void {
+    const delay = Math.min(RESTORE_RETRY_FIRST_MS * 2 ** (attempt - 1), RESTORE_RETRY_MAX_MS);
+    const timer = this.clock.setTimer(() => void this.retryRestore(rec, attempt), delay);
+    this.pending.set(rec.jobId, { jobId: rec.jobId, attempts: attempt, lastError: lastError.slice(0, 500), nextRetryAt: new Date(this.clock.wallMs() + delay).toISOString(), timer, rec });
+  }
+
+  private async retryRestore(rec: StoredRegistration, attempt: number): Promise<void> {
+    if (!this.pending.has(rec.jobId)) return; // the job ended meanwhile
+    const log = this.opts.log.child({ jobId: rec.jobId });
+    try {
+      await this.opts.tokens.registerJob(rec.jobId, rec.configuration, { principal: rec.principal ?? 'anonymous' });
+      this.pending.delete(rec.jobId);
+      const at = Date.parse(rec.registeredAt);
+      this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
+      this.configurations.set(rec.jobId, canonical(rec.configuration));
+      log.info({ attempts: attempt + 1 }, 'job registered again from the store after retrying');
+    } catch (err) {
+      if (!this.pending.has(rec.jobId)) return;
+      log.warn({ err: (err as Error)?.message, attempts: attempt + 1 }, 'a running job still could not be registered again; retrying');
+      this.scheduleRestore(rec, attempt + 1, (err as Error)?.message ?? String(err));
+    }
+  }
+
   private async forget(jobId: string, log: Logger): Promise<void> {
+    this.pending.get(jobId)?.timer.cancel();
+    this.pending.delete(jobId);
     this.submitting.delete(jobId);
     this.retrying.delete(jobId);
     this.jobs.delete(jobId);

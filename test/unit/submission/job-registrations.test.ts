@@ -140,17 +140,58 @@ describe('job registrations (token manager + store)', () => {
     expect(second.cap.messages('warn').join('\n')).toMatch(/registering every stored job again/);
   });
 
-  it('drops a stored job whose re-registration a provider refuses, and says so', async () => {
+  it('retries a running job whose re-registration a provider refuses, with backoff, and shows it (fidelity item 14)', async () => {
     const first = await setup();
-    await first.regs.register(J1, {}, first.cap.log);
-    const second = await setup();
-    second.providers[0]!.register = () => {
-      throw new Error('no longer allowed');
+    await first.regs.register(J1, { a: '1' }, first.cap.log, 'token:ci');
+    const clock = new ManualClock();
+    const cap = captureLogger();
+    const config = tokenConfig();
+    const { providers, receivers } = pairs('a');
+    const tokens = await DefaultTokenManager.create({ config, providers, receivers, log: cap.log, clock });
+    const store = new RegistrationStore(dir, cap.log);
+    await store.init();
+    const regs = new JobRegistrations({ tokens, store, isSensitive: () => false, log: cap.log, clock });
+    let refusals = 3;
+    providers[0]!.register = () => {
+      if (refusals-- > 0) throw new Error('the role is being rotated');
     };
-    await second.regs.restore(async () => new Map([[J1, 'RUNNING']]));
-    expect(second.regs.watchedJobs()).toEqual([]);
-    expect(second.store.list()).toEqual([]);
-    expect(second.cap.messages('error').join('\n')).toMatch(/could not be registered again/);
+    await regs.restore(async () => new Map([[J1, 'RUNNING']]));
+    // Kept (the job runs and needs its tokens), followed by the watcher, shown with its next retry.
+    expect(store.list().map((r) => r.jobId)).toEqual([J1]);
+    expect(regs.watchedJobs()).toEqual([J1]);
+    expect(regs.pendingRestores()).toEqual([{ jobId: J1, attempts: 1, lastError: expect.stringContaining('the role is being rotated'), nextRetryAt: expect.any(String) }]);
+    expect(cap.messages('error').join('\n')).toMatch(/could not be registered again/);
+    await clock.advance(1_000); // 2nd attempt refused
+    await clock.advance(2_000); // 3rd attempt refused
+    expect(regs.pendingRestores()[0]!.attempts).toBe(3);
+    await clock.advance(3_999);
+    expect(regs.pendingRestores()).toHaveLength(1);
+    await clock.advance(1); // 4th attempt, 4 s after the 3rd: accepted
+    expect(regs.pendingRestores()).toEqual([]);
+    expect(regs.list().map((j) => j.jobId)).toEqual([J1]);
+    expect(providers[0]!.registered.at(-1)).toMatchObject({ jobId: J1, principal: 'token:ci' });
+  });
+
+  it('stops retrying once the job ended', async () => {
+    const first = await setup();
+    await first.regs.register(J2, {}, first.cap.log);
+    const clock = new ManualClock();
+    const { providers, receivers } = pairs('a');
+    const cap = captureLogger();
+    const tokens = await DefaultTokenManager.create({ config: tokenConfig(), providers, receivers, log: cap.log, clock });
+    const store = new RegistrationStore(dir, cap.log);
+    await store.init();
+    const regs = new JobRegistrations({ tokens, store, isSensitive: () => false, log: cap.log, clock });
+    providers[0]!.register = () => {
+      throw new Error('refused');
+    };
+    await regs.restore(async () => new Map([[J2, 'RUNNING']]));
+    await regs.unregister(J2, 'the job reached FINISHED');
+    expect(regs.pendingRestores()).toEqual([]);
+    const calls = providers[0]!.registered.length;
+    await clock.advance(60_000);
+    expect(providers[0]!.registered.length).toBe(calls);
+    expect(store.list()).toEqual([]);
   });
 
   it('does nothing (no store, no tracking) when delegation tokens are disabled', async () => {
