@@ -345,7 +345,7 @@ async function composeServices(
     cluster,
     claims,
     jarUriEnabled: config.get(coreOptions.jarUriEnable),
-    ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff) } : {}),
+    ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff, cache) } : {}),
     dedupeRetentionMs: config.get(coreOptions.runDedupeRetention),
     registrations,
     policyMode,

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -99,6 +99,27 @@ export class JarCache {
     this.entries.set(key, full);
     await writeFile(join(this.dir, 'index', `${key}.json`), JSON.stringify(full), { mode: 0o600 });
     return full;
+  }
+
+  /**
+   * A jar derived from cached ones (a job jar with nested artifacts), built once per `key` and
+   * kept content-addressed like a download: an unchanged set is not built again. The result is
+   * held until `release` is called.
+   */
+  async derived(key: string, build: (tmpFile: string) => Promise<{ sha256: string; size: number }>): Promise<{ path: string; sha256: string; release: () => void }> {
+    const existing = this.lookup(key);
+    if (existing && (await this.verifyBlob(existing.sha256))) {
+      return { path: this.blobPath(existing.sha256), sha256: existing.sha256, release: this.hold(existing.sha256) };
+    }
+    const tmp = join(this.tmpDir, `derived-${randomBytes(8).toString('hex')}.jar`);
+    try {
+      const built = await build(tmp);
+      const entry = await this.commit(key, tmp, { uri: `derived:${key}`, sha256: built.sha256, size: built.size });
+      return { path: this.blobPath(entry.sha256), sha256: entry.sha256, release: this.hold(entry.sha256) };
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
   }
 
   /** Marks a blob in use until the returned function is called. */

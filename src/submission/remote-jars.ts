@@ -1,5 +1,8 @@
 import type { Logger } from 'pino';
-import type { ArtifactFetcher } from '../artifacts/artifact-fetcher';
+import { createHash } from 'node:crypto';
+import type { ArtifactFetcher, FetchedJar } from '../artifacts/artifact-fetcher';
+import type { JarCache } from '../artifacts/jar-cache';
+import { libName, nestArtifacts } from '../artifacts/nested-jar';
 import { jarEntryPoints } from '../artifacts/jar-entry-points';
 import type { HandedOffJar, JarHandoff } from '../cluster/jar-handoff';
 import type { PipelinedUpload } from '../cluster/pipelined-upload';
@@ -14,16 +17,24 @@ import type { PreparedJar, RemoteJarSource } from './run-service';
  * passed every check (ADR 0008); every other case hands the cached file off afterwards.
  */
 export class RemoteJars implements RemoteJarSource {
-  constructor(private readonly fetcher: ArtifactFetcher, private readonly handoff: JarHandoff) {}
+  constructor(
+    private readonly fetcher: ArtifactFetcher,
+    private readonly handoff: JarHandoff,
+    private readonly cache: JarCache,
+  ) {}
 
-  async prepare(uri: string, ctx: { jobId?: string; sha256?: string; log: Logger; audit?: AuditSubject }): Promise<PreparedJar> {
+  async prepare(uri: string, ctx: { jobId?: string; sha256?: string; artifacts?: readonly string[]; log: Logger; audit?: AuditSubject }): Promise<PreparedJar> {
+    const artifacts = ctx.artifacts ?? [];
+    // With artifacts the jar handed off is a new one (the job jar plus lib/ entries), so the
+    // download cannot stream to the JobManager as it arrives.
     const pipe: { upload?: PipelinedUpload } = {};
+    const tapped = this.handoff.mode === 'upload' && artifacts.length === 0;
     const jar = await this.fetcher
       .fetch(uri, {
         ...(ctx.sha256 !== undefined ? { sha256: ctx.sha256 } : {}),
         log: ctx.log,
         ...(ctx.audit ? { audit: { ...ctx.audit, ...(ctx.jobId ? { jobId: ctx.jobId } : {}) } } : {}),
-        ...(this.handoff.mode === 'upload' ? { tap: (name: string) => (pipe.upload = this.handoff.pipelined(name)) } : {}),
+        ...(tapped ? { tap: (name: string) => (pipe.upload = this.handoff.pipelined(name)) } : {}),
       })
       .catch((err: unknown) => {
         // A download, size, checksum, pin or zip failure: the upload is never completed.
@@ -32,15 +43,31 @@ export class RemoteJars implements RemoteJarSource {
       });
     let handed: HandedOffJar | undefined;
     let pipelined = false;
+    const libs: FetchedJar[] = [];
+    let nested: { path: string; sha256: string; release: () => void } | undefined;
+    const releaseAll = () => {
+      nested?.release();
+      for (const l of libs) l.release();
+      jar.release();
+    };
     try {
+      if (artifacts.length > 0) {
+        // Each artifact through the same plugins, policy, allow-list, cache and limits as the job jar.
+        for (const a of artifacts) {
+          libs.push(await this.fetcher.fetch(a, { log: ctx.log, ...(ctx.audit ? { audit: { ...ctx.audit, ...(ctx.jobId ? { jobId: ctx.jobId } : {}) } } : {}) }));
+        }
+        const names = libs.map((l, i) => libName(i, new URL(l.uri).pathname));
+        const key = createHash('sha256').update(JSON.stringify([jar.sha256, libs.map((l, i) => [l.sha256, names[i]])])).digest('hex');
+        nested = await this.cache.derived(`nested-${key}`, (tmp) => nestArtifacts(jar.path, libs.map((l, i) => ({ path: l.path, name: names[i]! })), tmp));
+      }
       if (jar.tapped) {
         handed = await pipe.upload!.complete();
         pipelined = handed !== undefined;
       } else pipe.upload?.abort(new Error('the download that fed the upload was retried'));
       // Not pipelined (cached, shared with another request, retried) or the upload ended early.
-      handed ??= await this.handoff.handOff(jar.path, jar.name);
+      handed ??= await this.handoff.handOff(nested?.path ?? jar.path, jar.name);
     } catch (err) {
-      jar.release();
+      releaseAll();
       throw err;
     }
     ctx.log.info({ jarId: handed.jarId, sha256: jar.sha256, fromCache: jar.fromCache, handoff: this.handoff.mode, pipelined }, 'remote jar handed to the JobManager');
@@ -51,15 +78,16 @@ export class RemoteJars implements RemoteJarSource {
         'gateway.artifact.uri': jar.uri,
         'gateway.artifact.sha256': jar.sha256,
         ...(jar.version !== undefined ? { 'gateway.artifact.version': jar.version } : {}),
+        ...(libs.length > 0 ? { 'gateway.artifact.artifacts': libs.map((l) => `${l.uri}@sha256:${l.sha256}`).join(';') } : {}),
       },
       artifact: { uri: jar.uri, sha256: jar.sha256, size: jar.size, ...(jar.version !== undefined ? { version: jar.version } : {}), verdicts: jar.verdicts },
-      entryPoints: () => jarEntryPoints(jar.path),
-      detach: () => jar.release(),
+      entryPoints: () => jarEntryPoints(nested?.path ?? jar.path),
+      detach: releaseAll,
       release: async () => {
         try {
           await handed.release();
         } finally {
-          jar.release();
+          releaseAll();
         }
       },
     };

@@ -18,7 +18,7 @@ import { type ClaimResult, type JobClaims, runFingerprint } from './job-claims';
  * JobManager, and cleans it up afterwards. Implemented by the artifacts feature.
  */
 export interface RemoteJarSource {
-  prepare(uri: string, ctx: { jobId?: string; sha256?: string; log: Logger; audit?: AuditSubject }): Promise<PreparedJar>;
+  prepare(uri: string, ctx: { jobId?: string; sha256?: string; artifacts?: readonly string[]; log: Logger; audit?: AuditSubject }): Promise<PreparedJar>;
 }
 
 /** What was fetched, for the audit log. */
@@ -355,7 +355,11 @@ export class RunService {
   private async withJar<T>(jarId: string, request: JarRequest, log: Logger, trace: Trace, caller: Caller | undefined, fn: (jarId: string) => Promise<T>): Promise<T> {
     this.enforcePolicy(trace);
     const uri = request.flinkConfiguration[JOB_JAR_KEY];
+    const artifacts = artifactList(request.flinkConfiguration[ARTIFACT_LIST_KEY]);
     if (uri === undefined || uri.trim() === '') {
+      if (artifacts.length > 0) {
+        throw new GatewayError('GW_REQUEST_MALFORMED', { type: 'JarRunRequestBody', reason: `${ARTIFACT_LIST_KEY} needs ${JOB_JAR_KEY}: the gateway adds artifacts to a jar it fetches, not to an uploaded one` });
+      }
       this.enforceEntryClass(trace, request, this.fetchedJars.get(jarId));
       this.forward(request, trace);
       return fn(jarId);
@@ -367,6 +371,7 @@ export class RunService {
     const prepared = await this.opts.remoteJars.prepare(uri.trim(), {
       ...(request.jobId ? { jobId: request.jobId } : {}),
       ...(pin ? { sha256: pin } : {}),
+      ...(artifacts.length > 0 ? { artifacts } : {}),
       log,
       ...(caller ? { audit: { principal: caller.principal, reqId: caller.reqId } } : {}),
     });
@@ -404,6 +409,17 @@ export class RunService {
     if (res.status === 400) return new GatewayError(operation === 'run' ? 'GW_RUN_REJECTED' : 'GW_PLAN_REJECTED', { flinkMessage });
     return this.opts.cluster.failure(operation, res);
   }
+}
+
+/** Flink's application-mode key for extra jars; the gateway makes it work for session-cluster runs by URI. */
+export const ARTIFACT_LIST_KEY = 'user.artifacts.artifact-list';
+const MAX_ARTIFACTS = 32;
+
+/** `uri1;uri2` (Flink's list syntax), trimmed, at most MAX_ARTIFACTS. */
+function artifactList(value: string | undefined): string[] {
+  const list = (value ?? '').split(';').map((s) => s.trim()).filter(Boolean);
+  if (list.length > MAX_ARTIFACTS) throw new GatewayError('GW_REQUEST_MALFORMED', { type: 'JarRunRequestBody', reason: `${ARTIFACT_LIST_KEY} names ${list.length} artifacts; at most ${MAX_ARTIFACTS}` });
+  return list;
 }
 
 /** The audit status of a call whose client closed the connection before the answer (nginx's 499). */
