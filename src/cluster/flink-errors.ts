@@ -1,4 +1,17 @@
 /**
+ * What a JobManager with `web.submit.enable: false` answers on the jar routes (checked against the
+ * embedded Flink 2.1 with that setting): the REST router has no jar handlers, so a run or delete is
+ * 404 "Not found: <path>", a list or plan falls through to the static-file handler (404 "Unable to
+ * load requested file"), and an upload is refused by the upload handler (400 "POST request not allowed").
+ */
+export function isWebSubmitDisabled(status: number, body: unknown): boolean {
+  const first = (body as { errors?: unknown[] })?.errors?.[0];
+  if (typeof first !== 'string') return false;
+  if (status === 404) return /^(?:Not found: \/(?:v1\/)?jars|Unable to load requested file \/(?:v1\/)?jars)/.test(first);
+  return status === 400 && first === 'POST request not allowed';
+}
+
+/**
  * Flink puts a whole Java stack trace into `errors[0]`. Clients need the sentence, not the trace:
  * keep the first line of each exception and its "Caused by" chain, without class-name prefixes
  * that add nothing, and without `at ...` frames.

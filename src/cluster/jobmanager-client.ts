@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { GatewayError } from '../errors/gateway-error';
-import { summariseFlinkErrors } from './flink-errors';
+import { isWebSubmitDisabled, summariseFlinkErrors } from './flink-errors';
 
 export interface JsonResponse {
   status: number;
@@ -153,6 +153,7 @@ export class JobManagerClient {
 
   /** Turns a non-2xx answer into a gateway error with Flink's message, for calls with no special mapping. */
   failure(operation: string, res: JsonResponse): GatewayError {
+    if (isWebSubmitDisabled(res.status, res.body)) return new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation });
     return new GatewayError('GW_CLUSTER_ERROR', { operation, status: res.status, flinkMessage: summariseFlinkErrors(res.body) });
   }
 

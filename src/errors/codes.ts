@@ -150,6 +150,10 @@ export const ERROR_CODES = {
   GW_CLUSTER_TLS: { status: 502, template: 'The TLS connection to the JobManager at {target} failed ({reason}): {hint}.' },
   GW_CLUSTER_BAD_RESPONSE: { status: 502, template: 'The JobManager at {target} sent an unusable response: {reason}' },
   GW_CLUSTER_TIMEOUT: { status: 504, template: 'The JobManager at {target} did not answer within {timeoutMs} ms ({operation}).' },
+  GW_CLUSTER_SUBMIT_DISABLED: {
+    status: 404,
+    template: 'The JobManager does not accept jars over REST (its configuration has web.submit.enable: false), so the {operation} call has no handler there. Set web.submit.enable: true on the cluster; the gateway\'s jar routes need it.',
+  },
   GW_CLUSTER_ERROR: { status: 502, template: 'The JobManager failed the {operation} call with HTTP {status}: {flinkMessage}' },
   GW_INTERNAL_ERROR: { status: 500, template: 'Internal gateway error (request id {requestId}); the details are in the gateway log.' },
 } as const satisfies Record<string, ErrorSpec>;

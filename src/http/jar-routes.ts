@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { ZipLimits } from '../artifacts/zip-bounds';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
+import { isWebSubmitDisabled } from '../cluster/flink-errors';
 import { parseJarRequest } from '../submission/run-request';
 import type { RunService } from '../submission/run-service';
 import { classify, isBareJarId } from './canonical-path';
@@ -82,6 +83,7 @@ export function createJarRoutes(deps: JarRouteDeps) {
             deps.runs.forgetJar(jarId);
             return sendJson(res, 200, r.body);
           }
+          if (isWebSubmitDisabled(r.status, r.body)) throw new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation: 'delete jar' });
           if (r.status === 400 || r.status === 404) {
             // Flink answers 400 (not 404) for an unknown jar; keep that, the operator relies on it.
             throw new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage: `File ${jarId} does not exist` });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type AuditLog, type AuditOutcome, type AuditSubject, outcomeOf, type Verdicts } from '../audit/audit-log';
-import { summariseFlinkErrors } from '../cluster/flink-errors';
+import { isWebSubmitDisabled, summariseFlinkErrors } from '../cluster/flink-errors';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
 import { redactUri } from '../artifacts/uri';
@@ -403,6 +403,7 @@ export class RunService {
    */
   private runFailure(operation: 'run' | 'plan', res: JsonResponse): GatewayError {
     const flinkMessage = summariseFlinkErrors(res.body);
+    if (isWebSubmitDisabled(res.status, res.body)) return new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation });
     if (/Jar file .* does not exist/.test(flinkMessage) || res.status === 404) return new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage });
     // Only Flink's own handler blames the jar; a plain-text 500 comes from something in between.
     if (res.status === 500 && !res.notJson) return new GatewayError('GW_JAR_INVALID', { flinkMessage });

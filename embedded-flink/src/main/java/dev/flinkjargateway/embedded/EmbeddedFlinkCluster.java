@@ -241,7 +241,11 @@ public final class EmbeddedFlinkCluster {
         config.set(TaskManagerOptions.BIND_HOST, LOOPBACK);
         config.set(TaskManagerOptions.HOST, LOOPBACK);
         config.set(TaskManagerOptions.NUM_TASK_SLOTS, slots);
-        config.set(WebOptions.SUBMIT_ENABLE, true);
+        // On unless the --config file turns it off explicitly: the gateway needs the jar handlers,
+        // but its tests show what a user's cluster with web.submit.enable: false answers.
+        if (!config.contains(WebOptions.SUBMIT_ENABLE)) {
+            config.set(WebOptions.SUBMIT_ENABLE, true);
+        }
         config.set(WebOptions.UPLOAD_DIR, uploadDir.toString());
         config.set(ClusterOptions.INTERCEPT_USER_SYSTEM_EXIT, ClusterOptions.UserSystemExitMode.THROW);
     }
