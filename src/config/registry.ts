@@ -1,5 +1,5 @@
 import type { OptionDef, OptionType, OptionValueMap } from './types';
-import { formatValue, parseValue } from './types';
+import { formatValue, parseMap, parseValue } from './types';
 
 export interface ConfigProblem {
   key: string;
@@ -68,9 +68,10 @@ export class OptionsRegistry {
   }
 
   /** Validates raw entries, collecting every problem, and returns the resolved configuration. */
-  resolve(raw: Map<string, RawEntry>): Configuration {
+  resolve(input: Map<string, RawEntry>): Configuration {
     const problems: ConfigProblem[] = [];
     const values = new Map<string, unknown>();
+    const raw = this.foldPrefixMaps(input);
     for (const [key, entry] of raw) {
       const def = this.lookup(key);
       if (!def) {
@@ -89,6 +90,36 @@ export class OptionsRegistry {
     }
     if (problems.length > 0) throw new ConfigError(problems);
     return new Configuration(this, values);
+  }
+
+  /**
+   * Flink 2.x flattens a nested YAML map into prefix keys (`user.artifacts.http-headers.Authorization:
+   * Bearer x`) and reads map options in that form too: such keys join their map option's value
+   * (a key that is itself a declared option, like `….hosts`, stays that option).
+   */
+  private foldPrefixMaps(raw: Map<string, RawEntry>): Map<string, RawEntry> {
+    const out = new Map(raw);
+    for (const def of this.exact.values()) {
+      if (def.type !== 'map') continue;
+      const prefix = `${def.key}.`;
+      const folded: Record<string, string> = {};
+      let source: string | undefined;
+      for (const [key, entry] of raw) {
+        if (!key.startsWith(prefix) || this.lookup(key) !== undefined) continue;
+        folded[key.slice(prefix.length)] = entry.value === null || entry.value === undefined ? '' : String(entry.value);
+        source ??= entry.source;
+        out.delete(key);
+      }
+      if (source === undefined) continue;
+      const base = raw.get(def.key);
+      let merged: Record<string, string> = folded;
+      if (base !== undefined) {
+        const parsed = typeof base.value === 'object' && base.value !== null ? (base.value as Record<string, string>) : parseMap(String(base.value));
+        merged = { ...parsed, ...folded };
+      }
+      out.set(def.key, { value: merged, source: base?.source ?? source });
+    }
+    return out;
   }
 
   /** Markdown reference, generated so the docs cannot drift from the code. */

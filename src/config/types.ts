@@ -49,7 +49,13 @@ const DURATION_UNITS: Record<string, number> = {
   min: 60_000, m: 60_000, minute: 60_000, minutes: 60_000,
   h: 3_600_000, hour: 3_600_000, hours: 3_600_000,
   d: 86_400_000, day: 86_400_000, days: 86_400_000,
+  // Flink's TimeUtils also takes micro- and nanoseconds; the gateway keeps milliseconds (fractions).
+  µs: 0.001, us: 0.001, micro: 0.001, micros: 0.001, microsecond: 0.001, microseconds: 0.001,
+  ns: 0.000_001, nano: 0.000_001, nanos: 0.000_001, nanosecond: 0.000_001, nanoseconds: 0.000_001,
 };
+
+/** ISO-8601 as Java's Duration.parse reads it (Flink accepts it too): PnDTnHnMn.nS, signs allowed. */
+const ISO_DURATION = /^([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?$/i;
 
 const MEMORY_UNITS: Record<string, number> = {
   b: 1, bytes: 1,
@@ -61,11 +67,17 @@ const MEMORY_UNITS: Record<string, number> = {
 
 /** Parses Flink's duration syntax: `30 s`, `2min`, `500ms`; a bare number is milliseconds. */
 export function parseDuration(text: string): number {
-  const m = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(text);
+  const iso = ISO_DURATION.exec(text.trim());
+  if (iso && /[DHMS]/i.test(text)) {
+    const [, sign, d, h, min, s, frac] = iso;
+    const ms = Number(d ?? 0) * 86_400_000 + Number(h ?? 0) * 3_600_000 + Number(min ?? 0) * 60_000 + Number(s ?? 0) * 1000 + Number(`0.${frac ?? '0'}`) * 1000 * (String(s ?? '').startsWith('-') ? -1 : 1);
+    return sign === '-' ? -ms : ms;
+  }
+  const m = /^\s*(\d+)\s*([a-zµ]*)\s*$/i.exec(text);
   if (!m) throw new Error(`'${text}' is not a duration (examples: 30 s, 2 min, 500 ms)`);
   const unit = (m[2] ?? '').toLowerCase() || 'ms';
   const factor = DURATION_UNITS[unit];
-  if (factor === undefined) throw new Error(`'${text}' has an unknown time unit '${unit}' (use ms, s, min, h, d)`);
+  if (factor === undefined) throw new Error(`'${text}' has an unknown time unit '${unit}' (use ns, µs, ms, s, min, h, d, or ISO-8601 such as PT30S)`);
   return Number(m[1]) * factor;
 }
 
@@ -79,16 +91,71 @@ export function parseMemory(text: string): number {
   return Number(m[1]) * factor;
 }
 
-/** Flink's map syntax `k1:v1,k2:v2` (the value may contain further colons). */
+/**
+ * Flink's map syntax `k1:v1,k2:v2`, split the way Flink's StructuredOptionsSplitter splits it: a
+ * part in single or double quotes may hold `,` or `:` (a doubled quote is a literal one), e.g.
+ * `'Authorization:Basic a,b',X-Key:'v:1'`. Unquoted, a value may still contain further colons.
+ */
 export function parseMap(text: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const part of text.split(',')) {
-    if (part.trim() === '') continue;
-    const i = part.indexOf(':');
-    if (i <= 0) throw new Error(`'${part}' is not a 'key:value' pair`);
-    out[part.slice(0, i).trim()] = part.slice(i + 1).trim();
+  for (const part of splitEscaped(text, ',')) {
+    if (part.text.trim() === '') continue;
+    const kv = part.quoted ? splitEscaped(part.raw, ':') : undefined;
+    let key: string;
+    let value: string;
+    if (kv && kv.length >= 2) {
+      key = kv[0]!.text.trim();
+      value = kv.slice(1).map((p) => p.text).join(':').trim();
+    } else {
+      const i = part.text.indexOf(':');
+      if (i <= 0) throw new Error(`'${part.text}' is not a 'key:value' pair`);
+      key = part.text.slice(0, i).trim();
+      value = part.text.slice(i + 1).trim();
+    }
+    if (key === '') throw new Error(`'${part.text}' is not a 'key:value' pair`);
+    out[key] = value;
   }
   return out;
+}
+
+/** Splits on `delimiter` outside quotes; quotes are removed, a doubled quote inside is one quote. */
+function splitEscaped(text: string, delimiter: string): { text: string; raw: string; quoted: boolean }[] {
+  const parts: { text: string; raw: string; quoted: boolean }[] = [];
+  let cur = '';
+  let raw = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === "'" || c === '"') {
+      const close = findClosingQuote(text, i, c);
+      cur += text.slice(i + 1, close).replaceAll(c + c, c);
+      raw += text.slice(i, close + 1);
+      quoted = true;
+      i = close;
+    } else if (c === delimiter) {
+      parts.push({ text: cur, raw, quoted });
+      cur = '';
+      raw = '';
+      quoted = false;
+    } else {
+      cur += c;
+      raw += c;
+    }
+  }
+  parts.push({ text: cur, raw, quoted });
+  return parts;
+}
+
+function findClosingQuote(text: string, open: number, quote: string): number {
+  for (let i = open + 1; i < text.length; i++) {
+    if (text[i] !== quote) continue;
+    if (text[i + 1] === quote) {
+      i++;
+      continue;
+    }
+    return i;
+  }
+  throw new Error(`'${text}' has an unclosed ${quote} quote`);
 }
 
 export function parseValue<T extends OptionType>(def: OptionDef<T>, raw: unknown): OptionValueMap[T] {
