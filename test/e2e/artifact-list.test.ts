@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { httpPlugin } from '../../fs-plugins/http';
 import { projectRoot } from '../../src/project-root';
-import { json, newJobId, uploadBytes, waitForJobState } from '../helpers/flink';
+import { errorCode, json, newJobId, uploadBytes, waitForJobState } from '../helpers/flink';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { buildJar } from '../helpers/jars';
 import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
@@ -17,7 +17,6 @@ import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
  */
 const JARS = join(projectRoot(__dirname), 'embedded-flink', 'target', 'test-jars');
 const PLACEHOLDER = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' });
-const code = (r: { body: Record<string, unknown> }) => String((r.body.errors as string[] | undefined)?.[0] ?? '').split(':')[0];
 
 describe('user.artifacts.artifact-list for session jobs', () => {
   let o: HttpOrigin;
@@ -75,9 +74,9 @@ describe('user.artifacts.artifact-list for session jobs', () => {
 
   it('holds artifacts to the allow-list, and artifact-list without a job jar URI is a 400', async () => {
     const refused = await run({ 'user.artifacts.artifact-list': `${o.url}/elsewhere/shout-udf.jar` });
-    expect({ status: refused.status, code: code(refused) }).toEqual({ status: 400, code: 'GW_FETCH_URI_NOT_ALLOWED' });
+    expect({ status: refused.status, code: errorCode(refused) }).toEqual({ status: 400, code: 'GW_FETCH_URI_NOT_ALLOWED' });
     expect(o.requests.filter((r) => r.path.startsWith('/elsewhere'))).toEqual([]);
     const noUri = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { flinkConfiguration: { 'user.artifacts.artifact-list': `${o.url}/ok/shout-udf.jar` } });
-    expect({ status: noUri.status, code: code(noUri) }).toEqual({ status: 400, code: 'GW_REQUEST_MALFORMED' });
+    expect({ status: noUri.status, code: errorCode(noUri) }).toEqual({ status: 400, code: 'GW_REQUEST_MALFORMED' });
   });
 });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
+import { errorCode, json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 
 /**
@@ -13,7 +13,6 @@ import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
  */
 
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
-const code = (r: { body: Record<string, unknown> }) => String((r.body.errors as string[] | undefined)?.[0] ?? '').split(':')[0];
 const alice = { authorization: 'Bearer tok-alice' };
 const bob = { authorization: 'Bearer tok-bob' };
 
@@ -54,11 +53,11 @@ describe.each([
     expect(retry).toMatchObject({ status: 200, body: { jobid: jobId } });
 
     // Bob may not even use Alice's jar (GW_AUTH_JAR_OWNER); with a jar of his own, the id is still hers.
-    expect(code(await json('POST', `${gw.url}/v1/jars/${jar}/run`, body, bob))).toBe('GW_AUTH_JAR_OWNER');
+    expect(errorCode(await json('POST', `${gw.url}/v1/jars/${jar}/run`, body, bob))).toBe('GW_AUTH_JAR_OWNER');
     const byBob = await json('POST', `${gw.url}/v1/jars/${bobJar}/run`, body, bob);
-    expect({ status: byBob.status, code: code(byBob) }).toEqual({ status: 409, code: 'GW_RUN_JOB_ID_CONFLICT' });
+    expect({ status: byBob.status, code: errorCode(byBob) }).toEqual({ status: 409, code: 'GW_RUN_JOB_ID_CONFLICT' });
     const changed = await json('POST', `${gw.url}/v1/jars/${jar}/run`, { ...body, parallelism: 2 }, alice);
-    expect({ status: changed.status, code: code(changed) }).toEqual({ status: 409, code: 'GW_RUN_JOB_ID_CONFLICT' });
+    expect({ status: changed.status, code: errorCode(changed) }).toEqual({ status: 409, code: 'GW_RUN_JOB_ID_CONFLICT' });
     const viaConfig = await json('POST', `${gw.url}/v1/jars/${bobJar}/run`, { parallelism: 1, flinkConfiguration: { '$internal.pipeline.job-id': jobId } }, bob);
     expect(viaConfig.status).toBe(409);
 

@@ -6,12 +6,11 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { EmbeddedCluster } from '../../src/cluster/embedded-cluster';
 import { projectRoot } from '../../src/project-root';
-import { json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
+import { errorCode, json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
 import { startGateway, type TestGateway } from '../helpers/gateway';
 import { issueCert, makeTestCa, type CertFiles } from '../servers/tls';
 
 const PASSWORD = 'jm-store-secret';
-const code = (r: { body: Record<string, unknown> }) => String((r.body.errors as string[] | undefined)?.[0] ?? '').split(':')[0];
 
 /**
  * A JobManager whose REST endpoint speaks TLS and requires client certificates
@@ -112,7 +111,7 @@ describe('the gateway → JobManager hop over TLS with client certificates (a se
     const gw = await gateway(options(), what.startsWith('http://') ? cluster.restUrl.replace('https:', 'http:') : cluster.restUrl);
     for (const [method, path] of [['GET', '/v1/overview'], ['GET', '/v1/jars']] as const) {
       const r = await json(method, `${gw.url}${path}`);
-      expect({ status: r.status, code: code(r) }).toEqual({ status: 502, code: 'GW_CLUSTER_TLS' });
+      expect({ status: r.status, code: errorCode(r) }).toEqual({ status: 502, code: 'GW_CLUSTER_TLS' });
       expect(r.headers.location).toBeUndefined();
       expect(String((r.body.errors as string[])[0])).toMatch(hint);
       expect(Object.keys(r.body)).toEqual(['errors']);

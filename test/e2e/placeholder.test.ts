@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { httpPlugin } from '../../fs-plugins/http';
-import { json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
+import { errorCode, json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { operatorPlaceholderJar } from '../helpers/operator-placeholder';
 import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
@@ -14,7 +14,6 @@ import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
  */
 const WORDCOUNT = readFileSync(WORDCOUNT_JAR);
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const code = (r: { body: Record<string, unknown> }) => String((r.body.errors as string[] | undefined)?.[0] ?? '').split(':')[0];
 
 describe('placeholder awareness', () => {
   let o: HttpOrigin;
@@ -57,7 +56,7 @@ describe('placeholder awareness', () => {
     const before = o.requests.length;
     const jobId = newJobId();
     const r = await json('POST', `${gw.url}/v1/jars/${real}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/wordcount.jar?sig=secret` } });
-    expect({ status: r.status, code: code(r) }).toEqual({ status: 400, code: 'GW_JAR_URI_CONFLICT' });
+    expect({ status: r.status, code: errorCode(r) }).toEqual({ status: 400, code: 'GW_JAR_URI_CONFLICT' });
     expect(String((r.body.errors as string[])[0])).not.toContain('secret');
     expect((await json('GET', `${gw.url}/v1/jobs/${jobId}`)).status).toBe(404);
     expect(o.requests.length).toBe(before); // refused before anything was fetched

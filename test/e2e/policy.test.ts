@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { httpPlugin } from '../../fs-plugins/http';
-import { json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
+import { errorCode, json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { buildJar } from '../helpers/jars';
 import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
@@ -12,7 +12,6 @@ import { startTrapListener, type TrapListener } from '../servers/trap-listener';
 const PLACEHOLDER = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' });
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 const WORDCOUNT = readFileSync(WORDCOUNT_JAR);
-const code = (r: { body: Record<string, unknown> }) => String((r.body.errors as string[] | undefined)?.[0] ?? '').split(':')[0];
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 
 /** Common origin: WordCount under allowed and disallowed prefixes. */
@@ -62,12 +61,12 @@ describe('fetched-only policy mode on the real embedded Flink', () => {
     const jobId = newJobId();
     const run = await json('POST', `${gw.url}/v1/jars/${uploadedWordcount}/run`, { jobId });
     expect(run.status).toBe(403);
-    expect(code(run)).toBe('GW_POLICY_FETCHED_ONLY');
+    expect(errorCode(run)).toBe('GW_POLICY_FETCHED_ONLY');
     expect(String((run.body.errors as string[])[0])).toMatch(/user\.artifacts\.job-jar/);
     expect((await json('GET', `${gw.url}/v1/jobs/${jobId}`)).status).toBe(404);
     for (const method of ['GET', 'POST']) {
       const plan = await json(method, `${gw.url}/jars/${uploadedWordcount}/plan`, method === 'POST' ? {} : undefined);
-      expect({ method, status: plan.status, code: code(plan) }).toEqual({ method, status: 403, code: 'GW_POLICY_FETCHED_ONLY' });
+      expect({ method, status: plan.status, code: errorCode(plan) }).toEqual({ method, status: 403, code: 'GW_POLICY_FETCHED_ONLY' });
     }
     const audit = gw.audit().filter((a) => a.audit === 'submission' && a.jarId === uploadedWordcount);
     expect(audit.length).toBeGreaterThanOrEqual(3);
@@ -84,7 +83,7 @@ describe('fetched-only policy mode on the real embedded Flink', () => {
     '/v1/%256Aobs',
   ])('refuses POST %s (a job graph from flink run) without reaching the JobManager', async (path) => {
     const r = await json('POST', `${gw.url}${path}`, { jobGraphFileName: 'g.bin', jobJarFileNames: [], jobArtifactFileNames: [] });
-    expect({ status: r.status, code: code(r) }).toEqual({ status: 403, code: 'GW_POLICY_FETCHED_ONLY' });
+    expect({ status: r.status, code: errorCode(r) }).toEqual({ status: 403, code: 'GW_POLICY_FETCHED_ONLY' });
   });
 
   it('runs a jar named by URI, and a jar id registered by POST /jars/fetch', async () => {
@@ -166,7 +165,7 @@ describe('fetched-only: what a request cannot add to a vetted jar (review findin
       ...(where === 'body' ? { entryClass } : {}),
       flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/releases/wordcount.jar` },
     });
-    expect({ status: r.status, code: code(r) }).toEqual({ status: 403, code: 'GW_POLICY_ENTRY_CLASS' });
+    expect({ status: r.status, code: errorCode(r) }).toEqual({ status: 403, code: 'GW_POLICY_ENTRY_CLASS' });
     expect((await json('GET', `${gw.url}/v1/jobs/${jobId}`)).status).toBe(404);
     expect((await json('GET', `${gw.url}/v1/overview`)).status).toBe(200);
   });
@@ -176,9 +175,9 @@ describe('fetched-only: what a request cannot add to a vetted jar (review findin
     const id = String(fetched.body.filename).split('/').pop()!;
     try {
       const run = await json('POST', `${gw.url}/v1/jars/${id}/run`, { entryClass: 'org.apache.flink.client.cli.CliFrontend' });
-      expect(code(run)).toBe('GW_POLICY_ENTRY_CLASS');
+      expect(errorCode(run)).toBe('GW_POLICY_ENTRY_CLASS');
       const plan = await json('GET', `${gw.url}/v1/jars/${id}/plan?entry-class=org.apache.flink.client.cli.CliFrontend`);
-      expect(code(plan)).toBe('GW_POLICY_ENTRY_CLASS');
+      expect(errorCode(plan)).toBe('GW_POLICY_ENTRY_CLASS');
       const ok = await json('POST', `${gw.url}/v1/jars/${id}/plan`, { entryClass: 'org.apache.flink.streaming.examples.wordcount.WordCount' });
       expect(ok.status).toBe(200);
     } finally {
@@ -246,7 +245,7 @@ describe('user.artifacts.allowed-uris', () => {
   ])('refuses %s with 400 GW_FETCH_URI_NOT_ALLOWED before any request reaches the origin', async (_what, path) => {
     const before = o.requests.length;
     const r = await runByUri(`${o.url}${path}`);
-    expect({ status: r.status, code: code(r) }).toEqual({ status: 400, code: 'GW_FETCH_URI_NOT_ALLOWED' });
+    expect({ status: r.status, code: errorCode(r) }).toEqual({ status: 400, code: 'GW_FETCH_URI_NOT_ALLOWED' });
     expect(String((r.body.errors as string[])[0])).toContain(`http://127.0.0.1:${o.port}/releases`);
     expect(o.requests.length).toBe(before);
     expect((await json('GET', `${gw.url}/v1/jobs/${r.jobId}`)).status).toBe(404);
@@ -258,7 +257,7 @@ describe('user.artifacts.allowed-uris', () => {
       const up = await uploadBytes(gw2.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
       const holder = String(up.body.filename).split('/').pop()!;
       const run = await json('POST', `${gw2.url}/v1/jars/${holder}/run`, { jobId: newJobId(), flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/redirect/1/private/wordcount.jar` } });
-      expect({ status: run.status, code: code(run) }).toEqual({ status: 400, code: 'GW_FETCH_URI_NOT_ALLOWED' });
+      expect({ status: run.status, code: errorCode(run) }).toEqual({ status: 400, code: 'GW_FETCH_URI_NOT_ALLOWED' });
       expect(String((run.body.errors as string[])[0])).toMatch(/redirected to http:\/\/127\.0\.0\.1:\d+\/private\/wordcount\.jar/);
       expect(o.requests.filter((q) => q.path === '/private/wordcount.jar')).toHaveLength(0);
       const fetchAudit = gw2.audit().find((a) => a.audit === 'fetch' && a.outcome === 'rejected');
@@ -312,7 +311,7 @@ describe('per-principal permissions and the audit log', () => {
     expect((await json('GET', `${gw.url}/gateway/v1/health`)).status).toBe(200);
     for (const path of [`/v1/jars/${placeholder}/run`, `/v1/%6Aars/${placeholder}/run`]) {
       const r = await json('POST', `${gw.url}${path}`, { flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/releases/wordcount.jar` } }, bearer(TOKENS.viewer));
-      expect({ path, status: r.status, code: code(r) }).toEqual({ path, status: 403, code: 'GW_AUTH_FORBIDDEN' });
+      expect({ path, status: r.status, code: errorCode(r) }).toEqual({ path, status: 403, code: 'GW_AUTH_FORBIDDEN' });
       expect(String((r.body.errors as string[])[0])).toMatch(/token:viewer may not submit .*gateway\.auth\.permission\.submit/);
     }
     const plan = await json('GET', `${gw.url}/v1/jars/${placeholder}/plan`, undefined, bearer(TOKENS.viewer));
@@ -329,7 +328,7 @@ describe('per-principal permissions and the audit log', () => {
     const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': `${uri}?sig=SECRET-SIG-123` } }, bearer(TOKENS.ci));
     expect(r).toMatchObject({ status: 200, body: { jobid: jobId } });
     const cancelByCi = await json('PATCH', `${gw.url}/v1/jobs/${jobId}?mode=cancel`, undefined, bearer(TOKENS.ci));
-    expect({ status: cancelByCi.status, code: code(cancelByCi) }).toEqual({ status: 403, code: 'GW_AUTH_FORBIDDEN' });
+    expect({ status: cancelByCi.status, code: errorCode(cancelByCi) }).toEqual({ status: 403, code: 'GW_AUTH_FORBIDDEN' });
     const yarnCancel = await json('GET', `${gw.url}/jobs/${jobId}/yarn-cancel`, undefined, bearer(TOKENS.viewer));
     expect(yarnCancel.status).toBe(403);
     const state = await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'RUNNING'], 90_000, bearer(TOKENS.viewer));

@@ -11,6 +11,11 @@ import { projectRoot } from '../../src/project-root';
 export const WORDCOUNT_JAR = join(projectRoot(__dirname), 'embedded-flink', 'target', 'test-jars', 'WordCount.jar');
 export const WORDCOUNT_CLASS = 'org.apache.flink.streaming.examples.wordcount.WordCount';
 
+/** The gateway error code at the start of a Flink-envelope answer (`GW_…`), or '' when there is none. */
+export function errorCode(r: { body: Record<string, unknown> }): string {
+  return String((r.body.errors as string[] | undefined)?.[0] ?? '').split(':')[0]!;
+}
+
 export function newJobId(): string {
   return randomBytes(16).toString('hex');
 }

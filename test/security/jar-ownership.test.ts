@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { httpPlugin } from '../../fs-plugins/http';
-import { json, uploadBytes } from '../helpers/flink';
+import { errorCode, json, uploadBytes } from '../helpers/flink';
 import { startGateway, type TestGateway } from '../helpers/gateway';
 import { buildJar } from '../helpers/jars';
 import { startFakeJobManager, type FakeJobManager } from '../servers/fake-jobmanager';
@@ -20,7 +20,6 @@ const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 const alice = { authorization: 'Bearer tok-alice' };
 const bob = { authorization: 'Bearer tok-bob' };
 const JAR = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n', 'a/B.class': 'x' });
-const code = (r: { body: Record<string, unknown> }) => String((r.body.errors as string[] | undefined)?.[0] ?? '').split(':')[0];
 
 describe('jars belong to the principal that put them on the JobManager', () => {
   let jm: FakeJobManager;
@@ -58,7 +57,7 @@ describe('jars belong to the principal that put them on the JobManager', () => {
     const id = String(up.body.filename).split('/').pop()!;
     for (const [method, path] of [['POST', `/v1/jars/${id}/run`], ['POST', `/v1/jars/${id}/plan`], ['GET', `/v1/jars/${id}/plan`], ['DELETE', `/v1/jars/${id}`]] as const) {
       const r = await json(method, `${gw.url}${path}`, method === 'POST' ? {} : undefined, bob);
-      expect({ method, path, status: r.status, code: code(r) }).toEqual({ method, path, status: 403, code: 'GW_AUTH_JAR_OWNER' });
+      expect({ method, path, status: r.status, code: errorCode(r) }).toEqual({ method, path, status: 403, code: 'GW_AUTH_JAR_OWNER' });
     }
     expect(jm.runs).toHaveLength(0);
     expect((await json('POST', `${gw.url}/v1/jars/${id}/run`, {}, alice)).status).toBe(200);
@@ -72,8 +71,8 @@ describe('jars belong to the principal that put them on the JobManager', () => {
     // Two callers of one principal may each delete their own copy without breaking the other's run.
     expect(second.body.filename).not.toBe(first.body.filename);
     const id = String(first.body.filename).split('/').pop()!;
-    expect(code(await json('POST', `${gw.url}/v1/jars/${id}/run`, {}, bob))).toBe('GW_AUTH_JAR_OWNER');
-    expect(code(await json('DELETE', `${gw.url}/v1/jars/${id}`, undefined, bob))).toBe('GW_AUTH_JAR_OWNER');
+    expect(errorCode(await json('POST', `${gw.url}/v1/jars/${id}/run`, {}, bob))).toBe('GW_AUTH_JAR_OWNER');
+    expect(errorCode(await json('DELETE', `${gw.url}/v1/jars/${id}`, undefined, bob))).toBe('GW_AUTH_JAR_OWNER');
     for (const r of [first, second]) expect((await json('DELETE', `${gw.url}/v1/jars/${String(r.body.filename).split('/').pop()}`, undefined, alice)).status).toBe(200);
   });
 });
