@@ -240,14 +240,12 @@ export class RunService {
   async fetchJar(uri: string, sha256: string | undefined, log: Logger, caller?: Caller): Promise<{ filename: string; status: 'success' }> {
     if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
-    const prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(sha256 ? { sha256 } : {}), log, ...(caller ? { audit: caller } : {}) });
     const principal = caller?.principal ?? 'anonymous';
-    const held = this.fetchedPerPrincipal.get(principal) ?? 0;
-    if (held >= MAX_FETCHED_JARS_PER_PRINCIPAL) {
-      // Like an upload, every fetch leaves a jar on the JobManager's disk until its caller deletes it.
-      await prepared.release();
+    // Like an upload, every fetch leaves a jar on the JobManager's disk until its caller deletes it.
+    if ((this.fetchedPerPrincipal.get(principal) ?? 0) >= MAX_FETCHED_JARS_PER_PRINCIPAL) {
       throw new GatewayError('GW_JAR_QUOTA', { principal, limit: MAX_FETCHED_JARS_PER_PRINCIPAL });
     }
+    const prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(sha256 ? { sha256 } : {}), log, ...(caller ? { audit: caller } : {}) });
     let points: JarEntryPoints;
     try {
       points = await prepared.entryPoints();
@@ -259,7 +257,7 @@ export class RunService {
     prepared.detach();
     this.fetchedJars.set(prepared.jarId, points);
     this.jarOwners.set(prepared.jarId, principal);
-    this.fetchedPerPrincipal.set(principal, held + 1);
+    this.fetchedPerPrincipal.set(principal, (this.fetchedPerPrincipal.get(principal) ?? 0) + 1);
     return { filename: prepared.filename, status: 'success' };
   }
 
