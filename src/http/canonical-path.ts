@@ -2,8 +2,8 @@
  * Route ownership is decided on the path as Flink's router sees it, and on a stricter canonical
  * form, so that no encoding trick turns a jar route into a pass-through (DESIGN.md, "Route ownership").
  *
- * Flink's RouterHandler decodes the path once (Netty's QueryStringDecoder), strips slashes at both
- * ends and splits on '/'. The canonical form decodes until stable. When either view names a jar
+ * Flink's view is exactly its router's (see `pathViews`: Netty decodes once, the Router splits and
+ * decodes each segment again); the canonical form decodes until stable. When either view names a jar
  * route, the gateway handles the request itself; when the two views disagree there, it refuses.
  */
 
@@ -14,27 +14,6 @@ export type Classification =
   | { kind: 'jar-not-found' }
   | { kind: 'jar-noncanonical' }
   | { kind: 'pass-through' };
-
-/** Decodes percent-escapes once; malformed escapes are kept literally (as Netty does). */
-export function decodeOnce(path: string): string {
-  return path.replace(/(?:%[0-9a-fA-F]{2})+/g, (seq) => {
-    try {
-      return decodeURIComponent(seq);
-    } catch {
-      return seq;
-    }
-  });
-}
-
-export function decodeUntilStable(path: string, maxRounds = 8): string {
-  let current = path;
-  for (let i = 0; i < maxRounds; i++) {
-    const next = decodeOnce(current);
-    if (next === current) return current;
-    current = next;
-  }
-  return current;
-}
 
 /** Splits like Flink's Router: drop slashes at both ends, then split on '/'. */
 export function tokens(path: string): string[] {

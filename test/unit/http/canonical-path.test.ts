@@ -1,4 +1,4 @@
-import { classify, decodeUntilStable, isBareJarId, pathViews } from '../../../src/http/canonical-path';
+import { classify, isBareJarId, pathViews } from '../../../src/http/canonical-path';
 
 describe('classify', () => {
   it.each([
@@ -53,7 +53,7 @@ describe('classify', () => {
 describe('jar ids', () => {
   it.each(['..', '.', 'a\\b', 'a\u0000b', '', 'a?b', 'a#b', '%', 'a%3Fb'])('rejects %j', (id) => expect(isBareJarId(id)).toBe(false));
   it('accepts Flink ids', () => expect(isBareJarId('5f4c3d2e-1a2b-4c5d-8e9f-0a1b2c3d4e5f_TopSpeedWindowing.jar')).toBe(true));
-  it('decodes until stable', () => expect(decodeUntilStable('%25252F')).toBe('/'));
+  it('decodes until stable', () => expect(pathViews('/a%25252Fb')).toMatchObject({ ok: true, canonical: ['a', 'b'] }));
 });
 
 describe('pathViews: exactly the route Flink takes, or a refusal', () => {
