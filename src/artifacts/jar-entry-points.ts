@@ -1,5 +1,5 @@
 import yauzl from 'yauzl';
-import { DEFAULT_ZIP_LIMITS, type ZipLimits } from './zip-bounds';
+import { DEFAULT_ZIP_LIMITS, type ZipLimits, type ZipRefusal } from './zip-bounds';
 
 /** What a jar can start: its top-level classes and the entry class its manifest names. */
 export interface JarEntryPoints {
@@ -12,18 +12,36 @@ export interface JarEntryPoints {
 }
 
 /**
- * Lists a jar's classes and reads its manifest's entry class. The file has passed `zipProblem`
- * (bounded central directory and manifest), so this walk is bounded too; `limits.maxManifestSize`
- * caps what is inflated. Classes in nested jars (`lib/*.jar`) are not listed.
+ * Lists a jar's classes and reads its manifest's entry class (one walk of its central directory,
+ * `walkJar`). The file has passed `zipProblem` when it was cached, so the walk is bounded;
+ * `limits.maxManifestSize` caps what is inflated. Classes in nested jars (`lib/*.jar`) are not listed.
  */
-export function jarEntryPoints(path: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS): Promise<JarEntryPoints> {
-  return new Promise((resolve, reject) => {
+export async function jarEntryPoints(path: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS): Promise<JarEntryPoints> {
+  const walked = await walkJar(path, limits);
+  if ('reason' in walked) throw new Error(walked.reason);
+  return walked;
+}
+
+/**
+ * Walks the central directory: lists the top-level classes (nested `lib/*.jar` are not opened) and
+ * reads the manifest. Java's JarFile inflates the manifest to its end whatever the central
+ * directory says; a manifest declared above `limits.maxManifestSize` is not read (`manifestUnread`;
+ * `inspectJar` has refused such a jar already), and yauzl stops a stream that inflates past its
+ * declared size, so this read is bounded too: a manifest bomb is caught here, not on the
+ * JobManager's heap.
+ */
+export function walkJar(path: string, limits: ZipLimits): Promise<JarEntryPoints | ZipRefusal> {
+  return new Promise((resolve) => {
     yauzl.open(path, { lazyEntries: true, autoClose: true }, (err, zip) => {
-      if (err || !zip) return reject(err ?? new Error('unreadable zip'));
+      if (err || !zip) return resolve({ reason: err?.message ?? 'unreadable zip' });
+      if (zip.entryCount === 0) {
+        zip.close();
+        return resolve({ reason: 'the zip has no entries' });
+      }
       const classes = new Set<string>();
       let manifest: string | undefined;
       let manifestUnread = false;
-      zip.on('error', reject);
+      zip.on('error', (e: Error) => resolve({ reason: e.message }));
       zip.on('end', () => {
         const entry = manifest === undefined ? undefined : manifestEntryClass(manifest);
         resolve({ classes, ...(entry !== undefined ? { manifestEntryClass: entry } : {}), ...(manifestUnread ? { manifestUnread } : {}) });
@@ -37,10 +55,13 @@ export function jarEntryPoints(path: string, limits: ZipLimits = DEFAULT_ZIP_LIM
           return zip.readEntry();
         }
         zip.openReadStream(entry, (e, stream) => {
-          if (e || !stream) return reject(e ?? new Error('the manifest cannot be read'));
+          if (e || !stream) return resolve({ reason: `the manifest cannot be read: ${e?.message ?? 'no stream'}` });
           const chunks: Buffer[] = [];
           stream.on('data', (c: Buffer) => chunks.push(c));
-          stream.on('error', reject);
+          stream.on('error', (se: Error) => {
+            zip.close();
+            resolve({ reason: `the manifest does not inflate to its declared ${entry.uncompressedSize} bytes (${se.message})`, limit: 'user.artifacts.max-manifest-size' });
+          });
           stream.on('end', () => {
             manifest = Buffer.concat(chunks).toString('utf8');
             zip.readEntry();

@@ -1,5 +1,5 @@
 import { open } from 'node:fs/promises';
-import yauzl from 'yauzl';
+import { type JarEntryPoints, walkJar } from './jar-entry-points';
 import { DEFAULT_ZIP_LIMITS, ManifestScanner, readZipEnd, ZIP_TAIL, type ZipLimits, type ZipRefusal } from './zip-bounds';
 
 /**
@@ -10,35 +10,19 @@ import { DEFAULT_ZIP_LIMITS, ManifestScanner, readZipEnd, ZIP_TAIL, type ZipLimi
  * entry is decompressed). Resolves to the reason it is not a usable jar, or undefined.
  */
 export async function zipProblem(path: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS): Promise<ZipRefusal | undefined> {
+  return (await inspectJar(path, limits)).problem;
+}
+
+/**
+ * `zipProblem` and, in the same walk, what the jar can start (its top-level classes and its
+ * manifest's entry class), for callers that need both (an upload, checked and classified at once).
+ * `points` is set only when there is no problem.
+ */
+export async function inspectJar(path: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS): Promise<{ problem?: ZipRefusal; points?: JarEntryPoints }> {
   const bounds = await boundsProblem(path, limits);
-  if (bounds) return bounds;
-  return new Promise((resolve) => {
-    yauzl.open(path, { lazyEntries: true, autoClose: true }, (err, zip) => {
-      if (err || !zip) return resolve({ reason: err?.message ?? 'unreadable zip' });
-      if (zip.entryCount === 0) {
-        zip.close();
-        return resolve({ reason: 'the zip has no entries' });
-      }
-      zip.on('error', (e: Error) => resolve({ reason: e.message }));
-      zip.on('end', () => resolve(undefined));
-      zip.on('entry', (entry: yauzl.Entry) => {
-        if (entry.fileName.toUpperCase() !== 'META-INF/MANIFEST.MF') return zip.readEntry();
-        // Java's JarFile inflates the manifest to its end whatever the central directory says; its
-        // declared size is bounded above, and yauzl stops a stream that inflates past it, so this
-        // read is bounded too: a manifest bomb is caught here, not on the JobManager's heap.
-        zip.openReadStream(entry, (e, stream) => {
-          if (e || !stream) return resolve({ reason: `the manifest cannot be read: ${e?.message ?? 'no stream'}` });
-          stream.on('error', (se: Error) => {
-            zip.close();
-            resolve({ reason: `the manifest does not inflate to its declared ${entry.uncompressedSize} bytes (${se.message})`, limit: 'user.artifacts.max-manifest-size' });
-          });
-          stream.on('end', () => zip.readEntry());
-          stream.resume();
-        });
-      });
-      zip.readEntry();
-    });
-  });
+  if (bounds) return { problem: bounds };
+  const walked = await walkJar(path, limits);
+  return 'reason' in walked ? { problem: walked } : { points: walked };
 }
 
 /** The end records' bounds, then every central-directory header for an oversized manifest. */

@@ -7,8 +7,7 @@ import type { Request } from 'express';
 import type { Logger } from 'pino';
 import { JarInspector } from '../artifacts/jar-inspector';
 import type { ZipLimits } from '../artifacts/zip-bounds';
-import { zipProblem } from '../artifacts/zip-verify';
-import { jarEntryPoints } from '../artifacts/jar-entry-points';
+import { inspectJar } from '../artifacts/zip-verify';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { MultipartJarBody } from '../cluster/multipart-jar-body';
 import { GatewayError } from '../errors/gateway-error';
@@ -138,8 +137,9 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
         // spooled alongside is read the way Java's JarFile reads it (the manifest the central
         // directory points to, inflated with a bound), so a manifest that lies about its size is
         // refused here as it is for fetched jars — before the JobManager would inflate it.
-        const problem = verdict.ok ? await zipProblem(spool!.path, zipLimits).catch((e: unknown) => ({ reason: (e as Error).message, limit: undefined })) : verdict;
-        const classes = problem === undefined ? await jarEntryPoints(spool!.path, zipLimits).then((p) => p.classes.size, () => 0) : 0;
+        const inspected = verdict.ok ? await inspectJar(spool!.path, zipLimits).catch((e: unknown) => ({ problem: { reason: (e as Error).message, limit: undefined }, points: undefined })) : { problem: verdict, points: undefined };
+        const problem = inspected.problem;
+        const classes = inspected.points?.classes.size ?? 0;
         spool!.discard();
         if (settled) return;
         if (problem !== undefined) {
