@@ -11,6 +11,7 @@ import { inspectJar } from '../artifacts/zip-verify';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { MultipartJarBody } from '../cluster/multipart-jar-body';
 import { GatewayError } from '../errors/gateway-error';
+import { parseObject } from './json-body';
 
 /** How much of a refused upload is read before answering (see `fail`). */
 const DRAIN_LIMIT = 8 * 1024 * 1024;
@@ -83,9 +84,15 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
     parser.on('field', (name, value: string) => {
       if (name !== 'request') fail(new GatewayError('GW_UPLOAD_UNKNOWN_ATTRIBUTE', { name }));
       // Flink parses the attribute as the upload's request body (an empty JSON object; other fields
-      // are ignored): empty is fine, anything that is not a JSON object is refused. Flink answers
-      // `null` with a 500; the gateway says 400, the caller's mistake.
-      else if (!isEmptyRequestBody(value)) fail(new GatewayError('GW_REQUEST_MALFORMED', { type: 'EmptyRequestBody', reason: "the 'request' attribute must be a JSON object such as {}" }));
+      // are ignored), by the rule of every request body: empty is fine, anything that is not a JSON
+      // object is refused. Flink answers `null` with a 500; the gateway says 400, the caller's mistake.
+      else {
+        try {
+          parseObject(value, "EmptyRequestBody (the upload's 'request' attribute)");
+        } catch (err) {
+          fail(err as GatewayError);
+        }
+      }
     });
 
     parser.on('file', (_field, file, info) => {
@@ -207,16 +214,6 @@ class SpoolTap extends Transform {
     this.discarded = true;
     this.out.destroy();
     rmSync(this.dir, { recursive: true, force: true });
-  }
-}
-
-function isEmptyRequestBody(value: string): boolean {
-  if (value.trim() === '') return true;
-  try {
-    const parsed: unknown = JSON.parse(value);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed);
-  } catch {
-    return false;
   }
 }
 

@@ -54,7 +54,8 @@ export class JsonBudget {
   }
 }
 
-function parseObject(text: string, typeName: string): Record<string, unknown> {
+/** Flink's rule for a request body: empty means `{}`; anything else must be a JSON object. */
+export function parseObject(text: string, typeName: string): Record<string, unknown> {
   if (text.trim() === '') return {};
   let parsed: unknown;
   try {

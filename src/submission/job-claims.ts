@@ -37,7 +37,7 @@ export function runFingerprint(jarId: string, request: JarRequest, principal: st
   const uri = request.flinkConfiguration[JOB_JAR_KEY]?.trim();
   const fields: Record<string, unknown> = {};
   for (const f of RUN_FIELDS) if (request.body[f] !== undefined && request.body[f] !== null) fields[f] = request.body[f];
-  const config = Object.entries(request.flinkConfiguration).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const config = sortedEntries(request.flinkConfiguration);
   const canonical = JSON.stringify({
     principal,
     jar: uri ? { uri, sha256: request.flinkConfiguration[JOB_JAR_SHA256_KEY] ?? null } : { jarId },
@@ -46,6 +46,11 @@ export function runFingerprint(jarId: string, request: JarRequest, principal: st
     query: new URLSearchParams(query.replace(/^\?/, '')).toString(),
   });
   return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** A configuration's entries in key order, so that key order never makes two configurations differ. */
+export function sortedEntries(config: Readonly<Record<string, string>>): [string, string][] {
+  return Object.entries(config).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 export interface JobClaimsOptions {

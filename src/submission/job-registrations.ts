@@ -3,6 +3,7 @@ import { GLOBALLY_TERMINAL, type WatchedJobs } from '../cluster/job-watcher';
 import { GatewayError } from '../errors/gateway-error';
 import { tokensRejected } from '../tokens/registration-error';
 import type { JobConfiguration, TokenManager } from '../tokens/spi';
+import { sortedEntries } from './job-claims';
 import type { RegistrationStore, StoredRegistration } from './registration-store';
 import { type Clock, systemClock, type TimerHandle } from '../clock';
 
@@ -55,7 +56,7 @@ export function redactConfiguration(config: Readonly<Record<string, string>>, is
 
 /** Key order does not make two configurations different. */
 function canonical(config: Readonly<Record<string, string>>): string {
-  return JSON.stringify(Object.entries(config).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return JSON.stringify(sortedEntries(config));
 }
 
 /**
