@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { errorCode, json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
-import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
+import { flinkUrl, startGateway, type TestGateway, writeTokensFile } from '../helpers/gateway';
 
 /**
  * One rule for job ids on the real embedded Flink (review finding 7, fidelity item 1): a retry —
@@ -12,7 +11,6 @@ import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
  * duplicate-id 400 is what the gateway sees). Never a 200 for a run that did not happen.
  */
 
-const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 const alice = { authorization: 'Bearer tok-alice' };
 const bob = { authorization: 'Bearer tok-bob' };
 
@@ -27,7 +25,7 @@ describe.each([
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-job-ids-'));
-    writeFileSync(join(dir, 'tokens'), `alice ${sha('tok-alice')}\nbob ${sha('tok-bob')}\n`);
+    writeTokensFile(join(dir, 'tokens'), { alice: 'tok-alice', bob: 'tok-bob' });
     gw = await startGateway(flinkUrl(), { 'gateway.auth.tokens-file': join(dir, 'tokens'), 'gateway.run.dedupe-retention': retention });
     const up = await uploadBytes(gw.url, [{ name: 'WordCount.jar', bytes: readFileSync(WORDCOUNT_JAR) }], {}, alice);
     jar = String(up.body.filename).split('/').pop()!;

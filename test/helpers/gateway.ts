@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,4 +84,13 @@ export function flinkUrl(): string {
   const url = process.env.E2E_FLINK_URL;
   if (!url) throw new Error('the embedded Flink cluster is not running (SKIP_EMBEDDED_FLINK=1?)');
   return url;
+}
+
+/**
+ * Writes a gateway.auth.tokens-file at `path`: one `<principal> <sha256 of its token>` line per
+ * entry of `tokens` (principal name → bearer token). Returns `path`.
+ */
+export function writeTokensFile(path: string, tokens: Record<string, string>): string {
+  writeFileSync(path, Object.entries(tokens).map(([principal, token]) => `${principal} ${createHash('sha256').update(token).digest('hex')}\n`).join(''));
+  return path;
 }

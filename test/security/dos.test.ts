@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGateway, type TestGateway } from '../helpers/gateway';
+import { startGateway, type TestGateway, writeTokensFile } from '../helpers/gateway';
 import { startOrigin, type Origin } from '../helpers/origin';
 
 /**
@@ -13,7 +12,6 @@ import { startOrigin, type Origin } from '../helpers/origin';
  * readiness of everyone else. Bounded: at most 80 loopback connections per case, each case < 15 s.
  */
 
-const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 
 interface Held {
   socket: Socket;
@@ -59,7 +57,7 @@ describe('no client can hold what others need', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-dos-'));
-    writeFileSync(join(dir, 'tokens'), `admin ${sha('tok-admin')}\n`);
+    writeTokensFile(join(dir, 'tokens'), { admin: 'tok-admin' });
     jm = await startOrigin((req, res) => {
       if (req.url === '/config') configCalls++;
       const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}');

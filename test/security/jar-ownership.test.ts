@@ -1,10 +1,9 @@
-import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { httpPlugin } from '../../fs-plugins/http';
 import { errorCode, json, uploadBytes } from '../helpers/flink';
-import { startGateway, type TestGateway } from '../helpers/gateway';
+import { startGateway, type TestGateway, writeTokensFile } from '../helpers/gateway';
 import { buildJar } from '../helpers/jars';
 import { startFakeJobManager, type FakeJobManager } from '../servers/fake-jobmanager';
 import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
@@ -16,7 +15,6 @@ import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
  * leaves at most MAX_FETCHED_JARS_PER_PRINCIPAL jars of one principal on the JobManager.
  */
 
-const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 const alice = { authorization: 'Bearer tok-alice' };
 const bob = { authorization: 'Bearer tok-bob' };
 const JAR = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n', 'a/B.class': 'x' });
@@ -29,7 +27,7 @@ describe('jars belong to the principal that put them on the JobManager', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-jar-owner-'));
-    writeFileSync(join(dir, 'tokens'), `alice ${sha('tok-alice')}\nbob ${sha('tok-bob')}\n`);
+    writeTokensFile(join(dir, 'tokens'), { alice: 'tok-alice', bob: 'tok-bob' });
     jm = await startFakeJobManager();
     origin = await startHttpOrigin({ files: { '/app.jar': JAR } });
     gw = await startGateway(

@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGateway, type TestGateway } from '../helpers/gateway';
+import { startGateway, type TestGateway, writeTokensFile } from '../helpers/gateway';
 import { startOrigin, type Origin } from '../helpers/origin';
 
 /**
@@ -14,7 +13,6 @@ import { startOrigin, type Origin } from '../helpers/origin';
  */
 
 const JOB = '0123456789abcdef0123456789abcdef';
-const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 
 /** Sends `method path` exactly as written (no client normalisation) and returns the status code. */
 function rawRequest(port: number, method: string, path: string, token: string, body = ''): Promise<number> {
@@ -71,7 +69,7 @@ describe('no path spelling lowers the permission a request needs', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-path-forms-'));
-    writeFileSync(join(dir, 'tokens'), `viewer ${sha('tok-viewer')}\nsubmitter ${sha('tok-submitter')}\nadmin ${sha('tok-admin')}\ncanceller ${sha('tok-canceller')}\n`);
+    writeTokensFile(join(dir, 'tokens'), { viewer: 'tok-viewer', submitter: 'tok-submitter', admin: 'tok-admin', canceller: 'tok-canceller' });
     jm = await startOrigin((req, res) => {
       reached.push(`${req.method} ${req.url}`);
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
