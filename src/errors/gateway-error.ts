@@ -58,5 +58,7 @@ export function isGatewayError(err: unknown): err is GatewayError {
 
 /** Flink's error envelope: exactly one key, `errors`, so Flink's Java client recognises it. */
 export function errorBody(err: GatewayError): { errors: string[] } {
-  return { errors: [`${err.code}: ${err.message}`] };
+  // Messages may quote client input (a JSON parser's complaint about it, say); lone surrogates in it
+  // would make the body invalid JSON (RFC 8259), so they become U+FFFD here, for every code.
+  return { errors: [`${err.code}: ${err.message}`.toWellFormed()] };
 }

@@ -26,3 +26,12 @@ describe('docs/errors.md', () => {
     expect(readFileSync(join(__dirname, '..', '..', '..', 'docs', 'errors.md'), 'utf8')).toBe(errorsMarkdown());
   });
 });
+
+describe('error bodies', () => {
+  it('are well-formed JSON even when a message quotes client input with lone surrogates (schemathesis found one)', () => {
+    const err = new GatewayError('GW_REQUEST_MALFORMED', { type: 'EmptyRequestBody', reason: `the body is not valid JSON (Unexpected token '\uD83D' ...)` });
+    const text = JSON.stringify(errorBody(err));
+    expect(text).not.toMatch(/\\ud83d/i);
+    expect(errorBody(err).errors[0]).toContain('\uFFFD');
+  });
+});
