@@ -59,9 +59,9 @@ async function main(): Promise<void> {
   const origin = await startChild(process.execPath, [join(root, 'bench', 'servers', 'jar-origin.cjs'), jarDir], { ready: /JAR_ORIGIN_READY (\S+)/, timeoutMs: 15_000 });
   const url = `${origin.match[1]}/big.jar`;
   const fetcher = new BenchFetcher(dir, [httpPlugin], {
-    'user.artifacts.allowed-schemes': 'http',
+    'gateway.artifacts.allowed-schemes': 'http',
     'user.artifacts.raw-http-enabled': 'true',
-    'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${new URL(url).port}`,
+    'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${new URL(url).port}`,
     'user.artifacts.max-size': '2 gb',
   });
   let n = 0;

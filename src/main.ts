@@ -63,6 +63,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const logger = createLogger(config.get(coreOptions.logLevel), registry);
+  for (const n of config.notices) logger.warn({ key: n.key, source: n.source }, n.message);
   for (const key of warnings) {
     logger.warn({ key }, 'a sensitive option was given with -D and is visible in the process list; use the config file or the environment instead');
   }

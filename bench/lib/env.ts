@@ -134,9 +134,9 @@ export class BenchEnv {
           'gateway.artifacts.handoff': handoff,
           'gateway.artifacts.cache-dir': cacheDir,
           'web.submit.jar-uri.enable': 'true',
-          'user.artifacts.allowed-schemes': 'http',
+          'gateway.artifacts.allowed-schemes': 'http',
           'user.artifacts.raw-http-enabled': 'true',
-          'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+          'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
           'user.artifacts.max-size': '2 gb',
           'gateway.upload.max-size': '2 gb',
         });

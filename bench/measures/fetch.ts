@@ -92,9 +92,9 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
   track(s3.child);
   track(azurite.child);
   const fetcher = new BenchFetcher(env.dir, [httpPlugin, s3Plugin, azurePlugin], {
-    'user.artifacts.allowed-schemes': 'http;https;s3;wasbs',
+    'gateway.artifacts.allowed-schemes': 'http;https;s3;wasbs',
     'user.artifacts.raw-http-enabled': 'true',
-    'user.artifacts.restricted-hosts.allowed': [origin.port, s3.port, azurite.port].map((p) => `127.0.0.1:${p}`).join(';'),
+    'gateway.artifacts.restricted-hosts.allowed': [origin.port, s3.port, azurite.port].map((p) => `127.0.0.1:${p}`).join(';'),
     'user.artifacts.max-size': '2 gb',
     's3.endpoint': s3.url,
     's3.path.style.access': 'true',

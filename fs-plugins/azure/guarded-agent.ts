@@ -75,7 +75,7 @@ class GuardedHttpAgent extends http.Agent {
 class GuardedHttpsAgent extends https.Agent {
   constructor(private readonly guard: ConnectGuard, private readonly refusals: RefusalLog, ca: string | undefined) {
     // An extra CA bundle adds to the default trust store (system CAs stay trusted), as documented
-    // for user.artifacts.ca-bundle; `ca` alone would replace it.
+    // for gateway.artifacts.ca-bundle; `ca` alone would replace it.
     super({ keepAlive: true, ...(ca === undefined ? {} : { ca: [...getCACertificates('default'), ca] }) });
   }
 

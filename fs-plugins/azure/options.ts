@@ -32,7 +32,7 @@ export const azureOptions = {
   },
   accountEndpoint: {
     key: 'fs.azure.account.endpoint.<account>', type: 'string', section,
-    description: 'Blob service endpoint that replaces https://<account>.blob.<cloud suffix> for the account, path-style for emulators and private proxies, e.g. http://127.0.0.1:10000/<account> (Azurite). List its host:port in user.artifacts.restricted-hosts.allowed when it is a private address.',
+    description: 'Blob service endpoint that replaces https://<account>.blob.<cloud suffix> for the account, path-style for emulators and private proxies, e.g. http://127.0.0.1:10000/<account> (Azurite). List its host:port in gateway.artifacts.restricted-hosts.allowed when it is a private address.',
   },
 } satisfies Record<string, OptionDef>;
 

@@ -8,7 +8,7 @@ export { fileOptions } from './options';
 
 /**
  * `file://` jar URIs from the gateway's own disk — for development only, off by default. When
- * enabled, `user.artifacts.local-file.allowed-dirs` is required and confines every read.
+ * enabled, `gateway.artifacts.local-file.allowed-dirs` is required and confines every read.
  */
 export const filePlugin: FsPluginDefinition = {
   name: 'file',

@@ -14,7 +14,7 @@ export interface AllowedDir {
   real: string;
 }
 
-const OUTSIDE = 'outside user.artifacts.local-file.allowed-dirs';
+const OUTSIDE = 'outside gateway.artifacts.local-file.allowed-dirs';
 
 /**
  * `file://` jar URIs from the gateway's own disk, for development. Off unless enabled; then confined
@@ -65,8 +65,8 @@ export class LocalFileSystem implements FileSystem {
       throw new GatewayError('GW_FETCH_SCHEME_UNSUPPORTED', {
         scheme: 'file',
         uri: redactUri(uri),
-        schemes: 'see user.artifacts.allowed-schemes',
-        hint: 'file:// is for development only: set user.artifacts.local-file.enabled: true and list the directories in user.artifacts.local-file.allowed-dirs.',
+        schemes: 'see gateway.artifacts.allowed-schemes',
+        hint: 'file:// is for development only: set gateway.artifacts.local-file.enabled: true and list the directories in gateway.artifacts.local-file.allowed-dirs.',
       });
     }
     if (uri.protocol !== 'file:') throw fetchError.invalid(uri, 'the file plugin serves file:// URIs only');

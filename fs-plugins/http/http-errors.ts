@@ -29,13 +29,13 @@ export function translateError(err: unknown, ctx: TranslateContext): unknown {
   switch (code) {
     case 'UND_ERR_HEADERS_TIMEOUT':
     case 'UND_ERR_BODY_TIMEOUT':
-      return fetchError.unavailable(ctx.uri, `no data for ${ctx.readTimeoutMs} ms, user.artifacts.http.read-timeout`, err);
+      return fetchError.unavailable(ctx.uri, `no data for ${ctx.readTimeoutMs} ms, gateway.artifacts.http.read-timeout`, err);
     case 'UND_ERR_CONNECT_TIMEOUT':
     case 'ETIMEDOUT':
-      return fetchError.unavailable(ctx.uri, `no connection within ${ctx.connectTimeoutMs} ms, user.artifacts.http.connect-timeout`, err);
+      return fetchError.unavailable(ctx.uri, `no connection within ${ctx.connectTimeoutMs} ms, gateway.artifacts.http.connect-timeout`, err);
   }
   if (code !== undefined && isTlsCode(code)) {
-    return fetchError.unavailable(ctx.uri, `TLS: ${code}; if the server uses a private CA, set user.artifacts.ca-bundle`, err);
+    return fetchError.unavailable(ctx.uri, `TLS: ${code}; if the server uses a private CA, set gateway.artifacts.ca-bundle`, err);
   }
   const proxyStatus = code === 'UND_ERR_ABORTED' ? /Proxy response \((\d+)\)/.exec(messageOf(err))?.[1] : undefined;
   if (proxyStatus !== undefined) return fetchError.unavailable(ctx.uri, `the proxy refused the tunnel with HTTP ${proxyStatus}`, err);

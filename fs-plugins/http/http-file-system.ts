@@ -112,7 +112,7 @@ export class HttpFileSystem implements FileSystem {
         throw fetchError.unavailable(uri, `HTTP ${res.statusCode} redirect without a Location header`);
       }
       if (redirects >= settings.maxRedirects) {
-        throw fetchError.invalid(uri, `it redirects more than ${settings.maxRedirects} times (user.artifacts.http.max-redirects)`);
+        throw fetchError.invalid(uri, `it redirects more than ${settings.maxRedirects} times (gateway.artifacts.http.max-redirects)`);
       }
       let next: URL;
       try {
@@ -160,7 +160,7 @@ export class HttpFileSystem implements FileSystem {
         // The target cannot be checked here. Fail closed while the guard is on; when it is off the proxy
         // may well be the only resolver (a common corporate set-up), so let it try.
         if (!this.deps.guard.enabled) return resolve();
-        reject(fetchError.unavailable(uri, `cannot resolve ${host} to check it against user.artifacts.disallow-restricted-hosts (${err.code ?? 'lookup failed'})`));
+        reject(fetchError.unavailable(uri, `cannot resolve ${host} to check it against gateway.artifacts.disallow-restricted-hosts (${err.code ?? 'lookup failed'})`));
       });
     });
   }

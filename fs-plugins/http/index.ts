@@ -24,7 +24,7 @@ export function createHttpFileSystem(ctx: PluginContext, env: NodeJS.ProcessEnv 
     readTimeoutMs: config.get(httpOptions.readTimeout),
   };
   if (Object.keys(headers).length > 0 && settings.headerHosts.length === 0) {
-    log.warn('user.artifacts.http-headers is set but user.artifacts.http-headers.hosts is empty: the headers are never sent');
+    log.warn('user.artifacts.http-headers is set but gateway.artifacts.http-headers.hosts is empty: the headers are never sent');
   }
   const proxy = proxySettingsFrom(env);
   if (hasProxy(proxy)) {

@@ -18,7 +18,7 @@ export const s3Options = {
   }),
   endpoint: option({
     key: 's3.endpoint', type: 'string', section,
-    description: 'Endpoint of an S3-compatible store, e.g. http://127.0.0.1:9000 (MinIO, Ceph). Unset = AWS S3. A private endpoint must also be listed in user.artifacts.restricted-hosts.allowed.',
+    description: 'Endpoint of an S3-compatible store, e.g. http://127.0.0.1:9000 (MinIO, Ceph). Unset = AWS S3. A private endpoint must also be listed in gateway.artifacts.restricted-hosts.allowed.',
   }),
   pathStyle: option({
     key: 's3.path.style.access', type: 'boolean', default: false, section,

@@ -23,7 +23,7 @@ export interface FetcherOptions {
   slots: Semaphore;
   progress: FetchProgress;
   allowedSchemes: readonly string[];
-  /** `user.artifacts.allowed-uris`; absent or empty = any URI that passes the other checks. */
+  /** `gateway.artifacts.allowed-uris`; absent or empty = any URI that passes the other checks. */
   allowList?: UriAllowList;
   /** Receives one record per fetch. */
   audit?: AuditLog;

@@ -72,9 +72,9 @@ export function isRestrictedAddress(address: string): boolean {
 export type ResolveAll = (hostname: string, options: LookupAllOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
 
 export interface ConnectGuardOptions {
-  /** `user.artifacts.disallow-restricted-hosts`. */
+  /** `gateway.artifacts.disallow-restricted-hosts`. */
   enabled: boolean;
-  /** `host:port` entries of `user.artifacts.restricted-hosts.allowed`. */
+  /** `host:port` entries of `gateway.artifacts.restricted-hosts.allowed`. */
   allowed: readonly string[];
   /**
    * The resolver whose answers are checked and then connected to; `dns.lookup` (the system
@@ -82,7 +82,7 @@ export interface ConnectGuardOptions {
    * holds for names that resolve to restricted addresses, including a rebinding name.
    */
   resolve?: ResolveAll;
-  /** `user.artifacts.allowed-uris`, applied to redirect targets too. */
+  /** `gateway.artifacts.allowed-uris`, applied to redirect targets too. */
   allowList?: UriAllowList;
 }
 

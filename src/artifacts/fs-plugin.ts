@@ -69,12 +69,12 @@ export interface FileSystem {
 /**
  * Enforces the restricted-address policy (SSRF guard) when a plugin connects: loopback,
  * link-local, private, unique-local, multicast and unspecified addresses are refused unless the
- * `host:port` is listed in `user.artifacts.restricted-hosts.allowed`. Plugins wire `lookup` into
+ * `host:port` is listed in `gateway.artifacts.restricted-hosts.allowed`. Plugins wire `lookup` into
  * their sockets (it checks every resolved address) and call `checkHost` for IP-literal hosts, which
  * Node connects to without a lookup.
  */
 export interface ConnectGuard {
-  /** False when user.artifacts.disallow-restricted-hosts is off. */
+  /** False when gateway.artifacts.disallow-restricted-hosts is off. */
   readonly enabled: boolean;
   lookup: LookupFunction;
   /** Throws `GW_FETCH_RESTRICTED_HOST` when `host:port` may not be contacted. */
@@ -82,7 +82,7 @@ export interface ConnectGuard {
   /** `lookup` for a specific port (the exemption list is per host:port). */
   lookupFor(port: number): LookupFunction;
   /**
-   * Throws `GW_FETCH_URI_NOT_ALLOWED` when a redirect leads outside `user.artifacts.allowed-uris`.
+   * Throws `GW_FETCH_URI_NOT_ALLOWED` when a redirect leads outside `gateway.artifacts.allowed-uris`.
    * A plugin that follows redirects calls it for every target before connecting (the submitted
    * URI itself is checked by the gateway before the plugin sees it). Optional for plugins written
    * before it existed; a guard built by the gateway always has it.
@@ -94,7 +94,7 @@ export interface PluginContext {
   config: Configuration;
   log: Logger;
   guard: ConnectGuard;
-  /** PEM CA bundle from `user.artifacts.ca-bundle`, for private endpoints; undefined = system CAs. */
+  /** PEM CA bundle from `gateway.artifacts.ca-bundle`, for private endpoints; undefined = system CAs. */
   ca?: string;
   /**
    * Builds gateway errors (`GW_FETCH_NOT_FOUND`, `GW_FETCH_DENIED`, ...) with the URI redacted, for

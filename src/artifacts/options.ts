@@ -36,35 +36,35 @@ export const artifactOptions = {
   // and sit well above real fat jars: the largest (Spark/Flink assemblies with Hadoop and the AWS
   // SDK bundle) have 100k–250k entries, a central directory of 10–35 MB, a manifest of a few KiB.
   maxZipEntries: option({
-    key: 'user.artifacts.max-zip-entries', type: 'int', default: 500_000, min: 1, section,
+    key: 'gateway.artifacts.max-zip-entries', deprecatedKeys: ['user.artifacts.max-zip-entries'], type: 'int', default: 500_000, min: 1, section,
     description: 'Most entries a jar\'s central directory may declare (zip64 counts included), for uploads and fetched jars. About twice the largest real fat jars; a jar over it is refused with 400 before it reaches the JobManager.',
   }),
   maxCentralDirectorySize: option({
-    key: 'user.artifacts.max-central-directory-size', type: 'memory', default: 64 * 1024 ** 2, min: 1, section,
+    key: 'gateway.artifacts.max-central-directory-size', deprecatedKeys: ['user.artifacts.max-central-directory-size'], type: 'memory', default: 64 * 1024 ** 2, min: 1, section,
     description: 'Largest zip central directory a jar may declare, for uploads and fetched jars. The JobManager reads it whole into its heap when it opens the jar; 64 mb holds about 450k entries with long class names.',
   }),
   maxManifestSize: option({
-    key: 'user.artifacts.max-manifest-size', type: 'memory', default: 1024 ** 2, min: 1, section,
+    key: 'gateway.artifacts.max-manifest-size', deprecatedKeys: ['user.artifacts.max-manifest-size'], type: 'memory', default: 1024 ** 2, min: 1, section,
     description: 'Largest META-INF/MANIFEST.MF a jar\'s central directory may declare (uncompressed size; nothing is inflated to measure it), for uploads and fetched jars. The JobManager reads the manifest whole; real manifests are a few KiB, those of signed jars (a digest per entry) up to a few hundred KiB.',
   }),
   disallowRestrictedHosts: option({
-    key: 'user.artifacts.disallow-restricted-hosts', type: 'boolean', default: true, section,
+    key: 'gateway.artifacts.disallow-restricted-hosts', deprecatedKeys: ['user.artifacts.disallow-restricted-hosts'], type: 'boolean', default: true, section,
     description: 'Refuse to connect to loopback, link-local, private, unique-local, multicast and unspecified addresses (checked on the resolved address at connect time and after every redirect, for every plugin).',
   }),
   restrictedHostsAllowed: option({
-    key: 'user.artifacts.restricted-hosts.allowed', type: 'list', default: [], section,
-    description: 'host:port entries exempt from user.artifacts.disallow-restricted-hosts, separated by ";" (a private MinIO, an internal Artifactory). List the storage endpoints you configure here.',
+    key: 'gateway.artifacts.restricted-hosts.allowed', deprecatedKeys: ['user.artifacts.restricted-hosts.allowed'], type: 'list', default: [], section,
+    description: 'host:port entries exempt from gateway.artifacts.disallow-restricted-hosts, separated by ";" (a private MinIO, an internal Artifactory). List the storage endpoints you configure here.',
   }),
   allowedUris: option({
-    key: 'user.artifacts.allowed-uris', type: 'list', default: [], section,
+    key: 'gateway.artifacts.allowed-uris', deprecatedKeys: ['user.artifacts.allowed-uris'], type: 'list', default: [], section,
     description: 'Jar URIs this cluster may fetch, as prefixes or patterns separated by ";" (empty: any URI that passes the scheme and address checks). A prefix matches on a path-segment boundary: s3://team-a-jars/releases allows s3://team-a-jars/releases/app.jar, not s3://team-a-jars/releases-old/app.jar. "*" matches within one path segment (or a host label run: https://*.example.com/), "**" across segments. Scheme and host compare lower-cased after URL normalisation; the query string is ignored. Checked for the submitted URI and every HTTP redirect target.',
   }),
   allowedSchemes: option({
-    key: 'user.artifacts.allowed-schemes', type: 'list', default: ['https', 's3', 's3a', 's3p', 'wasbs', 'abfss'], section,
-    description: 'URI schemes a run may name, separated by ";". Plain http, wasb, abfs and file must be added explicitly (and http also needs user.artifacts.raw-http-enabled, file user.artifacts.local-file.enabled).',
+    key: 'gateway.artifacts.allowed-schemes', deprecatedKeys: ['user.artifacts.allowed-schemes'], type: 'list', default: ['https', 's3', 's3a', 's3p', 'wasbs', 'abfss'], section,
+    description: 'URI schemes a run may name, separated by ";". Plain http, wasb, abfs and file must be added explicitly (and http also needs user.artifacts.raw-http-enabled, file gateway.artifacts.local-file.enabled).',
   }),
   caBundle: option({
-    key: 'user.artifacts.ca-bundle', type: 'string', section,
+    key: 'gateway.artifacts.ca-bundle', deprecatedKeys: ['user.artifacts.ca-bundle'], type: 'string', section,
     description: 'Path of a PEM file with extra CA certificates trusted by the HTTP, S3 and Azure plugins (private endpoints). System CAs stay trusted.',
   }),
   cacheDir: option({

@@ -2,7 +2,7 @@ import { GatewayError } from '../errors/gateway-error';
 import { redactUri } from './uri';
 
 /**
- * `user.artifacts.allowed-uris`: which jar URIs this cluster may run, as prefixes or patterns.
+ * `gateway.artifacts.allowed-uris`: which jar URIs this cluster may run, as prefixes or patterns.
  *
  * An entry is `<scheme>://<authority><path>`, compared with the submitted URI after both are
  * normalised by the WHATWG URL parser (scheme and host lower-cased, default ports and dot segments

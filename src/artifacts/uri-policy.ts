@@ -3,10 +3,10 @@ import type { PluginRegistry } from './plugin-registry';
 import { redactUri } from './uri';
 
 const HINTS: Record<string, string> = {
-  http: 'Prefer https; to allow plain http add it to user.artifacts.allowed-schemes and set user.artifacts.raw-http-enabled: true.',
-  file: 'file:// is for development: add it to user.artifacts.allowed-schemes and set user.artifacts.local-file.enabled: true.',
-  wasb: 'Prefer wasbs (TLS), or add wasb to user.artifacts.allowed-schemes.',
-  abfs: 'Prefer abfss (TLS), or add abfs to user.artifacts.allowed-schemes.',
+  http: 'Prefer https; to allow plain http add it to gateway.artifacts.allowed-schemes and set user.artifacts.raw-http-enabled: true.',
+  file: 'file:// is for development: add it to gateway.artifacts.allowed-schemes and set gateway.artifacts.local-file.enabled: true.',
+  wasb: 'Prefer wasbs (TLS), or add wasb to gateway.artifacts.allowed-schemes.',
+  abfs: 'Prefer abfss (TLS), or add abfs to gateway.artifacts.allowed-schemes.',
 };
 
 /**
@@ -39,7 +39,7 @@ export function checkUri(raw: string, allowedSchemes: readonly string[], plugins
       scheme,
       uri: redactUri(uri),
       schemes: enabled.join(', ') || '(none)',
-      hint: HINTS[scheme] ?? (plugins.pluginFor(scheme) ? `Add ${scheme} to user.artifacts.allowed-schemes to allow it.` : 'No filesystem plugin serves it.'),
+      hint: HINTS[scheme] ?? (plugins.pluginFor(scheme) ? `Add ${scheme} to gateway.artifacts.allowed-schemes to allow it.` : 'No filesystem plugin serves it.'),
     });
   }
   if (uri.pathname === '' || uri.pathname === '/' || uri.pathname.endsWith('/')) {

@@ -1,7 +1,7 @@
 import { artifactOptions } from './options';
 
 /**
- * Bounds on a jar's zip structure (user.artifacts.max-zip-entries, -max-central-directory-size,
+ * Bounds on a jar's zip structure (gateway.artifacts.max-zip-entries, -max-central-directory-size,
  * -max-manifest-size), checked on uploads (JarInspector, while streaming) and on fetched jars
  * (zipProblem, on the file) before a jar reaches the JobManager. Every check reads only what the
  * end records and central-directory headers declare, so a hostile jar costs a bounded read.

@@ -6,7 +6,7 @@ import { DEFAULT_ZIP_LIMITS, ManifestScanner, readZipEnd, ZIP_TAIL, type ZipLimi
  * Checks that a downloaded file is a readable zip with at least one entry, within the zip-structure
  * bounds (zip-bounds.ts), before it is cached or handed to the JobManager. The bounds come first
  * and read only the end records and the central directory (no more than
- * user.artifacts.max-central-directory-size); then the central directory is walked (cheap: no
+ * gateway.artifacts.max-central-directory-size); then the central directory is walked (cheap: no
  * entry is decompressed). Resolves to the reason it is not a usable jar, or undefined.
  */
 export async function zipProblem(path: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS): Promise<ZipRefusal | undefined> {

@@ -72,6 +72,18 @@ export interface LoadResult {
  */
 export function loadRaw(registry: OptionsRegistry, args: CliArgs, env: NodeJS.ProcessEnv): LoadResult {
   const raw = new Map<string, RawEntry>();
+  // A deprecated key is stored under its option's key as it loads, so a later source overrides it
+  // as usual; within one source the option's own key wins over a deprecated one.
+  const level = new Map<string, { rank: number; deprecated: boolean }>();
+  let rank = 0;
+  const put = (key: string, entry: RawEntry): void => {
+    const def = registry.deprecatedOf(key);
+    const target = def?.key ?? key;
+    const seen = level.get(target);
+    if (def && seen?.rank === rank && !seen.deprecated) return;
+    level.set(target, { rank, deprecated: def !== undefined });
+    raw.set(target, def ? { ...entry, deprecatedKey: key } : entry);
+  };
   const configFile = args.configFile ?? env.FLINK_GATEWAY_CONFIG_FILE;
   if (configFile) {
     let text: string;
@@ -88,18 +100,22 @@ export function loadRaw(registry: OptionsRegistry, args: CliArgs, env: NodeJS.Pr
     }
     const flat = new Map<string, unknown>();
     if (doc !== null && doc !== undefined) flatten(doc, '', flat);
-    for (const [k, v] of flat) raw.set(k, { value: v, source: configFile });
+    for (const [k, v] of flat) put(k, { value: v, source: configFile });
   }
   const secretsDir = args.dynamic.get(SECRETS_DIR_KEY) ?? env[envNameFor(SECRETS_DIR_KEY)] ?? (raw.get(SECRETS_DIR_KEY)?.value as string | undefined);
-  if (secretsDir) for (const [k, v] of readSecretsDir(secretsDir)) raw.set(k, v);
-  for (const def of registry.all()) {
-    if (def.key.includes('<')) continue;
-    const v = env[envNameFor(def.key)];
-    if (v !== undefined) raw.set(def.key, { value: v, source: `env ${envNameFor(def.key)}` });
+  rank++;
+  if (secretsDir) for (const [k, v] of readSecretsDir(secretsDir)) put(k, v);
+  rank++;
+  const envKeys = [...registry.all().map((d) => d.key), ...registry.deprecatedKeys().map(([k]) => k)];
+  for (const key of envKeys) {
+    if (key.includes('<')) continue;
+    const v = env[envNameFor(key)];
+    if (v !== undefined) put(key, { value: v, source: `env ${envNameFor(key)}` });
   }
+  rank++;
   const sensitiveOnCommandLine: string[] = [];
   for (const [k, v] of args.dynamic) {
-    raw.set(k, { value: v, source: '-D' });
+    put(k, { value: v, source: '-D' });
     if (registry.isSensitive(k)) sensitiveOnCommandLine.push(k);
   }
   return { raw, sensitiveOnCommandLine };

@@ -22,7 +22,17 @@ export class ConfigError extends Error {
 export interface RawEntry {
   value: unknown;
   source: string;
+  /** Set when the value was given under a deprecated name of its option. */
+  deprecatedKey?: string;
 }
+
+/**
+ * Namespaces the gateway owns: an unknown key there is a typo and fails start-up. Flink's
+ * `user.artifacts.*` is not one of them (Flink and FLIP-613 define keys there); the gateway's own
+ * keys in it are FLIP-613's proposed ones, and unknown keys are kept and reported as unused.
+ */
+const OWNED_PREFIXES = ['gateway.', 'web.submit.jar-uri.'] as const;
+const FLINK_ARTIFACT_PREFIX = 'user.artifacts.';
 
 function templateToRegExp(key: string): RegExp | undefined {
   if (!key.includes('<')) return undefined;
@@ -38,18 +48,34 @@ function templateToRegExp(key: string): RegExp | undefined {
 export class OptionsRegistry {
   private readonly exact = new Map<string, OptionDef>();
   private readonly templates: { re: RegExp; def: OptionDef }[] = [];
+  /** Deprecated key → its option. */
+  private readonly deprecated = new Map<string, OptionDef>();
 
-  constructor(defs: Iterable<OptionDef>, private readonly ownedPrefixes: readonly string[] = ['gateway.', 'web.submit.jar-uri.', 'user.artifacts.']) {
+  constructor(defs: Iterable<OptionDef>, private readonly ownedPrefixes: readonly string[] = OWNED_PREFIXES) {
     for (const def of defs) this.add(def);
   }
 
   add(def: OptionDef): void {
     const re = templateToRegExp(def.key);
-    if (this.exact.has(def.key) || this.templates.some((t) => t.def.key === def.key)) {
-      throw new Error(`option ${def.key} is declared twice`);
+    const taken = (key: string) => this.exact.has(key) || this.deprecated.has(key) || this.templates.some((t) => t.def.key === key);
+    if (taken(def.key)) throw new Error(`option ${def.key} is declared twice`);
+    for (const old of def.deprecatedKeys ?? []) {
+      if (re || old.includes('<')) throw new Error(`option ${def.key}: deprecated keys are for exact keys only`);
+      if (taken(old) || old === def.key) throw new Error(`option ${def.key}: deprecated key ${old} is declared twice`);
+      this.deprecated.set(old, def);
     }
     if (re) this.templates.push({ re, def });
     else this.exact.set(def.key, def);
+  }
+
+  /** The option a deprecated key stands for, if `key` is one. */
+  deprecatedOf(key: string): OptionDef | undefined {
+    return this.deprecated.get(key);
+  }
+
+  /** Every deprecated key with its option (the environment is read under these names too). */
+  deprecatedKeys(): [string, OptionDef][] {
+    return [...this.deprecated];
   }
 
   /** The definition for a concrete key (exact, or matching a `<name>` template). */
@@ -63,21 +89,28 @@ export class OptionsRegistry {
 
   /** A declared option's own flag wins (gateway.secrets.dir is a path); else the name heuristic. */
   isSensitive(key: string): boolean {
-    const def = this.lookup(key);
+    const def = this.lookup(key) ?? this.deprecated.get(key);
     return def ? def.sensitive === true : looksSensitive(key);
   }
 
   /** Validates raw entries, collecting every problem, and returns the resolved configuration. */
   resolve(input: Map<string, RawEntry>): Configuration {
     const problems: ConfigProblem[] = [];
+    const notices: ConfigProblem[] = [];
     const values = new Map<string, unknown>();
-    const raw = this.foldPrefixMaps(input);
+    const raw = this.foldPrefixMaps(this.renameDeprecated(input));
     for (const [key, entry] of raw) {
+      if (entry.deprecatedKey !== undefined) {
+        notices.push({ key: entry.deprecatedKey, source: entry.source, message: `deprecated key; use ${key} instead (it means the same)` });
+      }
       const def = this.lookup(key);
       if (!def) {
         if (this.ownedPrefixes.some((p) => key.startsWith(p))) {
           problems.push({ key, source: entry.source, message: `unknown option${suggest(key, this.all())}` });
         } else {
+          if (key.startsWith(FLINK_ARTIFACT_PREFIX)) {
+            notices.push({ key, source: entry.source, message: `not an option the gateway uses; kept for Flink and ignored here${suggest(key, this.all())}` });
+          }
           values.set(key, entry.value === null || entry.value === undefined ? '' : String(entry.value));
         }
         continue;
@@ -89,7 +122,21 @@ export class OptionsRegistry {
       }
     }
     if (problems.length > 0) throw new ConfigError(problems);
-    return new Configuration(this, values);
+    return new Configuration(this, values, notices);
+  }
+
+  /**
+   * Deprecated keys become their option's key. A value already under the option's own key wins
+   * (sources that load in precedence order translate keys as they load, see `loadRaw`).
+   */
+  private renameDeprecated(raw: Map<string, RawEntry>): Map<string, RawEntry> {
+    const out = new Map<string, RawEntry>();
+    for (const [key, entry] of raw) {
+      const def = this.deprecated.get(key);
+      if (!def) out.set(key, entry);
+      else if (!raw.has(def.key) && !out.has(def.key)) out.set(def.key, { ...entry, deprecatedKey: key });
+    }
+    return out;
   }
 
   /**
@@ -141,12 +188,20 @@ export class OptionsRegistry {
       'Keys marked *sensitive* are redacted in logs and never echoed; prefer a file or the environment for them,',
       'since a `-D` value is visible in the process list.',
       '',
+      'Namespaces: `gateway.*` and `web.submit.jar-uri.*` are the gateway\'s own, so an unknown key there is a typo and',
+      'fails start-up. `user.artifacts.*` is Flink\'s: the gateway reads FLIP-613\'s proposed keys there',
+      '(`user.artifacts.job-jar`, `.fetch-timeout`, `.max-size`, `.max-concurrent-fetches`) and Flink\'s own',
+      '(`.base-dir`, `.artifact-list`, `.raw-http-enabled`, `.http-headers`); any other key there is kept for Flink',
+      'and logged at start as unused. The keys the gateway once invented under `user.artifacts.*` moved to',
+      '`gateway.artifacts.*`; their old names still work, each with a start-up warning (listed as *Deprecated key*).',
+      '',
     ];
     for (const [section, defs] of sections) {
       lines.push(`## ${section}`, '', '| Key | Type | Default | Description |', '| --- | --- | --- | --- |');
       for (const d of defs) {
         const type = d.type === 'enum' ? `enum (${d.values?.join(', ')})` : d.type;
-        const desc = (d.sensitive ? '*sensitive.* ' : '') + d.description.replace(/\|/g, '\\|');
+        const deprecated = d.deprecatedKeys?.length ? ` Deprecated key${d.deprecatedKeys.length > 1 ? 's' : ''}: ${d.deprecatedKeys.map((k) => `\`${k}\``).join(', ')}.` : '';
+        const desc = (d.sensitive ? '*sensitive.* ' : '') + (d.description + deprecated).replace(/\|/g, '\\|');
         lines.push(`| \`${d.key}\` | ${type} | ${formatValue(d, d.default).replace(/\|/g, '\\|') || '""'} | ${desc} |`);
       }
       lines.push('');
@@ -194,6 +249,8 @@ export class Configuration {
   constructor(
     readonly registry: OptionsRegistry,
     private readonly values: ReadonlyMap<string, unknown>,
+    /** What start-up should tell the operator without failing: deprecated keys, unused Flink keys. */
+    readonly notices: readonly ConfigProblem[] = [],
   ) {}
 
   /** Typed read of a declared option that has a default. */

@@ -36,6 +36,11 @@ export interface OptionDef<T extends OptionType = OptionType> {
   max?: number;
   /** Section heading in the generated docs. */
   section: string;
+  /**
+   * Earlier names of the option (Flink's `withDeprecatedKeys`): still read, with a start-up notice
+   * naming the key to use instead; when both are set in the same source, this key wins.
+   */
+  deprecatedKeys?: readonly string[];
 }
 
 /** Declares one option; the generic ties `default` to `type`. */

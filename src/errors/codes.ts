@@ -66,11 +66,11 @@ export const ERROR_CODES = {
   },
   GW_FETCH_URI_NOT_ALLOWED: {
     status: 400,
-    template: '{uri} is not allowed on this cluster: {reason}. user.artifacts.allowed-uris allows: {allowed}. Name a jar under one of them, or ask the cluster administrator to add an entry.',
+    template: '{uri} is not allowed on this cluster: {reason}. gateway.artifacts.allowed-uris allows: {allowed}. Name a jar under one of them, or ask the cluster administrator to add an entry.',
   },
   GW_FETCH_RESTRICTED_HOST: {
     status: 400,
-    template: '{uri} resolves to the restricted address {address}; list {hostPort} in user.artifacts.restricted-hosts.allowed if this cluster may fetch from it.',
+    template: '{uri} resolves to the restricted address {address}; list {hostPort} in gateway.artifacts.restricted-hosts.allowed if this cluster may fetch from it.',
   },
   GW_FETCH_NOT_FOUND: { status: 400, template: '{uri} does not exist ({detail}); check the bucket/container and the path.' },
   GW_FETCH_DENIED: {

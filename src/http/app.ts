@@ -26,7 +26,7 @@ export interface AppDeps {
   cluster: JobManagerClient;
   runs: RunService;
   uploadMaxBytes: number;
-  /** Zip-structure bounds an uploaded jar must keep (user.artifacts.max-zip-entries and co.). */
+  /** Zip-structure bounds an uploaded jar must keep (gateway.artifacts.max-zip-entries and co.). */
   zipLimits?: ZipLimits;
   /** gateway.http.max-json-body: the largest run, plan or fetch body. */
   jsonLimitBytes?: number;

@@ -15,7 +15,7 @@ export interface JarRouteDeps {
   cluster: JobManagerClient;
   runs: RunService;
   uploadMaxBytes: number;
-  /** Zip-structure bounds an uploaded jar must keep (user.artifacts.max-zip-entries and co.). */
+  /** Zip-structure bounds an uploaded jar must keep (gateway.artifacts.max-zip-entries and co.). */
   zipLimits?: ZipLimits;
   /** Where uploads are spooled while they stream to the JobManager (a private directory). */
   uploadSpoolDir?: string;

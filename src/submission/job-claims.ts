@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { writeFileAtomically } from '../atomic-file';
 import { ensurePrivateDir } from '../private-dir';
 import type { JarRequest } from './run-request';
-import { JOB_JAR_KEY, JOB_JAR_SHA256_KEY } from './run-request';
+import { JOB_JAR_KEY, jobJarPin } from './run-request';
 
 /**
  * Who ran what under a job id. One rule for every path that touches a job id (docs/security.md,
@@ -40,7 +40,7 @@ export function runFingerprint(jarId: string, request: JarRequest, principal: st
   const config = sortedEntries(request.flinkConfiguration);
   const canonical = JSON.stringify({
     principal,
-    jar: uri ? { uri, sha256: request.flinkConfiguration[JOB_JAR_SHA256_KEY] ?? null } : { jarId },
+    jar: uri ? { uri, sha256: jobJarPin(request.flinkConfiguration) ?? null } : { jarId },
     fields,
     config,
     query: new URLSearchParams(query.replace(/^\?/, '')).toString(),

@@ -2,7 +2,14 @@ import { GatewayError } from '../errors/gateway-error';
 
 export const JOB_JAR_KEY = 'user.artifacts.job-jar';
 /** Optional SHA-256 pin of the job jar: a mismatch fails the run before anything starts. */
-export const JOB_JAR_SHA256_KEY = 'user.artifacts.job-jar.sha256';
+export const JOB_JAR_SHA256_KEY = 'gateway.artifacts.job-jar.sha256';
+/** Its name before the gateway moved its own keys out of Flink's user.artifacts.* namespace. */
+export const DEPRECATED_JOB_JAR_SHA256_KEY = 'user.artifacts.job-jar.sha256';
+
+/** The request's SHA-256 pin of its job jar, under its key or (when that is absent) its deprecated key. */
+export function jobJarPin(flinkConfiguration: Readonly<Record<string, string>>): string | undefined {
+  return flinkConfiguration[JOB_JAR_SHA256_KEY] ?? flinkConfiguration[DEPRECATED_JOB_JAR_SHA256_KEY];
+}
 const HEX32 = /^[0-9a-fA-F]{32}$/;
 const CLAIM_MODES = ['CLAIM', 'NO_CLAIM', 'LEGACY'];
 

@@ -6,7 +6,7 @@ import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-clien
 import { GatewayError } from '../errors/gateway-error';
 import { redactUri } from '../artifacts/uri';
 import type { JobRegistrar } from './job-registrations';
-import { JOB_JAR_KEY, JOB_JAR_SHA256_KEY, type JarRequest } from './run-request';
+import { JOB_JAR_KEY, jobJarPin, type JarRequest } from './run-request';
 import { SingleFlight } from './single-flight';
 import type { JarEntryPoints } from '../artifacts/jar-entry-points';
 import { entryClassProblem } from './entry-class-policy';
@@ -365,7 +365,7 @@ export class RunService {
     if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
     if (this.jarsWithClasses.has(jarId)) throw new GatewayError('GW_JAR_URI_CONFLICT', { jarId, uri: redactUri(uri.trim()) });
-    const pin = request.flinkConfiguration[JOB_JAR_SHA256_KEY];
+    const pin = jobJarPin(request.flinkConfiguration);
     const prepared = await this.opts.remoteJars.prepare(uri.trim(), {
       ...(request.jobId ? { jobId: request.jobId } : {}),
       ...(pin ? { sha256: pin } : {}),

@@ -24,8 +24,8 @@ function fileFs(settings: Record<string, string>): FileSystem {
 }
 
 const enabledIn = (...dirs: string[]) => ({
-  'user.artifacts.local-file.enabled': 'true',
-  'user.artifacts.local-file.allowed-dirs': dirs.join(';'),
+  'gateway.artifacts.local-file.enabled': 'true',
+  'gateway.artifacts.local-file.allowed-dirs': dirs.join(';'),
 });
 
 
@@ -87,12 +87,12 @@ describe('file plugin: off by default, confined to allowed-dirs', () => {
     const uri = pathToFileURL(join(jars, 'small.jar'));
     const err = await fs.stat(uri, signal()).catch((e: unknown) => e as Error & { code: string });
     expect(err).toMatchObject({ code: 'GW_FETCH_SCHEME_UNSUPPORTED' });
-    expect((err as Error).message).toContain('user.artifacts.local-file.enabled: true');
+    expect((err as Error).message).toContain('gateway.artifacts.local-file.enabled: true');
     expect(await codeOf(fs.open(uri, { signal: signal() }))).toBe('GW_FETCH_SCHEME_UNSUPPORTED');
   });
 
   it('refuses to start when enabled without allowed-dirs, or with a relative or missing one', () => {
-    expect(() => fileFs({ 'user.artifacts.local-file.enabled': 'true' })).toThrow(/user.artifacts.local-file.allowed-dirs/);
+    expect(() => fileFs({ 'gateway.artifacts.local-file.enabled': 'true' })).toThrow(/gateway.artifacts.local-file.allowed-dirs/);
     expect(() => fileFs(enabledIn('relative/jars'))).toThrow(/not an absolute path/);
     expect(() => fileFs(enabledIn(join(root, 'nope')))).toThrow(/cannot be resolved \(ENOENT\)/);
   });

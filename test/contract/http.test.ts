@@ -24,7 +24,7 @@ interface BuildOptions {
   ca?: string;
   /** Proxy environment; without it the plugin is built exactly as the gateway builds it (`create`). */
   env?: NodeJS.ProcessEnv;
-  /** `user.artifacts.disallow-restricted-hosts`; default true. */
+  /** `gateway.artifacts.disallow-restricted-hosts`; default true. */
   guardEnabled?: boolean;
 }
 
@@ -44,7 +44,7 @@ function httpFs(settings: Record<string, string>, opts: BuildOptions): FileSyste
   return fs;
 }
 
-const bearer = (token: string) => ({ 'user.artifacts.http-headers': `Authorization:Bearer ${token}`, 'user.artifacts.http-headers.hosts': '127.0.0.1;localhost' });
+const bearer = (token: string) => ({ 'user.artifacts.http-headers': `Authorization:Bearer ${token}`, 'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost' });
 
 
 /** Awaits a failure and checks its code, and that no secret (header value, query signature) leaks. */
@@ -120,8 +120,8 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
     expect((await readAll(stream)).equals(small)).toBe(true);
   });
 
-  it('follows up to user.artifacts.http.max-redirects same-origin redirects, with the headers on every hop', async () => {
-    const fs = fsWith({ ...bearer(GOOD_TOKEN), 'user.artifacts.http.max-redirects': '5' });
+  it('follows up to gateway.artifacts.http.max-redirects same-origin redirects, with the headers on every hop', async () => {
+    const fs = fsWith({ ...bearer(GOOD_TOKEN), 'gateway.artifacts.http.max-redirects': '5' });
     const { stream } = await fs.open(new URL(`${tlsOrigin.url}/redirect/5/auth/small.jar`), { signal: signal() });
     expect((await readAll(stream)).equals(small)).toBe(true);
     const hops = tlsOrigin.requests.filter((r) => /^\/redirect\/\d\/auth\/small\.jar$/.test(r.path));
@@ -143,8 +143,8 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
       fsWith().open(new URL(`${tlsOrigin.url}/redirect/6/small.jar?sig=${SIGNATURE}`), { signal: signal() }),
       'GW_FETCH_URI_INVALID',
     );
-    expect(err.message).toContain('user.artifacts.http.max-redirects');
-    const none = fsWith({ 'user.artifacts.http.max-redirects': '0' });
+    expect(err.message).toContain('gateway.artifacts.http.max-redirects');
+    const none = fsWith({ 'gateway.artifacts.http.max-redirects': '0' });
     await failure(none.stat(new URL(`${tlsOrigin.url}/redirect/1/small.jar`), signal()), 'GW_FETCH_URI_INVALID');
   });
 
@@ -152,14 +152,14 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
     const start = tlsOrigin.requests.length;
     await fsWith({}).stat(new URL(`${tlsOrigin.url}/small.jar`), signal());
     expect(tlsOrigin.requests.slice(start).map((r) => r.headers['user-agent'])).toEqual([expect.stringMatching(/^flink-jar-gateway\/\d+\.\d+\.\d+/)]);
-    const mine = fsWith({ 'user.artifacts.http-headers': 'User-Agent:ci-fetcher/1', 'user.artifacts.http-headers.hosts': '127.0.0.1' });
+    const mine = fsWith({ 'user.artifacts.http-headers': 'User-Agent:ci-fetcher/1', 'gateway.artifacts.http-headers.hosts': '127.0.0.1' });
     const again = tlsOrigin.requests.length;
     await mine.stat(new URL(`${tlsOrigin.url}/small.jar`), signal());
     expect(tlsOrigin.requests.slice(again).map((r) => r.headers['user-agent'])).toEqual(['ci-fetcher/1']);
   });
 
-  it('sends no headers to a host that is not listed in user.artifacts.http-headers.hosts', async () => {
-    const fs = fsWith({ 'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN}`, 'user.artifacts.http-headers.hosts': 'repo.example.com' });
+  it('sends no headers to a host that is not listed in gateway.artifacts.http-headers.hosts', async () => {
+    const fs = fsWith({ 'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN}`, 'gateway.artifacts.http-headers.hosts': 'repo.example.com' });
     const start = tlsOrigin.requests.length;
     await failure(fs.stat(new URL(`${tlsOrigin.url}/auth/small.jar`), signal()), 'GW_FETCH_DENIED');
     expect(tlsOrigin.requests.slice(start).every((r) => r.headers.authorization === undefined)).toBe(true);
@@ -167,7 +167,7 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
 
   it('sends the configured headers to the original origin only, never after a cross-origin redirect', async () => {
     const fs = fsWith(
-      { 'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN},X-Api-Key:${API_KEY}`, 'user.artifacts.http-headers.hosts': '127.0.0.1;localhost' },
+      { 'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN},X-Api-Key:${API_KEY}`, 'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost' },
       [...exempt, `localhost:${tlsOrigin.port}`],
     );
     const target = `${tlsOrigin.altUrl}/auth/small.jar`; // same server, other origin (localhost vs 127.0.0.1)
@@ -214,13 +214,13 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
     expect(err.message).toMatch(/TLS: (DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)/);
   });
 
-  it('a body that stalls fails after user.artifacts.http.read-timeout, and so do missing headers', async () => {
+  it('a body that stalls fails after gateway.artifacts.http.read-timeout, and so do missing headers', async () => {
     // undici's request timers tick at about 1 s resolution, so 300 ms fires after roughly 1 s; 3 s is the bound.
-    const fs = fsWith({ 'user.artifacts.http.read-timeout': '300 ms' });
+    const fs = fsWith({ 'gateway.artifacts.http.read-timeout': '300 ms' });
     const started = Date.now();
     const { stream } = await fs.open(new URL(`${tlsOrigin.url}/stall?sig=${SIGNATURE}`), { signal: signal() });
     const err = await failure(readAll(stream), 'GW_FETCH_UNAVAILABLE');
-    expect(err.message).toContain('user.artifacts.http.read-timeout');
+    expect(err.message).toContain('gateway.artifacts.http.read-timeout');
     expect(Date.now() - started).toBeLessThan(3_000);
 
     const again = Date.now();

@@ -37,10 +37,10 @@ describe('user.artifacts.artifact-list for session jobs', () => {
       flinkUrl(),
       {
         'web.submit.jar-uri.enable': 'true',
-        'user.artifacts.allowed-schemes': 'http',
+        'gateway.artifacts.allowed-schemes': 'http',
         'user.artifacts.raw-http-enabled': 'true',
-        'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${o.port}`,
-        'user.artifacts.allowed-uris': `${o.url}/ok/`,
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${o.port}`,
+        'gateway.artifacts.allowed-uris': `${o.url}/ok/`,
         'gateway.artifacts.cache-dir': cacheDir,
       },
       [httpPlugin],

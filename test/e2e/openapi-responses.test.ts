@@ -176,7 +176,7 @@ describe('real responses of the jar routes match openapi.yaml', () => {
   it('remote jars (POST /jars/fetch, run/plan by URI, fetch progress) answer as documented', async () => {
     const jar = readFileSync(WORDCOUNT_JAR);
     const sha256 = createHash('sha256').update(jar).digest('hex');
-    const remote = await startGateway(flinkUrl(), { 'web.submit.jar-uri.enable': 'true', 'user.artifacts.allowed-schemes': 'mem' }, [memoryPlugin(jar)]);
+    const remote = await startGateway(flinkUrl(), { 'web.submit.jar-uri.enable': 'true', 'gateway.artifacts.allowed-schemes': 'mem' }, [memoryPlugin(jar)]);
     const fetched: string[] = [];
     const rcall = async (method: string, path: string, body?: unknown): Promise<Reply> => {
       const r = await json(method, `${remote.url}${path}`, body);
@@ -196,10 +196,10 @@ describe('real responses of the jar routes match openapi.yaml', () => {
       expectCode(await rcall('POST', '/v1/jars/fetch', { uri: 'gopher://h/app.jar' }), 400, 'GW_FETCH_SCHEME_UNSUPPORTED');
       expectCode(await rcall('POST', '/v1/jars/fetch', { uri: 'not a uri' }), 400, 'GW_FETCH_URI_INVALID');
 
-      const plan = await rcall('POST', '/v1/jars/remote.jar/plan', { flinkConfiguration: { 'user.artifacts.job-jar': 'mem://bucket/WordCount.jar', 'user.artifacts.job-jar.sha256': sha256 } });
+      const plan = await rcall('POST', '/v1/jars/remote.jar/plan', { flinkConfiguration: { 'user.artifacts.job-jar': 'mem://bucket/WordCount.jar', 'gateway.artifacts.job-jar.sha256': sha256 } });
       expect(plan.status).toBe(200);
       expectCode(
-        await rcall('POST', '/jars/remote.jar/run', { flinkConfiguration: { 'user.artifacts.job-jar': 'mem://bucket/WordCount.jar', 'user.artifacts.job-jar.sha256': 'f'.repeat(64) } }),
+        await rcall('POST', '/jars/remote.jar/run', { flinkConfiguration: { 'user.artifacts.job-jar': 'mem://bucket/WordCount.jar', 'gateway.artifacts.job-jar.sha256': 'f'.repeat(64) } }),
         400,
         'GW_FETCH_DIGEST_MISMATCH',
       );

@@ -24,7 +24,7 @@ describe('placeholder awareness', () => {
     o = await startHttpOrigin({ files: { '/wordcount.jar': WORDCOUNT } });
     gw = await startGateway(
       flinkUrl(),
-      { 'web.submit.jar-uri.enable': 'true', 'user.artifacts.allowed-schemes': 'http', 'user.artifacts.raw-http-enabled': 'true', 'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${o.port}` },
+      { 'web.submit.jar-uri.enable': 'true', 'gateway.artifacts.allowed-schemes': 'http', 'user.artifacts.raw-http-enabled': 'true', 'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${o.port}` },
       [httpPlugin],
     );
   }, 60_000);

@@ -24,9 +24,9 @@ async function origin(): Promise<HttpOrigin> {
 function remoteJarOptions(o: HttpOrigin): Record<string, string> {
   return {
     'web.submit.jar-uri.enable': 'true',
-    'user.artifacts.allowed-schemes': 'http',
+    'gateway.artifacts.allowed-schemes': 'http',
     'user.artifacts.raw-http-enabled': 'true',
-    'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${o.port}`,
+    'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${o.port}`,
   };
 }
 
@@ -210,14 +210,14 @@ describe('the embedded cluster intercepts System.exit from job code (review find
   });
 });
 
-describe('user.artifacts.allowed-uris', () => {
+describe('gateway.artifacts.allowed-uris', () => {
   let o: HttpOrigin;
   let gw: TestGateway;
   let placeholder: string;
 
   beforeAll(async () => {
     o = await origin();
-    gw = await startGateway(flinkUrl(), { ...remoteJarOptions(o), 'user.artifacts.allowed-uris': `http://127.0.0.1:${o.port}/releases` }, [httpPlugin]);
+    gw = await startGateway(flinkUrl(), { ...remoteJarOptions(o), 'gateway.artifacts.allowed-uris': `http://127.0.0.1:${o.port}/releases` }, [httpPlugin]);
     const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
     placeholder = String(up.body.filename).split('/').pop()!;
   }, 60_000);
@@ -252,7 +252,7 @@ describe('user.artifacts.allowed-uris', () => {
   });
 
   it('refuses a redirect from an allowed path to a disallowed one, and never requests the target', async () => {
-    const gw2 = await startGateway(flinkUrl(), { ...remoteJarOptions(o), 'user.artifacts.allowed-uris': `http://127.0.0.1:${o.port}/redirect/` }, [httpPlugin]);
+    const gw2 = await startGateway(flinkUrl(), { ...remoteJarOptions(o), 'gateway.artifacts.allowed-uris': `http://127.0.0.1:${o.port}/redirect/` }, [httpPlugin]);
     try {
       const up = await uploadBytes(gw2.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
       const holder = String(up.body.filename).split('/').pop()!;

@@ -24,8 +24,8 @@ describe('README curl examples', () => {
     origin = await startHttpOrigin({ tls, files: { '/releases/wordcount.jar': readFileSync(WORDCOUNT_JAR) } });
     gw = await startGateway(flinkUrl(), {
       'web.submit.jar-uri.enable': 'true',
-      'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
-      'user.artifacts.ca-bundle': join(dir, 'ca.pem'),
+      'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+      'gateway.artifacts.ca-bundle': join(dir, 'ca.pem'),
     }, [httpPlugin]);
   });
   afterAll(async () => {

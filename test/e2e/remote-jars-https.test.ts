@@ -28,8 +28,8 @@ describe('remote job jars over HTTPS on the real embedded Flink', () => {
       flinkUrl(),
       {
         'web.submit.jar-uri.enable': 'true',
-        'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
-        'user.artifacts.ca-bundle': join(dir, 'ca.pem'),
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+        'gateway.artifacts.ca-bundle': join(dir, 'ca.pem'),
       },
       [httpPlugin],
     );
@@ -91,8 +91,8 @@ describe('metrics after remote-jar runs', () => {
     const origin = await startHttpOrigin({ tls, files: { '/m/wordcount.jar': readFileSync(WORDCOUNT_JAR) } });
     const gw = await startGateway(flinkUrl(), {
       'web.submit.jar-uri.enable': 'true',
-      'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
-      'user.artifacts.ca-bundle': join(dir, 'ca.pem'),
+      'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+      'gateway.artifacts.ca-bundle': join(dir, 'ca.pem'),
     }, [httpPlugin]);
     try {
       const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER }]);
@@ -140,9 +140,9 @@ describe('a large remote jar', () => {
       const port = new URL(url).port;
       gw = await startGateway(flinkUrl(), {
         'web.submit.jar-uri.enable': 'true',
-        'user.artifacts.allowed-schemes': 'http',
+        'gateway.artifacts.allowed-schemes': 'http',
         'user.artifacts.raw-http-enabled': 'true',
-        'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${port}`,
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${port}`,
         'user.artifacts.max-size': '1 gb',
       }, [httpPlugin]);
       global.gc?.();

@@ -86,9 +86,9 @@ describe('pipelined upload hand-off on the real embedded Flink', () => {
   const gatewayOptions = (extra: Record<string, string> = {}) => ({
     'web.submit.jar-uri.enable': 'true',
     'gateway.artifacts.handoff': 'upload',
-    'user.artifacts.allowed-schemes': 'http',
+    'gateway.artifacts.allowed-schemes': 'http',
     'user.artifacts.raw-http-enabled': 'true',
-    'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${originProxy.port}`,
+    'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${originProxy.port}`,
     'gateway.artifacts.fetch-retries': '1',
     ...extra,
   });
@@ -178,7 +178,7 @@ describe('pipelined upload hand-off on the real embedded Flink', () => {
     const name = names[index]!;
     const { plan, pin, codes } = setup();
     const uploads = uploadsStarted();
-    const r = await withPlan(originProxy, plan, () => run(gw, placeholder, uriOf(`/jobs/${name}`), pin ? { 'user.artifacts.job-jar.sha256': pin } : {}));
+    const r = await withPlan(originProxy, plan, () => run(gw, placeholder, uriOf(`/jobs/${name}`), pin ? { 'gateway.artifacts.job-jar.sha256': pin } : {}));
     expect(codes).toContain(r.code);
     expect(r.status).toBe(ERROR_CODES[r.code as ErrorCode].status);
     expect(uploadsStarted()).toBeGreaterThan(uploads); // the failure came mid-pipeline

@@ -37,7 +37,7 @@ describe('remote job jars on the real embedded Flink', () => {
       flinkUrl(),
       {
         'web.submit.jar-uri.enable': 'true',
-        'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${s3.port};127.0.0.1:${azurite.port}`,
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${s3.port};127.0.0.1:${azurite.port}`,
         's3.endpoint': s3.url,
         's3.path.style.access': 'true',
         's3.access-key': S3_KEY.accessKeyId,
@@ -108,7 +108,7 @@ describe('remote job jars on the real embedded Flink', () => {
   });
 
   it('a wrong sha256 pin fails the run before anything starts', async () => {
-    const { run, jobId } = await operatorRun(s3Uri, { 'user.artifacts.job-jar.sha256': '0'.repeat(64) });
+    const { run, jobId } = await operatorRun(s3Uri, { 'gateway.artifacts.job-jar.sha256': '0'.repeat(64) });
     expect(run.status).toBe(400);
     expect((run.body.errors as string[])[0]).toMatch(/^GW_FETCH_DIGEST_MISMATCH: s3:\/\/team-a-jars\/jobs\//);
     expect((await json('GET', `${gw.url}/v1/jobs/${jobId}`)).status).toBe(404);

@@ -44,7 +44,7 @@ describe('third-party plugins on the command line', () => {
   it('without a plugins directory, --help lists only the built-in plugins', async () => {
     const r = await runProcess(process.execPath, [bin, '--help'], { timeoutMs: 20_000 });
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain('user.artifacts.local-file.enabled');
+    expect(r.stdout).toContain('gateway.artifacts.local-file.enabled');
     expect(r.stdout).not.toContain('fixture.root');
   });
 

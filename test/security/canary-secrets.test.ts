@@ -112,9 +112,9 @@ describe('canary secrets never appear in responses or logs', () => {
     expiredSasUrl = `${azurite.blobUrl(AZ_SAS.name)}/sasjars/app.jar?${makeSas(AZ_SAS, { container: 'sasjars', blobName: 'app.jar', startsOn: new Date(Date.now() - 7200_000), expiresOn: new Date(Date.now() - 3600_000) })}`;
     const options = {
       'web.submit.jar-uri.enable': 'true',
-      'user.artifacts.allowed-schemes': 'https;http;s3;wasbs',
+      'gateway.artifacts.allowed-schemes': 'https;http;s3;wasbs',
       'user.artifacts.raw-http-enabled': 'true',
-      'user.artifacts.restricted-hosts.allowed': [s3.port, azurite.port, origin.port, otherOrigin.port].map((p) => `127.0.0.1:${p}`).join(';'),
+      'gateway.artifacts.restricted-hosts.allowed': [s3.port, azurite.port, origin.port, otherOrigin.port].map((p) => `127.0.0.1:${p}`).join(';'),
       'gateway.artifacts.fetch-retries': '0',
       's3.endpoint': s3.url,
       's3.path.style.access': 'true',
@@ -134,7 +134,7 @@ describe('canary secrets never appear in responses or logs', () => {
     // user.artifacts.http-headers go to the origin of every http(s) jar URI, so a presigned URL
     // (already signed in its query) cannot be fetched while they are set: S3 refuses two auth
     // mechanisms with 400. The headers get a gateway of their own.
-    const headers = { 'user.artifacts.http-headers': `Authorization:Bearer ${BEARER},X-Api-Key:${API_KEY}`, 'user.artifacts.http-headers.hosts': '127.0.0.1;localhost' };
+    const headers = { 'user.artifacts.http-headers': `Authorization:Bearer ${BEARER},X-Api-Key:${API_KEY}`, 'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost' };
     gw = await startGateway(flinkUrl(), options, [s3Plugin, azurePlugin, httpPlugin]);
     gwHeaders = await startGateway(flinkUrl(), { ...options, ...headers }, [s3Plugin, azurePlugin, httpPlugin]);
     failingJm = await startFakeJobManager();
@@ -178,7 +178,7 @@ describe('canary secrets never appear in responses or logs', () => {
         'user.artifacts.job-jar': presigned,
         's3.secret-key': REQUEST_SECRETS.s3,
         [`fs.azure.account.key.${AZ_KEYED.name}.blob.core.windows.net`]: REQUEST_SECRETS.azure,
-        'user.artifacts.http-headers': `Authorization:Bearer ${REQUEST_SECRETS.header}`, 'user.artifacts.http-headers.hosts': '127.0.0.1;localhost',
+        'user.artifacts.http-headers': `Authorization:Bearer ${REQUEST_SECRETS.header}`, 'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost',
       },
     });
     expect(run).toMatchObject({ status: 200, body: { jobid: jobId } });

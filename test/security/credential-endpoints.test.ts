@@ -185,7 +185,7 @@ describe('HTTP: user.artifacts.http-headers go only to the listed host:port', ()
     try {
       const fs = pluginFileSystem(
         httpPlugin,
-        { 'user.artifacts.raw-http-enabled': 'true', 'user.artifacts.http-headers': 'Authorization:Bearer header-canary', 'user.artifacts.http-headers.hosts': `repo.internal:${port}` },
+        { 'user.artifacts.raw-http-enabled': 'true', 'user.artifacts.http-headers': 'Authorization:Bearer header-canary', 'gateway.artifacts.http-headers.hosts': `repo.internal:${port}` },
         [`127.0.0.1:${port}`, `127.0.0.1:${otherPort}`],
       );
       for (const u of [`http://127.0.0.1:${port}/a.jar`, `http://127.0.0.1:${otherPort}/a.jar`, `http://2130706433:${port}/a.jar`, `http://0x7f.1:${port}/a.jar`, `http://[::ffff:127.0.0.1]:${port}/a.jar`]) {

@@ -64,11 +64,11 @@ describe('storage faults through a fault proxy (fake JobManager records what wou
       jm.url,
       {
         'web.submit.jar-uri.enable': 'true',
-        'user.artifacts.allowed-schemes': 'http;s3',
+        'gateway.artifacts.allowed-schemes': 'http;s3',
         'user.artifacts.raw-http-enabled': 'true',
-        'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${httpProxy.port};127.0.0.1:${s3Proxy.port}`,
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${httpProxy.port};127.0.0.1:${s3Proxy.port}`,
         'user.artifacts.fetch-timeout': '8 s',
-        'user.artifacts.http.read-timeout': '1500 ms',
+        'gateway.artifacts.http.read-timeout': '1500 ms',
         'gateway.artifacts.fetch-retries': '2',
         'gateway.artifacts.cache-dir': cacheDir,
         's3.endpoint': s3Proxy.url,
@@ -189,7 +189,7 @@ describe('storage faults through a fault proxy (fake JobManager records what wou
 
   it('HTTP: a flipped byte is caught by a sha256 pin, nothing runs', async () => {
     await withPlan(httpProxy, onGet({ kind: 'corrupt', atBodyByte: 4096 }), async () => {
-      expect(await submit(httpUri(), { 'user.artifacts.job-jar.sha256': JAR_SHA })).toEqual({ status: 400, code: 'GW_FETCH_DIGEST_MISMATCH' });
+      expect(await submit(httpUri(), { 'gateway.artifacts.job-jar.sha256': JAR_SHA })).toEqual({ status: 400, code: 'GW_FETCH_DIGEST_MISMATCH' });
     });
   });
 
@@ -226,7 +226,7 @@ describe('storage faults through a fault proxy (fake JobManager records what wou
   }, 30_000);
 
   it('the JobManager down: 503 GW_CLUSTER_UNAVAILABLE, and the fetched jar stays cached for the retry', async () => {
-    const down = await startGateway('http://127.0.0.1:9', { 'web.submit.jar-uri.enable': 'true', 'user.artifacts.allowed-schemes': 'http', 'user.artifacts.raw-http-enabled': 'true', 'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${httpProxy.port}` }, [httpPlugin]);
+    const down = await startGateway('http://127.0.0.1:9', { 'web.submit.jar-uri.enable': 'true', 'gateway.artifacts.allowed-schemes': 'http', 'user.artifacts.raw-http-enabled': 'true', 'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${httpProxy.port}` }, [httpPlugin]);
     try {
       const r = await json('POST', `${down.url}/jars/fetch`, { uri: httpUri() });
       figures.submissions++;
@@ -254,9 +254,9 @@ describe('faults on the real embedded Flink', () => {
     const proxy = await startFaultProxy({ host: '127.0.0.1', port: origin.port }, () => (left-- > 0 ? { kind: 'status', status: 503 } : { kind: 'pass' }));
     const gw = await startGateway(flinkUrl(), {
       'web.submit.jar-uri.enable': 'true',
-      'user.artifacts.allowed-schemes': 'http',
+      'gateway.artifacts.allowed-schemes': 'http',
       'user.artifacts.raw-http-enabled': 'true',
-      'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${proxy.port}`,
+      'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${proxy.port}`,
     }, [httpPlugin]);
     try {
       const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
@@ -300,9 +300,9 @@ const isRoot = process.getuid?.() === 0;
     [origin, jm] = await Promise.all([startHttpOrigin({ files: { '/big.jar': big, '/small.jar': small } }), startFakeJobManager()]);
     gw = await startGateway(jm.url, {
       'web.submit.jar-uri.enable': 'true',
-      'user.artifacts.allowed-schemes': 'http',
+      'gateway.artifacts.allowed-schemes': 'http',
       'user.artifacts.raw-http-enabled': 'true',
-      'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+      'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
       'gateway.artifacts.cache-dir': mnt,
       'gateway.artifacts.fetch-retries': '0',
     }, [httpPlugin]);
@@ -367,9 +367,9 @@ const built = existsSync(join(ROOT, 'dist', 'src', 'main.js'));
       `-Dgateway.cluster.rest-url=${jm.url}`,
       '-Drest.port=0',
       '-Dweb.submit.jar-uri.enable=true',
-      '-Duser.artifacts.allowed-schemes=http',
+      '-Dgateway.artifacts.allowed-schemes=http',
       '-Duser.artifacts.raw-http-enabled=true',
-      `-Duser.artifacts.restricted-hosts.allowed=127.0.0.1:${proxy.port}`,
+      `-Dgateway.artifacts.restricted-hosts.allowed=127.0.0.1:${proxy.port}`,
       `-Dgateway.artifacts.cache-dir=${cacheDir}`,
       '-Dgateway.log.level=warn',
     ];

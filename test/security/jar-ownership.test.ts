@@ -35,9 +35,9 @@ describe('jars belong to the principal that put them on the JobManager', () => {
       {
         'gateway.auth.tokens-file': join(dir, 'tokens'),
         'web.submit.jar-uri.enable': 'true',
-        'user.artifacts.allowed-schemes': 'http',
+        'gateway.artifacts.allowed-schemes': 'http',
         'user.artifacts.raw-http-enabled': 'true',
-        'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
         'gateway.artifacts.handoff': 'upload',
       },
       [httpPlugin],

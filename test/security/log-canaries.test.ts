@@ -33,7 +33,7 @@ describe('the log holds no query string, userinfo or job message', () => {
       }
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: ['Not found'] }));
     });
-    gw = await startGateway(jm.url, { 'web.submit.jar-uri.enable': 'true', 'user.artifacts.allowed-schemes': 'https' }, [httpPlugin]);
+    gw = await startGateway(jm.url, { 'web.submit.jar-uri.enable': 'true', 'gateway.artifacts.allowed-schemes': 'https' }, [httpPlugin]);
   });
   afterAll(async () => {
     await gw.close();

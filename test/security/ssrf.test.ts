@@ -45,7 +45,7 @@ interface Case {
  * The restricted-address guard, proven at the listeners: node:http servers on 127.0.0.1, 127.0.0.2
  * and ::1 count every TCP connection they accept (and would serve a valid jar to whoever asks), and
  * every URI below, through every plugin and every owned route that fetches, must be refused with 0
- * connections there. Only `user.artifacts.restricted-hosts.allowed` entries are reachable.
+ * connections there. Only `gateway.artifacts.restricted-hosts.allowed` entries are reachable.
  */
 describe('SSRF guard: 0 connections reach a restricted address (host namespace, loopback only)', () => {
   let traps: { v4: TrapListener; v4b: TrapListener; v6: TrapListener };
@@ -68,11 +68,11 @@ describe('SSRF guard: 0 connections reach a restricted address (host namespace, 
       jm.url,
       {
         'web.submit.jar-uri.enable': 'true',
-        'user.artifacts.allowed-schemes': 'https;http;s3;s3a;wasbs;file',
+        'gateway.artifacts.allowed-schemes': 'https;http;s3;s3a;wasbs;file',
         'user.artifacts.raw-http-enabled': 'true',
         // The only reachable restricted host:ports: the origin (under two names) and the redirecting S3 stub.
-        'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port};localhost:${origin.port};127.0.0.1:${s3RedirectorPort}`,
-        'user.artifacts.http-headers': `Authorization:Bearer ${HEADER_CANARY}`, 'user.artifacts.http-headers.hosts': '127.0.0.1;localhost',
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port};localhost:${origin.port};127.0.0.1:${s3RedirectorPort}`,
+        'user.artifacts.http-headers': `Authorization:Bearer ${HEADER_CANARY}`, 'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost',
         'gateway.artifacts.fetch-retries': '0',
         's3.access-key': 'AKIDSSRFTEST',
         's3.secret-key': 'ssrf-test-secret',

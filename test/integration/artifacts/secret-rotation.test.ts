@@ -37,7 +37,7 @@ describe('credentials from gateway.secrets.dir', () => {
       'gateway.secrets.poll-interval': '100 ms',
       's3.endpoint': s3.url,
       's3.path.style.access': 'true',
-      'user.artifacts.restricted-hosts.allowed': `127.0.0.1:${s3.port}`,
+      'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${s3.port}`,
     }, [s3Plugin]);
   }, 60_000);
 

@@ -32,15 +32,15 @@ describe('the run forwarded for a jar URI', () => {
     const gw = await startGateway(jm.url, {
       'web.submit.jar-uri.enable': 'true',
       'gateway.artifacts.handoff': 'upload',
-      'user.artifacts.allowed-schemes': 'file',
-      'user.artifacts.local-file.enabled': 'true',
-      'user.artifacts.local-file.allowed-dirs': dir,
+      'gateway.artifacts.allowed-schemes': 'file',
+      'gateway.artifacts.local-file.enabled': 'true',
+      'gateway.artifacts.local-file.allowed-dirs': dir,
     }, [filePlugin]);
     try {
       const uri = `file://${join(dir, 'app.jar')}`;
       const r = await fetch(`${gw.url}/v1/jars/0000_placeholder.jar/run`, {
         method: 'POST',
-        body: JSON.stringify({ jobId: 'b'.repeat(32), flinkConfiguration: { 'user.artifacts.job-jar': uri, 'user.artifacts.job-jar.sha256': createHash('sha256').update(jar).digest('hex'), 'x.y': 'z' } }),
+        body: JSON.stringify({ jobId: 'b'.repeat(32), flinkConfiguration: { 'user.artifacts.job-jar': uri, 'gateway.artifacts.job-jar.sha256': createHash('sha256').update(jar).digest('hex'), 'x.y': 'z' } }),
       });
       expect(r.status).toBe(200);
       const run = seen.find((s) => s.url.endsWith('/run'))!;

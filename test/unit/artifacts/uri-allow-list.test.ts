@@ -8,7 +8,7 @@ const verdict = (entries: string[], uri: string): string => {
   }
 };
 
-describe('user.artifacts.allowed-uris', () => {
+describe('gateway.artifacts.allowed-uris', () => {
   it('allows anything when empty', () => {
     expect(verdict([], 's3://any/app.jar')).toBe('not configured');
   });

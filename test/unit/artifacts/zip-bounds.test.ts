@@ -61,8 +61,8 @@ describe('zip-structure bounds (uploads: JarInspector; fetched jars: zipProblem)
     it('refuses an end record that declares more entries than the limit', async () => {
       const jar = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST }], eocdEntries: 60_000 });
       expect(await both(jar, { ...DEFAULT_ZIP_LIMITS, maxEntries: 1000 })).toEqual({
-        limit: 'user.artifacts.max-zip-entries',
-        reason: 'its central directory declares 60000 entries, more than user.artifacts.max-zip-entries (1000); if the jar is genuine, raise user.artifacts.max-zip-entries',
+        limit: 'gateway.artifacts.max-zip-entries',
+        reason: 'its central directory declares 60000 entries, more than gateway.artifacts.max-zip-entries (1000); if the jar is genuine, raise gateway.artifacts.max-zip-entries',
       });
       // At the limit is fine (the fetch path then walks the directory, which has 1 entry, not 60000).
       expect(await streamed(jar, { ...DEFAULT_ZIP_LIMITS, maxEntries: 60_000 })).toBeUndefined();
@@ -70,12 +70,12 @@ describe('zip-structure bounds (uploads: JarInspector; fetched jars: zipProblem)
 
     it('refuses a zip64 end record that declares 4 billion entries, with the default limits', async () => {
       const jar = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST }], zip64: { entries: 2n ** 32n } });
-      expect(await both(jar)).toMatchObject({ limit: 'user.artifacts.max-zip-entries', reason: expect.stringContaining('declares 4294967296 entries') });
+      expect(await both(jar)).toMatchObject({ limit: 'gateway.artifacts.max-zip-entries', reason: expect.stringContaining('declares 4294967296 entries') });
     });
 
     it('is not fooled by a decoy end record in the comment (Java skips one whose comment length does not fit)', async () => {
       const jar = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST }], zip64: { entries: 2n ** 40n }, comment: Buffer.concat([Buffer.from('built by '), decoyEndRecord()]) });
-      expect(await streamed(jar, undefined, 65_536)).toMatchObject({ limit: 'user.artifacts.max-zip-entries' });
+      expect(await streamed(jar, undefined, 65_536)).toMatchObject({ limit: 'gateway.artifacts.max-zip-entries' });
       expect(await onDisk(jar)).toBeDefined(); // yauzl refuses a comment length that does not fit, too
     });
   });
@@ -84,19 +84,19 @@ describe('zip-structure bounds (uploads: JarInspector; fetched jars: zipProblem)
     it('refuses an end record that declares a 4 GiB central directory', async () => {
       const jar = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST }], eocdCdSize: 0xfffffff0 });
       expect(await both(jar)).toEqual({
-        limit: 'user.artifacts.max-central-directory-size',
-        reason: `its central directory is ${0xfffffff0} bytes, more than user.artifacts.max-central-directory-size (67108864 bytes); if the jar is genuine, raise user.artifacts.max-central-directory-size`,
+        limit: 'gateway.artifacts.max-central-directory-size',
+        reason: `its central directory is ${0xfffffff0} bytes, more than gateway.artifacts.max-central-directory-size (67108864 bytes); if the jar is genuine, raise gateway.artifacts.max-central-directory-size`,
       });
     });
 
     it('refuses a zip64 end record that declares a 1 TiB central directory', async () => {
       const jar = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST }], zip64: { cdSize: 2n ** 40n } });
-      expect(await both(jar)).toMatchObject({ limit: 'user.artifacts.max-central-directory-size', reason: expect.stringContaining(`is ${2 ** 40} bytes`) });
+      expect(await both(jar)).toMatchObject({ limit: 'gateway.artifacts.max-central-directory-size', reason: expect.stringContaining(`is ${2 ** 40} bytes`) });
     });
 
     it('applies a lowered limit to a genuine central directory', async () => {
       const jar = buildJar({ 'META-INF/MANIFEST.MF': MANIFEST, 'a.txt': 'a', 'b.txt': 'b' });
-      expect(await both(jar, { ...DEFAULT_ZIP_LIMITS, maxCentralDirectorySize: 100 })).toMatchObject({ limit: 'user.artifacts.max-central-directory-size' });
+      expect(await both(jar, { ...DEFAULT_ZIP_LIMITS, maxCentralDirectorySize: 100 })).toMatchObject({ limit: 'gateway.artifacts.max-central-directory-size' });
     });
 
     it('refuses a zip64 locator that points far before the end, where the record cannot be checked', async () => {
@@ -109,22 +109,22 @@ describe('zip-structure bounds (uploads: JarInspector; fetched jars: zipProblem)
     it('refuses a manifest declared at 2 GiB uncompressed (nothing is inflated)', async () => {
       const jar = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST, declaredSize: 2 * GiB }, { name: 'a/B.class', data: 'x' }] });
       expect(await both(jar)).toEqual({
-        limit: 'user.artifacts.max-manifest-size',
-        reason: `its central directory declares a META-INF/MANIFEST.MF of ${2 * GiB} bytes uncompressed, more than user.artifacts.max-manifest-size (1048576 bytes); the JobManager reads the manifest whole. If the jar is genuine, raise user.artifacts.max-manifest-size`,
+        limit: 'gateway.artifacts.max-manifest-size',
+        reason: `its central directory declares a META-INF/MANIFEST.MF of ${2 * GiB} bytes uncompressed, more than gateway.artifacts.max-manifest-size (1048576 bytes); the JobManager reads the manifest whole. If the jar is genuine, raise gateway.artifacts.max-manifest-size`,
       });
     });
 
     it('matches the name in any letter case, as Java does, and reads the zip64 size', async () => {
-      expect(await both(craftZip({ entries: [{ name: 'meta-inf/Manifest.mf', data: MANIFEST, declaredSize: 2 * GiB }] }))).toMatchObject({ limit: 'user.artifacts.max-manifest-size' });
+      expect(await both(craftZip({ entries: [{ name: 'meta-inf/Manifest.mf', data: MANIFEST, declaredSize: 2 * GiB }] }))).toMatchObject({ limit: 'gateway.artifacts.max-manifest-size' });
       expect(await both(craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST, zip64Size: 2n ** 33n }], zip64: {} }))).toMatchObject({
-        limit: 'user.artifacts.max-manifest-size',
+        limit: 'gateway.artifacts.max-manifest-size',
         reason: expect.stringContaining(`of ${2 ** 33} bytes`),
       });
     });
 
     it('refuses any of duplicate manifest entries, and only manifest entries', async () => {
       const dup = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST }, { name: 'META-INF/MANIFEST.MF', data: MANIFEST, declaredSize: 5 * 1024 ** 2 }] });
-      expect(await both(dup)).toMatchObject({ limit: 'user.artifacts.max-manifest-size' });
+      expect(await both(dup)).toMatchObject({ limit: 'gateway.artifacts.max-manifest-size' });
       const other = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST }, { name: 'META-INF/MANIFEST.MX', data: 'x', declaredSize: 2 * GiB }] });
       expect(await streamed(other)).toBeUndefined();
     });
@@ -132,19 +132,19 @@ describe('zip-structure bounds (uploads: JarInspector; fetched jars: zipProblem)
     it('compares with the limit exactly', async () => {
       const limits = { ...DEFAULT_ZIP_LIMITS, maxManifestSize: 1000 };
       expect(await both(craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: 'x'.repeat(1000) }] }), limits)).toBeUndefined();
-      expect(await both(craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: 'x'.repeat(1001) }] }), limits)).toMatchObject({ limit: 'user.artifacts.max-manifest-size' });
+      expect(await both(craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: 'x'.repeat(1001) }] }), limits)).toMatchObject({ limit: 'gateway.artifacts.max-manifest-size' });
     });
 
     it('finds the header wherever chunk boundaries fall', async () => {
       const jar = craftZip({ entries: [{ name: 'a.bin', data: randomBytes(3000) }, { name: 'META-INF/MANIFEST.MF', data: MANIFEST, zip64Size: 2n ** 33n }], zip64: {} });
       for (const chunk of [1, 2, 3, 4, 5, 45, 46, 47, 65, 66, 67, 77, 78, 79, 1000]) {
-        expect({ chunk, r: await streamed(jar, undefined, chunk) }).toMatchObject({ chunk, r: { limit: 'user.artifacts.max-manifest-size' } });
+        expect({ chunk, r: await streamed(jar, undefined, chunk) }).toMatchObject({ chunk, r: { limit: 'gateway.artifacts.max-manifest-size' } });
       }
       // Behind a large entry, with the central directory beyond the 64 KiB tail window.
       const big = craftZip({
         entries: [{ name: 'big.bin', data: randomBytes(300_000) }, { name: 'META-INF/MANIFEST.MF', data: MANIFEST, declaredSize: 2 * GiB }, ...Array.from({ length: 2000 }, (_, i) => ({ name: `pad/${i}.class`.padEnd(60, 'x'), data: 'x' }))],
       });
-      expect(await both(big)).toMatchObject({ limit: 'user.artifacts.max-manifest-size' });
+      expect(await both(big)).toMatchObject({ limit: 'gateway.artifacts.max-manifest-size' });
     });
   });
 
@@ -153,10 +153,10 @@ describe('zip-structure bounds (uploads: JarInspector; fetched jars: zipProblem)
     const jar = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: bomb, deflate: true, declaredSize: 100 }, { name: 'a/B.class', data: 'x' }] });
     expect(jar.length).toBeLessThan(200 * 1024);
     const r = await onDisk(jar);
-    expect(r).toMatchObject({ limit: 'user.artifacts.max-manifest-size' });
+    expect(r).toMatchObject({ limit: 'gateway.artifacts.max-manifest-size' });
     expect(r?.reason).toMatch(/the manifest does not inflate to its declared 100 bytes/);
     // The same manifest, honestly declared, is refused by the declared-size bound instead.
-    expect(await onDisk(craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: bomb, deflate: true }] }))).toMatchObject({ limit: 'user.artifacts.max-manifest-size' });
+    expect(await onDisk(craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: bomb, deflate: true }] }))).toMatchObject({ limit: 'gateway.artifacts.max-manifest-size' });
     // A genuine deflated manifest passes.
     expect(await onDisk(craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST, deflate: true }, { name: 'a/B.class', data: 'x' }] }))).toBeUndefined();
   });

@@ -34,7 +34,7 @@ describe('Flink 2.x value syntax', () => {
     const raw = new Map<string, RawEntry>([
       ['user.artifacts.http-headers.Authorization', { value: 'Bearer abc', source: 'config.yaml' }],
       ['user.artifacts.http-headers.X-Api-Key', { value: 'k', source: 'config.yaml' }],
-      ['user.artifacts.http-headers.hosts', { value: 'repo.example.com', source: 'config.yaml' }],
+      ['gateway.artifacts.http-headers.hosts', { value: 'repo.example.com', source: 'config.yaml' }],
       ['gateway.cluster.request-timeout', { value: 'PT45S', source: 'config.yaml' }],
     ]);
     const config = registry.resolve(raw);

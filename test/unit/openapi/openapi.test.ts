@@ -199,16 +199,16 @@ describe('openapi.yaml', () => {
 
   it('documents remote jars on run and plan: the URI, its SHA-256 pin, the provenance keys and the fetch errors', () => {
     const fc = spec.components.schemas.FlinkConfiguration as { properties: Record<string, unknown>; description: string };
-    expect(fc.properties['user.artifacts.job-jar.sha256']).toBeDefined();
+    expect(fc.properties['gateway.artifacts.job-jar.sha256']).toBeDefined();
     for (const key of ['gateway.artifact.uri', 'gateway.artifact.sha256', 'gateway.artifact.version', 'GW_FETCH_DIGEST_MISMATCH']) {
       expect(fc.description).toContain(key);
     }
     const run = schemaValidator('JarRunRequestBody');
     const plan = schemaValidator('JarPlanRequestBody');
-    const remote = { flinkConfiguration: { 'user.artifacts.job-jar': 's3://b/app.jar', 'user.artifacts.job-jar.sha256': 'ab'.repeat(32) } };
+    const remote = { flinkConfiguration: { 'user.artifacts.job-jar': 's3://b/app.jar', 'gateway.artifacts.job-jar.sha256': 'ab'.repeat(32) } };
     expect(run(remote)).toBe(true);
     expect(plan(remote)).toBe(true);
-    expect(run({ flinkConfiguration: { 'user.artifacts.job-jar.sha256': 'abc' } })).toBe(false);
+    expect(run({ flinkConfiguration: { 'gateway.artifacts.job-jar.sha256': 'abc' } })).toBe(false);
     // Every GW_FETCH_* code a URI can cause is listed on run, plan and fetch, under its status.
     const fetchCodes = codes.filter((c) => c.startsWith('GW_FETCH_'));
     for (const path of ['/v1/jars/{jarid}/run', '/v1/jars/{jarid}/plan', '/v1/jars/fetch']) {
