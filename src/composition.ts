@@ -30,6 +30,7 @@ import { Metrics } from './metrics';
 import { isLoopbackAddress, type TokenBridgeDeps } from './http/token-bridge-route';
 import { Authenticator } from './http/auth';
 import { projectRoot } from './project-root';
+import { jobSecretRule } from './tokens/job-configuration';
 import { JobRegistrations } from './submission/job-registrations';
 import { JobClaims } from './submission/job-claims';
 import { RegistrationStore } from './submission/registration-store';
@@ -326,7 +327,7 @@ async function composeServices(
   const tokenLog = logger.child({ component: 'tokens' });
   const store = tokensEnabled ? new RegistrationStore(tokenStoreDir(config), tokenLog) : undefined;
   await store?.init();
-  const registrations = new JobRegistrations({ tokens, ...(store ? { store } : {}), isSensitive: (key) => config.registry.isSensitive(key), log: tokenLog });
+  const registrations = new JobRegistrations({ tokens, ...(store ? { store } : {}), isSensitive: jobSecretRule(config.registry, tokens.jobRequestKeys()), cluster: config.cluster, log: tokenLog });
   const watcher = tokensEnabled
     ? new JobWatcher({
         cluster,

@@ -57,7 +57,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     const loaded = loadRaw(registry, args, process.env);
     warnings = loaded.sensitiveOnCommandLine;
-    config = registry.resolve(loaded.raw);
+    config = registry.resolve(loaded.raw, loaded.cluster);
   } catch (err) {
     process.stderr.write(`flink-jar-gateway: ${(err as Error).message}\n`);
     return 2;
@@ -79,7 +79,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   let gateway: Gateway;
   try {
     // The built-in token providers (azure-blob, s3, oauth2), each inactive until configured.
-    gateway = await compose(config, logger, plugins, () => registry.resolve(loadRaw(registry, args, process.env).raw), builtInTokenServices(config, logger));
+    gateway = await compose(config, logger, plugins, () => {
+      const reloaded = loadRaw(registry, args, process.env);
+      return registry.resolve(reloaded.raw, reloaded.cluster);
+    }, builtInTokenServices(config, logger));
   } catch (err) {
     if ((err as { code?: string }).code === 'GW_CONFIG_INVALID') {
       // A plugin's own settings (checked when it is created) are configuration errors too.

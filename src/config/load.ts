@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { parseArgs as nodeParseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import type { OptionsRegistry, RawEntry } from './registry';
 import { ConfigError } from './registry';
+import { CLUSTER_FLINK_CONF_KEY, JOBMANAGER_OWN_KEYS, readClusterFlinkConfig } from './cluster-flink-config';
 import { readSecretsDir, SECRETS_DIR_KEY } from './secrets-dir';
 
 export interface CliArgs {
@@ -12,27 +14,40 @@ export interface CliArgs {
   printErrorDocs: boolean;
 }
 
-/** Parses Flink-CLI-style arguments: `-Dkey=value`, `-D key=value`, `--config <file>`, `--help`. */
+/**
+ * Parses Flink-CLI-style arguments with `node:util`'s parseArgs: `-Dkey=value`, `-D key=value`,
+ * `--config <file>` (`-c`), `--help` (`-h`), `--print-config-docs`, `--print-error-docs`.
+ */
 export function parseArgs(argv: readonly string[]): CliArgs {
-  const out: CliArgs = { dynamic: new Map(), help: false, printConfigDocs: false, printErrorDocs: false };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '--help' || a === '-h') out.help = true;
-    else if (a === '--print-config-docs') out.printConfigDocs = true;
-    else if (a === '--print-error-docs') out.printErrorDocs = true;
-    else if (a === '--config' || a === '-c') out.configFile = requireNext(argv, i++, a);
-    else if (a.startsWith('--config=')) out.configFile = a.slice('--config='.length);
-    else if (a === '-D') addDynamic(out, requireNext(argv, i++, a));
-    else if (a.startsWith('-D')) addDynamic(out, a.slice(2));
-    else throw new ConfigError([{ key: a, source: 'command line', message: 'unknown argument (use -Dkey=value, --config <file> or --help)' }]);
+  let parsed: ReturnType<typeof parseCli>;
+  try {
+    parsed = parseCli(argv);
+  } catch (err) {
+    const e = err as { code?: string; message: string };
+    const arg = /'([^']+)'/.exec(e.message)?.[1] ?? argv.join(' ');
+    const message = e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? 'needs a value' : 'unknown argument (use -Dkey=value, --config <file> or --help)';
+    throw new ConfigError([{ key: arg, source: 'command line', message }]);
   }
+  const { values } = parsed;
+  const out: CliArgs = { dynamic: new Map(), help: values.help === true, printConfigDocs: values['print-config-docs'] === true, printErrorDocs: values['print-error-docs'] === true };
+  if (values.config !== undefined) out.configFile = values.config.at(-1)!;
+  for (const kv of values.D ?? []) addDynamic(out, kv);
   return out;
 }
 
-function requireNext(argv: readonly string[], i: number, flag: string): string {
-  const v = argv[i + 1];
-  if (v === undefined) throw new ConfigError([{ key: flag, source: 'command line', message: 'needs a value' }]);
-  return v;
+function parseCli(argv: readonly string[]) {
+  return nodeParseArgs({
+    args: [...argv],
+    strict: true,
+    allowPositionals: false,
+    options: {
+      D: { type: 'string', short: 'D', multiple: true },
+      config: { type: 'string', short: 'c', multiple: true },
+      help: { type: 'boolean', short: 'h' },
+      'print-config-docs': { type: 'boolean' },
+      'print-error-docs': { type: 'boolean' },
+    },
+  });
 }
 
 function addDynamic(out: CliArgs, kv: string): void {
@@ -60,14 +75,35 @@ function flatten(obj: unknown, prefix: string, out: Map<string, unknown>): void 
   }
 }
 
+function readGatewayYaml(configFile: string): Map<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(configFile, 'utf8');
+  } catch (err) {
+    throw new ConfigError([{ key: '--config', source: configFile, message: `cannot read the file: ${(err as Error).message}` }]);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError([{ key: '--config', source: configFile, message: `not valid YAML: ${(err as Error).message}` }]);
+  }
+  const flat = new Map<string, unknown>();
+  if (doc !== null && doc !== undefined) flatten(doc, '', flat);
+  return flat;
+}
+
 export interface LoadResult {
   raw: Map<string, RawEntry>;
+  /** The cluster's own Flink configuration (`gateway.cluster.flink-conf`), as Flink reads it; empty without one. */
+  cluster: Map<string, string>;
   /** Sensitive keys that were given with -D (visible in the process list): warn about them. */
   sensitiveOnCommandLine: string[];
 }
 
 /**
- * Merges the sources, lowest precedence first: defaults (implicit) → YAML → secret files
+ * Merges the sources, lowest precedence first: defaults (implicit) → the cluster's Flink
+ * configuration (`gateway.cluster.flink-conf`) → the gateway's YAML → secret files
  * (`gateway.secrets.dir`) → env → -D.
  */
 export function loadRaw(registry: OptionsRegistry, args: CliArgs, env: NodeJS.ProcessEnv): LoadResult {
@@ -85,23 +121,15 @@ export function loadRaw(registry: OptionsRegistry, args: CliArgs, env: NodeJS.Pr
     raw.set(target, def ? { ...entry, deprecatedKey: key } : entry);
   };
   const configFile = args.configFile ?? env.FLINK_GATEWAY_CONFIG_FILE;
-  if (configFile) {
-    let text: string;
-    try {
-      text = readFileSync(configFile, 'utf8');
-    } catch (err) {
-      throw new ConfigError([{ key: '--config', source: configFile, message: `cannot read the file: ${(err as Error).message}` }]);
-    }
-    let doc: unknown;
-    try {
-      doc = parseYaml(text);
-    } catch (err) {
-      throw new ConfigError([{ key: '--config', source: configFile, message: `not valid YAML: ${(err as Error).message}` }]);
-    }
-    const flat = new Map<string, unknown>();
-    if (doc !== null && doc !== undefined) flatten(doc, '', flat);
-    for (const [k, v] of flat) put(k, { value: v, source: configFile });
+  const own = configFile ? readGatewayYaml(configFile) : new Map<string, unknown>();
+  // Where the two processes differ, the gateway keeps its own value (cluster-flink-config.ts).
+  const clusterPath = args.dynamic.get(CLUSTER_FLINK_CONF_KEY) ?? env[envNameFor(CLUSTER_FLINK_CONF_KEY)] ?? (own.get(CLUSTER_FLINK_CONF_KEY) as string | undefined);
+  const cluster = clusterPath ? readClusterFlinkConfig(clusterPath) : undefined;
+  for (const [k, v] of cluster?.entries ?? []) {
+    if (!JOBMANAGER_OWN_KEYS.has(k) && k !== CLUSTER_FLINK_CONF_KEY) put(k, { value: v, source: `cluster Flink configuration ${cluster!.path}` });
   }
+  rank++;
+  for (const [k, v] of own) put(k, { value: v, source: configFile! });
   const secretsDir = args.dynamic.get(SECRETS_DIR_KEY) ?? env[envNameFor(SECRETS_DIR_KEY)] ?? (raw.get(SECRETS_DIR_KEY)?.value as string | undefined);
   rank++;
   if (secretsDir) for (const [k, v] of readSecretsDir(secretsDir)) put(k, v);
@@ -118,5 +146,5 @@ export function loadRaw(registry: OptionsRegistry, args: CliArgs, env: NodeJS.Pr
     put(k, { value: v, source: '-D' });
     if (registry.isSensitive(k)) sensitiveOnCommandLine.push(k);
   }
-  return { raw, sensitiveOnCommandLine };
+  return { raw, cluster: cluster?.entries ?? new Map(), sensitiveOnCommandLine };
 }

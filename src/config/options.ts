@@ -30,6 +30,10 @@ export const coreOptions = {
     key: 'gateway.cluster.rest-url', type: 'string', section: 'Cluster',
     description: 'REST URL of an existing JobManager to front, e.g. http://127.0.0.1:8082. When unset, the gateway launches the embedded Flink session cluster (needs Java 17 and Maven).',
   }),
+  clusterFlinkConf: option({
+    key: 'gateway.cluster.flink-conf', type: 'string', section: 'Cluster',
+    description: 'The cluster\'s own Flink configuration: its config.yaml (Flink 2.x, or 1.19+), its legacy flink-conf.yaml, or the conf directory holding one (the JobManager\'s ConfigMap mounted into the sidecar). Its keys are read below the gateway\'s own file, so credentials (s3.*, fs.azure.*) and web.submit.jar-uri.enable are written once; the gate is still never taken from a request. The JobManager\'s rest.port, rest.bind-address and web.upload.dir are not taken (the gateway keeps its own). Token providers see it as the cluster configuration of every job, secrets removed. Trade-off: every job\'s code can read the cluster\'s Flink configuration, and so any credential written there (docs/security.md). Re-read when gateway.secrets.dir changes.',
+  }),
   clusterRequestTimeout: option({
     key: 'gateway.cluster.request-timeout', type: 'duration', default: 60_000, min: 1, section: 'Cluster',
     description: 'Timeout of gateway-originated JobManager calls other than run/plan (upload, delete, list).',

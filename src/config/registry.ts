@@ -94,7 +94,7 @@ export class OptionsRegistry {
   }
 
   /** Validates raw entries, collecting every problem, and returns the resolved configuration. */
-  resolve(input: Map<string, RawEntry>): Configuration {
+  resolve(input: Map<string, RawEntry>, cluster: ReadonlyMap<string, string> = new Map()): Configuration {
     const problems: ConfigProblem[] = [];
     const notices: ConfigProblem[] = [];
     const values = new Map<string, unknown>();
@@ -122,7 +122,7 @@ export class OptionsRegistry {
       }
     }
     if (problems.length > 0) throw new ConfigError(problems);
-    return new Configuration(this, values, notices);
+    return new Configuration(this, values, notices, Object.fromEntries(cluster));
   }
 
   /**
@@ -251,6 +251,11 @@ export class Configuration {
     private readonly values: ReadonlyMap<string, unknown>,
     /** What start-up should tell the operator without failing: deprecated keys, unused Flink keys. */
     readonly notices: readonly ConfigProblem[] = [],
+    /**
+     * The cluster's own Flink configuration (gateway.cluster.flink-conf) as the JobManager has it,
+     * secrets included: the base of every job's effective configuration. Empty without that file.
+     */
+    readonly cluster: Readonly<Record<string, string>> = {},
   ) {}
 
   /** Typed read of a declared option that has a default. */

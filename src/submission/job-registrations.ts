@@ -27,8 +27,13 @@ export interface JobRegistrationsOptions {
   tokens: TokenManager;
   /** Absent when delegation tokens are disabled: nothing is persisted. */
   store?: RegistrationStore;
-  /** The options registry's `isSensitive` (declared sensitive keys plus the name heuristic). */
+  /** Whether a key of a job's configuration holds a secret (`jobSecretRule`: declared sensitive options, Flink's rule). */
   isSensitive: (key: string) => boolean;
+  /**
+   * The cluster's own Flink configuration (gateway.cluster.flink-conf), which the JobManager merges
+   * under every job's: providers see a job's effective configuration, cluster keys + request keys.
+   */
+  cluster?: Readonly<Record<string, string>>;
   log: Logger;
   wallClock?: () => number;
   /** Timers for the re-registration retries after a restart (injected in tests). */
@@ -94,7 +99,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
 
   async register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger, principal = 'anonymous'): Promise<void> {
     if (!this.enabled) return;
-    const configuration = redactConfiguration(flinkConfiguration, this.opts.isSensitive);
+    const configuration = redactConfiguration({ ...this.opts.cluster, ...flinkConfiguration }, this.opts.isSensitive);
     const earlier = this.jobs.has(jobId);
     // A registration is never changed by a later request: only an identical one (a retry) may
     // register the same id again, so nobody can switch a running job's tokens to theirs.

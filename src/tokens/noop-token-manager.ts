@@ -11,6 +11,9 @@ export class NoopTokenManager implements TokenManager {
   reobtainDelegationTokens(): void {}
   async registerJob(): Promise<void> {}
   async unregisterJob(): Promise<void> {}
+  jobRequestKeys(): readonly string[] {
+    return [];
+  }
   status(): TokenStatus {
     return { enabled: false, providers: [], registeredJobs: [] };
   }

@@ -30,7 +30,11 @@ export interface ProviderConfig {
   raw(key: string): string | undefined;
 }
 
-/** A job's configuration as the provider sees it: a redacted copy, string values. */
+/**
+ * A job's configuration as the provider sees it: the job's effective configuration (the cluster's
+ * Flink configuration, when the gateway reads it, overlaid with the run request's), string values,
+ * every secret removed (see `jobRequestKeys`). The registration store holds exactly this.
+ */
 export type JobConfiguration = Readonly<Record<string, string>>;
 
 /**
@@ -47,6 +51,16 @@ export type JobConfiguration = Readonly<Record<string, string>>;
 export interface DelegationTokenProvider {
   /** Unique; matches the receiver, the `enabled` switch and the container entry. */
   readonly serviceName: string;
+  /**
+   * The keys of a job's configuration this provider reads in `registerJob` to learn what the job asks
+   * for (exact keys; no prefixes, so no declaration can reveal a family of secrets). Their values
+   * reach it even where the name looks like
+   * a secret's (`security.delegation.token.*`, say): they are scopes, not credentials. Every other key
+   * whose name Flink counts as sensitive (password, secret, token, ...) is removed first, and a
+   * declared-sensitive option always is. The built-in providers use `security.delegation.job.<name>.*`,
+   * a convention rather than a rule.
+   */
+  readonly jobRequestKeys?: readonly string[];
   /** Called once, only when the provider is enabled. Keep `callback` to request re-obtains later. */
   init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void | Promise<void>;
   /** Checked before each obtain; false skips this provider this cycle (no tokens, no renewal date). */
@@ -144,5 +158,7 @@ export interface TokenManager {
   registerJob(jobId: string, jobConfiguration: JobConfiguration, context?: JobContext): Promise<void>;
   /** Never throws; per-provider failures are logged and the job is dropped anyway. */
   unregisterJob(jobId: string): Promise<void>;
+  /** The union of the loaded providers' `jobRequestKeys`. */
+  jobRequestKeys(): readonly string[];
   status(): TokenStatus;
 }

@@ -221,6 +221,10 @@ export class DefaultTokenManager implements TokenManager {
     }
   }
 
+  jobRequestKeys(): readonly string[] {
+    return [...new Set([...this.providers.values()].flatMap((p) => p.jobRequestKeys ?? []))];
+  }
+
   /** Never throws: a provider's failure is logged and the job is dropped anyway (no retry). */
   unregisterJob(jobId: string): Promise<void> {
     return this.unregisterJobInternal(jobId, 'unregistered');

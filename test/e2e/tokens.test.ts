@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { coreOptions } from '../../src/config/options';
 import type {
   DelegationTokenManagerCallback,
   DelegationTokenProvider,
@@ -20,6 +21,7 @@ import { assertMatchesSpec } from '../helpers/openapi';
  */
 class TestTokenProvider implements DelegationTokenProvider {
   readonly serviceName = 'e2e-tokens';
+  constructor(readonly jobRequestKeys: readonly string[] = []) {}
   readonly registered: { jobId: string; conf: JobConfiguration }[] = [];
   readonly unregistered: string[] = [];
   readonly jobs = new Set<string>();
@@ -75,13 +77,14 @@ describe('delegation tokens on the real embedded Flink cluster', () => {
   const gateways: TestGateway[] = [];
   const jobsToCancel = new Set<string>();
 
-  const start = async (provider: TestTokenProvider, receiver = new TestTokenReceiver()) => {
+  const start = async (provider: TestTokenProvider, receiver = new TestTokenReceiver(), extra: Record<string, string> = {}) => {
     const gw = await startGateway(
       flinkUrl(),
       {
         'gateway.tokens.store-dir': storeDir,
         'gateway.tokens.watcher.interval': '200 ms',
         'security.delegation.tokens.reobtain.cooldown': '0 ms',
+        ...extra,
       },
       [],
       { providers: [provider], receivers: [receiver] },
@@ -133,6 +136,38 @@ describe('delegation tokens on the real embedded Flink cluster', () => {
     const status = await json('GET', `${gw.url}/gateway/v1/tokens`);
     assertMatchesSpec('GET', '/gateway/v1/tokens', status);
     expect(status.body.registeredJobs).toEqual([]);
+    await json('DELETE', `${gw.url}/jars/${jarId}`);
+  });
+
+  it('a provider sees the job\'s effective configuration: the cluster\'s Flink configuration under the request\'s, secrets removed, its declared job keys kept (fidelity items 11, 12)', async () => {
+    const clusterConf = join(inputDir, 'config.yaml');
+    writeFileSync(clusterConf, [
+      'pipeline.name: cluster-default',
+      'parallelism.default: 1',
+      's3.secret-key: CLUSTER-SECRET-1',
+      'my.service.api-key: CLUSTER-SECRET-2',
+      'security.delegation.token.e2e-tokens.scope: cluster-scope',
+      'web.submit.jar-uri.enable: true',
+      'rest.port: 8082',
+    ].join('\n'));
+    const provider = new TestTokenProvider(['security.delegation.token.e2e-tokens.scope']);
+    const gw = await start(provider, new TestTokenReceiver(), { 'gateway.cluster.flink-conf': clusterConf });
+    // The jar-URI gate came from the cluster's file (a request can still never set it).
+    expect(gw.gateway.config.get(coreOptions.jarUriEnable)).toBe(true);
+    const jarId = await uploadWordCount(gw);
+    const jobId = newJobId();
+    const run = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+      jobId,
+      flinkConfiguration: { 'security.delegation.token.e2e-tokens.scope': 'reports/2026', 'db.password': 'REQUEST-SECRET-3', 'pipeline.name': 'nightly' },
+    });
+    expect(run).toMatchObject({ status: 200, body: { jobid: jobId } });
+    expect(provider.registered).toEqual([{
+      jobId,
+      conf: { 'pipeline.name': 'nightly', 'parallelism.default': '1', 'security.delegation.token.e2e-tokens.scope': 'reports/2026', 'web.submit.jar-uri.enable': 'true', 'rest.port': '8082' },
+    }]);
+    expect(readFileSync(join(storeDir, 'registrations.json'), 'utf8')).not.toMatch(/SECRET/);
+    expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
+    expect(JSON.stringify(gw.logs)).not.toMatch(/SECRET/);
     await json('DELETE', `${gw.url}/jars/${jarId}`);
   });
 

@@ -8,8 +8,7 @@ import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
 import { compose, createRegistry, type Gateway, type TokenServices } from '../../src/composition';
-import type { RawEntry } from '../../src/config/registry';
-import { readSecretsDir } from '../../src/config/secrets-dir';
+import { loadRaw } from '../../src/config/load';
 import { createListener } from '../../src/http/listener';
 
 export interface TestGateway {
@@ -37,17 +36,19 @@ export async function startGateway(
   tokens: TokenServices = {},
 ): Promise<TestGateway> {
   const registry = createRegistry(plugins);
-  const raw = new Map<string, RawEntry>();
-  raw.set('gateway.cluster.rest-url', { value: clusterUrl, source: 'test' });
+  const settings = new Map<string, string>([['gateway.cluster.rest-url', clusterUrl]]);
   const ownCache = options['gateway.artifacts.cache-dir'] === undefined ? mkdtempSync(join(tmpdir(), 'gw-test-cache-')) : undefined;
-  if (ownCache) raw.set('gateway.artifacts.cache-dir', { value: ownCache, source: 'test' });
+  if (ownCache) settings.set('gateway.artifacts.cache-dir', ownCache);
   const auditDir = options['gateway.audit.log'] === undefined ? mkdtempSync(join(tmpdir(), 'gw-test-audit-')) : undefined;
   const auditFile = auditDir ? join(auditDir, 'audit.jsonl') : options['gateway.audit.log']!;
-  if (auditDir) raw.set('gateway.audit.log', { value: auditFile, source: 'test' });
-  for (const [k, v] of Object.entries(options)) raw.set(k, { value: v, source: 'test' });
-  // As main.ts does: secret files sit between the file and the command line, and are re-read on change.
-  const secretsDir = options['gateway.secrets.dir'];
-  const resolve = () => registry.resolve(secretsDir ? new Map([...readSecretsDir(secretsDir), ...raw]) : raw);
+  if (auditDir) settings.set('gateway.audit.log', auditFile);
+  for (const [k, v] of Object.entries(options)) settings.set(k, v);
+  // As main.ts does, the options given here as -D: the cluster's Flink configuration
+  // (gateway.cluster.flink-conf) and secret files (gateway.secrets.dir, re-read on change) below them.
+  const resolve = () => {
+    const loaded = loadRaw(registry, { dynamic: settings, help: false, printConfigDocs: false, printErrorDocs: false }, {});
+    return registry.resolve(loaded.raw, loaded.cluster);
+  };
   const config = resolve();
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({

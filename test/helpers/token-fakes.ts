@@ -73,7 +73,10 @@ export class FakeProvider implements DelegationTokenProvider {
   unregister: ((jobId: string) => void | Promise<void>) | undefined;
   initImpl: (() => void | Promise<void>) | undefined;
 
-  constructor(readonly serviceName: string) {}
+  constructor(
+    readonly serviceName: string,
+    readonly jobRequestKeys: readonly string[] = [],
+  ) {}
 
   async init(config: ProviderConfig, callback: DelegationTokenManagerCallback): Promise<void> {
     this.inits++;
@@ -114,7 +117,10 @@ export class FakeReceiver implements DelegationTokenReceiver {
   onNew: ((tokens: Uint8Array) => void | Promise<void>) | undefined;
   initImpl: (() => void | Promise<void>) | undefined;
 
-  constructor(readonly serviceName: string) {}
+  constructor(
+    readonly serviceName: string,
+    readonly jobRequestKeys: readonly string[] = [],
+  ) {}
 
   async init(): Promise<void> {
     this.inits++;

@@ -157,6 +157,7 @@ const START_SKEW_MS = 5 * 60_000;
  */
 export class AzureBlobDelegationTokenProvider implements DelegationTokenProvider {
   readonly serviceName = NAME;
+  readonly jobRequestKeys = [AZURE_BLOB_JOB_CONTAINERS_KEY];
   private settings: Settings | undefined;
   private callback: DelegationTokenManagerCallback | undefined;
   private readonly jobs = new JobRegistry<readonly string[]>((a, b) => a.join(';') === b.join(';'));

@@ -144,6 +144,7 @@ const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
  */
 export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
   readonly serviceName = NAME;
+  readonly jobRequestKeys = [OAUTH2_JOB_SCOPE_KEY];
   private settings: Settings | undefined;
   private dispatcher: Agent | undefined;
   private readonly controller = new AbortController();

@@ -8,11 +8,11 @@ import type { DelegationTokenProvider, JobConfiguration, ObtainedDelegationToken
 export const PROVIDER_CONFIG_PREFIX = 'security.delegation.token.provider';
 
 /**
- * Root of the keys a *job* sets in its own configuration to ask a provider for something
- * (`security.delegation.job.<provider>.<what>`). Deliberately not under
- * `security.delegation.token.*`: the submission hook hands providers a *redacted* copy of the job
- * configuration, dropping every key the registry's name heuristic finds sensitive, and that
- * heuristic matches "token" — a request under that prefix would never reach its provider.
+ * Root of the keys a *job* sets in its own configuration to ask a built-in provider for something
+ * (`security.delegation.job.<provider>.<what>`). A convention, not a rule: each provider declares
+ * its keys (`jobRequestKeys`), and a declared key reaches it wherever it lives; an undeclared key
+ * whose name Flink counts as sensitive ("token", "secret", ...) is removed from the job's
+ * configuration before any provider sees it.
  */
 export const JOB_REQUEST_PREFIX = 'security.delegation.job';
 

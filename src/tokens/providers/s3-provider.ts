@@ -129,6 +129,7 @@ interface JobState {
  */
 export class S3DelegationTokenProvider implements DelegationTokenProvider {
   readonly serviceName = NAME;
+  readonly jobRequestKeys = [S3_JOB_ROLE_ARN_KEY];
   private sts: StsClient | undefined;
   private region = 'us-east-1';
   private durationSeconds = 3600;

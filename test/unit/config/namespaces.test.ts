@@ -6,6 +6,7 @@ import { artifactOptions } from '../../../src/artifacts/options';
 import { loadRaw, parseArgs } from '../../../src/config/load';
 import { coreOptions } from '../../../src/config/options';
 import { OptionsRegistry, type RawEntry } from '../../../src/config/registry';
+import type { OptionDef } from '../../../src/config/types';
 import { DEPRECATED_JOB_JAR_SHA256_KEY, JOB_JAR_SHA256_KEY, jobJarPin } from '../../../src/submission/run-request';
 
 /**
@@ -13,12 +14,12 @@ import { DEPRECATED_JOB_JAR_SHA256_KEY, JOB_JAR_SHA256_KEY, jobJarPin } from '..
  * Flink's own there; the keys it invented moved to `gateway.artifacts.*`, their old names kept as
  * deprecated aliases; unknown Flink keys in that namespace are accepted (and reported), not refused.
  */
-const defs = [...Object.values(coreOptions), ...Object.values(artifactOptions), ...Object.values(httpOptions), ...Object.values(fileOptions)];
+const defs: OptionDef[] = [...Object.values(coreOptions), ...Object.values(artifactOptions), ...Object.values(httpOptions), ...Object.values(fileOptions)];
 const registry = () => new OptionsRegistry(defs);
 const raw = (entries: Record<string, unknown>, source = 'config.yaml') => new Map<string, RawEntry>(Object.entries(entries).map(([k, v]) => [k, { value: v, source }]));
 
 /** Old name → option, with a value that differs from the default. */
-const RENAMED: [string, (typeof defs)[number], unknown, unknown][] = [
+const RENAMED: [string, OptionDef, unknown, unknown][] = [
   ['user.artifacts.max-zip-entries', artifactOptions.maxZipEntries, '7', 7],
   ['user.artifacts.max-central-directory-size', artifactOptions.maxCentralDirectorySize, '1 mb', 1024 ** 2],
   ['user.artifacts.max-manifest-size', artifactOptions.maxManifestSize, '2 kb', 2048],
@@ -45,7 +46,7 @@ describe('option namespaces: Flink owns user.artifacts.*', () => {
   });
 
   it('keeps FLIP-613\'s proposed keys and Flink\'s own keys where they are', () => {
-    const kept = [artifactOptions.fetchTimeout, artifactOptions.maxSize, artifactOptions.maxConcurrentFetches, artifactOptions.baseDir, artifactOptions.artifactList, httpOptions.rawHttpEnabled, httpOptions.headers, coreOptions.jarUriEnable];
+    const kept: OptionDef[] = [artifactOptions.fetchTimeout, artifactOptions.maxSize, artifactOptions.maxConcurrentFetches, artifactOptions.baseDir, artifactOptions.artifactList, httpOptions.rawHttpEnabled, httpOptions.headers, coreOptions.jarUriEnable];
     expect(kept.map((d) => d.key)).toEqual([
       'user.artifacts.fetch-timeout', 'user.artifacts.max-size', 'user.artifacts.max-concurrent-fetches', 'user.artifacts.base-dir',
       'user.artifacts.artifact-list', 'user.artifacts.raw-http-enabled', 'user.artifacts.http-headers', 'web.submit.jar-uri.enable',
