@@ -37,7 +37,7 @@ import { RegistrationStore } from './submission/registration-store';
 import { RemoteJars } from './submission/remote-jars';
 import { RunService } from './submission/run-service';
 import type { DelegationTokenProvider, DelegationTokenReceiver, TokenManager } from './tokens/spi';
-import { builtInTokenProviders } from './tokens/providers';
+import { tokenProvidersOf } from './tokens/providers';
 import { BridgeReceiverSet } from './tokens/receivers/bridge-receivers';
 import { BridgeSecret } from './tokens/receivers/bridge-secret';
 import { FileTokenReceiver } from './tokens/receivers/file-receiver';
@@ -53,8 +53,8 @@ export function createRegistry(plugins: readonly FsPluginDefinition[] = []): Opt
     ...Object.values(coreOptions),
     ...Object.values(artifactOptions),
     ...Object.values(tokenOptions),
-    ...builtInTokenProviders.flatMap((p) => p.options),
     ...plugins.flatMap((p) => p.options),
+    ...tokenProvidersOf(plugins).flatMap((p) => p.options),
   ]);
 }
 
@@ -71,15 +71,15 @@ export interface TokenServices {
 }
 
 /**
- * The built-in providers (azure-blob, s3, oauth2), for `main.ts`. Each is enabled by default and
+ * The built-in providers (the plugins' own — s3, azure-blob — and oauth2), for `main.ts`. Each is enabled by default and
  * stays inactive until its credentials are configured (then it obtains tokens for registered
  * jobs); a job asking an unconfigured one for something is rejected.
  */
-export function builtInTokenServices(config: Configuration, logger: Logger): TokenServices {
+export function builtInTokenServices(config: Configuration, logger: Logger, plugins: readonly FsPluginDefinition[]): TokenServices {
   const caPath = config.getOptional(artifactOptions.caBundle);
   const ca = caPath ? readFileSync(caPath, 'utf8') : undefined;
   const log = logger.child({ component: 'tokens' });
-  return { providers: builtInTokenProviders.map((p) => p.create({ log, ...(ca ? { ca } : {}) })) };
+  return { providers: tokenProvidersOf(plugins).map((p) => p.create({ log, ...(ca ? { ca } : {}) })) };
 }
 
 /**

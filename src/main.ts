@@ -82,7 +82,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     gateway = await compose(config, logger, plugins, () => {
       const reloaded = loadRaw(registry, args, process.env);
       return registry.resolve(reloaded.raw, reloaded.cluster);
-    }, builtInTokenServices(config, logger));
+    }, builtInTokenServices(config, logger, plugins));
   } catch (err) {
     if ((err as { code?: string }).code === 'GW_CONFIG_INVALID') {
       // A plugin's own settings (checked when it is created) are configuration errors too.

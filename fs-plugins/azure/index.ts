@@ -1,11 +1,13 @@
 import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
 import { AzureFileSystem } from './azure-file-system';
 import { azureOptionList, validateAzureConfig } from './options';
+import { azureBlobTokenProvider } from './token-provider';
 
 export { AzureFileSystem } from './azure-file-system';
 export { parseAzureUri, defaultBlobEndpoint, type AzureBlobLocation } from './azure-uri';
 export { lazyDefaultCredential, resolveAzureAuth, type AzureAuth } from './credentials';
 export { azureOptions } from './options';
+export { AZURE_BLOB_JOB_CONTAINERS_KEY, AzureBlobDelegationTokenProvider, azureBlobProviderOptions, type AzureBlobProviderDeps, type AzureBlobTokens } from './token-provider';
 
 /**
  * Azure Blob Storage: `wasbs://container@account.blob.core.windows.net/path/app.jar`, `wasb://`,
@@ -25,4 +27,5 @@ export const azurePlugin: FsPluginDefinition = {
     validateAzureConfig(ctx.config);
     return new AzureFileSystem(ctx);
   },
+  tokenProvider: azureBlobTokenProvider,
 };

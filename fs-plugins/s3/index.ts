@@ -1,9 +1,11 @@
 import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
 import { S3Settings, s3Options } from './options';
 import { S3FileSystem } from './s3-file-system';
+import { s3TokenProvider } from './token-provider';
 
 export { S3FileSystem } from './s3-file-system';
 export { s3Options } from './options';
+export { S3_JOB_ROLE_ARN_KEY, S3DelegationTokenProvider, s3ProviderOptions, type S3Tokens } from './token-provider';
 
 /**
  * S3 and S3-compatible stores for `s3://bucket/key`, `s3a://` and `s3p://` (Flink's and Hadoop's
@@ -29,4 +31,5 @@ export const s3Plugin: FsPluginDefinition = {
       ...(ctx.ca !== undefined ? { ca: ctx.ca } : {}),
     });
   },
+  tokenProvider: s3TokenProvider,
 };

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Configuration } from '../config/registry';
 import type { OptionDef } from '../config/types';
 import type { fetchError } from './fetch-error';
+import type { BuiltInTokenProvider } from '../tokens/providers/provider-support';
 
 /**
  * The version of this contract (`FileSystem`, `PluginContext`, `FsPluginDefinition`). A third-party
@@ -116,4 +117,10 @@ export interface FsPluginDefinition {
   schemes: readonly string[];
   options: readonly OptionDef[];
   create(ctx: PluginContext): FileSystem;
+  /**
+   * The plugin's delegation-token provider, if its store issues short-lived credentials per job
+   * (S3 through STS, Azure Blob through SAS): the plugin owns its SDK, so it owns that provider too.
+   * Its options join the registry with the plugin's.
+   */
+  tokenProvider?: BuiltInTokenProvider;
 }

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { projectRoot } from '../../src/project-root';
-import { builtInTokenProviders } from '../../src/tokens/providers';
+import { builtinTokenProviders as builtInTokenProviders } from '../../fs-plugins';
 import { json, newJobId, uploadFile, waitForJobState } from '../helpers/flink';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { assertMatchesSpec } from '../helpers/openapi';

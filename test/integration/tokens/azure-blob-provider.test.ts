@@ -13,7 +13,7 @@ import {
   AZURE_BLOB_JOB_CONTAINERS_KEY,
   AzureBlobDelegationTokenProvider,
   type AzureBlobTokens,
-} from '../../../src/tokens/providers/azure-blob-provider';
+} from '../../../fs-plugins/azure/token-provider';
 import { startAzurite, uploadBlob, type Azurite, type AzuriteAccount } from '../../servers/azurite';
 import { fakeEntraCredential, startAzuriteOAuth, type AzuriteOAuth } from './azurite-oauth';
 import { decode, failure, providerConfig, recordingCallback } from '../../unit/tokens/providers/provider-kit';

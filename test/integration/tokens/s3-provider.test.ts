@@ -1,5 +1,5 @@
 import { CreateBucketCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { S3_JOB_ROLE_ARN_KEY, S3DelegationTokenProvider, type S3Tokens } from '../../../src/tokens/providers/s3-provider';
+import { S3_JOB_ROLE_ARN_KEY, S3DelegationTokenProvider, type S3Tokens } from '../../../fs-plugins/s3/token-provider';
 import { startMotoServer, type IamPolicy, type MotoServer } from '../../servers/moto-server';
 import { putObject, type S3Creds } from '../../servers/s3-server';
 import { decode, failure, providerConfig, recordingCallback } from '../../unit/tokens/providers/provider-kit';

@@ -1,13 +1,12 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { builtinPlugins } from '../../../fs-plugins';
+import { builtinPlugins, builtinTokenProviders as builtInTokenProviders } from '../../../fs-plugins';
 import { createRegistry } from '../../../src/composition';
 import { loadRaw, parseArgs } from '../../../src/config/load';
 import { JobRegistrations } from '../../../src/submission/job-registrations';
 import { RegistrationStore } from '../../../src/submission/registration-store';
 import { FLINK_SENSITIVE_KEY_PARTS, isFlinkSensitiveKey, jobSecretRule } from '../../../src/tokens/job-configuration';
-import { builtInTokenProviders } from '../../../src/tokens/providers';
 import { DefaultTokenManager } from '../../../src/tokens/token-manager';
 import { ManualClock } from '../../helpers/manual-clock';
 import { captureLogger, FakeProvider, FakeReceiver } from '../../helpers/token-fakes';

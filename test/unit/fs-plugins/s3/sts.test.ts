@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { StsClient } from '../../../../src/tokens/providers/sts-client';
+import { Sts } from '../../../../fs-plugins/s3/sts';
 import { startOrigin, type Origin } from '../../../helpers/origin';
-import { failure } from './provider-kit';
+import { failure } from '../../tokens/providers/provider-kit';
 
-// The STS query client's handling of answers moto does not produce, against a node:http origin:
+// The SDK-backed STS edge's handling of answers moto does not produce, against a node:http origin:
 // what it sends, an error document, an answer without credentials, XML entities.
 
 let origin: Origin;
@@ -30,13 +30,12 @@ beforeEach(() => {
   seen = [];
 });
 
-function client(): StsClient {
-  return new StsClient({
+function client(): Sts {
+  return new Sts({
     endpoint: new URL(origin.url),
     region: 'eu-central-1',
     credentials: { accessKeyId: 'AKIACLUSTER', secretAccessKey: 'cluster-secret-value' },
     timeoutMs: 5000,
-    now: () => Date.parse('2030-01-01T00:00:00Z'),
   });
 }
 
@@ -59,9 +58,11 @@ test('a signed AssumeRole form POST; the credentials are parsed, entities decode
     RoleSessionName: 'flink-j',
     DurationSeconds: '900',
   });
-  expect(req.headers['x-amz-date']).toBe('20300101T000000Z');
+  // Signed by the SDK for STS in the configured region (moto verifies such signatures for real, test/integration/tokens/s3-provider.test.ts).
+  const date = String(req.headers['x-amz-date']);
+  expect(date).toMatch(/^\d{8}T\d{6}Z$/);
   expect(req.headers['authorization']).toMatch(
-    /^AWS4-HMAC-SHA256 Credential=AKIACLUSTER\/20300101\/eu-central-1\/sts\/aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature=[0-9a-f]{64}$/,
+    new RegExp(`^AWS4-HMAC-SHA256 Credential=AKIACLUSTER/${date.slice(0, 8)}/eu-central-1/sts/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*, Signature=[0-9a-f]{64}$`),
   );
   await c.close();
 });
@@ -86,12 +87,11 @@ test('a 200 without complete credentials is refused', async () => {
 });
 
 test('an unreachable endpoint fails with the reason, and close() is idempotent', async () => {
-  const c = new StsClient({
+  const c = new Sts({
     endpoint: new URL('http://127.0.0.1:1/'),
     region: 'us-east-1',
     credentials: { accessKeyId: 'A', secretAccessKey: 'cluster-secret-value' },
     timeoutMs: 5000,
-    now: Date.now,
   });
   const message = await failure(() => c.getSessionToken(3600));
   expect(message).toMatch(/^STS GetSessionToken at http:\/\/127\.0\.0\.1:1\/ failed: .*ECONNREFUSED/);

@@ -9,7 +9,7 @@ import {
   type StoragePipelineOptions,
   type UserDelegationKey,
 } from '@azure/storage-blob';
-import { displayUrl } from './provider-support';
+import { displayUrl } from '../../src/tokens/providers/provider-support';
 
 /** Signs container SAS tokens for one validity window. */
 export interface SasSigner {

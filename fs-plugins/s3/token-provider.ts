@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { OptionDef } from '../../config/types';
+import type { OptionDef } from '../../src/config/types';
 import type {
   DelegationTokenManagerCallback,
   DelegationTokenProvider,
@@ -7,7 +7,7 @@ import type {
   ObtainedDelegationTokens,
   ProviderConfig,
   JobContext,
-} from '../spi';
+} from '../../src/tokens/spi';
 import {
   JOB_REQUEST_PREFIX,
   JobRegistry,
@@ -24,8 +24,8 @@ import {
   type BuiltInTokenProvider,
   type ProviderDeps,
   PrincipalAllowList,
-} from './provider-support';
-import { StsClient, type SessionCredentials } from './sts-client';
+} from '../../src/tokens/providers/provider-support';
+import { type SessionCredentials, Sts } from './sts';
 
 const NAME = 's3';
 const SECTION = providerSection(NAME);
@@ -130,7 +130,7 @@ interface JobState {
 export class S3DelegationTokenProvider implements DelegationTokenProvider {
   readonly serviceName = NAME;
   readonly jobRequestKeys = [S3_JOB_ROLE_ARN_KEY];
-  private sts: StsClient | undefined;
+  private sts: Sts | undefined;
   private region = 'us-east-1';
   private durationSeconds = 3600;
   private allowed = new PrincipalAllowList([]);
@@ -158,12 +158,11 @@ export class S3DelegationTokenProvider implements DelegationTokenProvider {
     this.region = o.region ?? 'us-east-1';
     this.durationSeconds = Math.round((o.duration ?? 3_600_000) / 1000);
     this.allowed = new PrincipalAllowList(o.allowedRoleArns ?? []);
-    this.sts = new StsClient({
+    this.sts = new Sts({
       endpoint: parseEndpoint(d.endpoint.key, o.endpoint ?? `https://sts.${this.region}.amazonaws.com`),
       region: this.region,
       credentials: { accessKeyId: o.accessKey!, secretAccessKey: o.secretKey! },
       timeoutMs: o.timeout ?? PROVIDER_TIMEOUT_DEFAULT_MS,
-      now: this.now,
       ...(this.ca === undefined ? {} : { ca: this.ca }),
     });
   }

@@ -1,8 +1,8 @@
 import { DefaultAzureCredential, type TokenCredential } from '@azure/identity';
 import { ContainerSASPermissions, StorageSharedKeyCredential } from '@azure/storage-blob';
 import type { Logger } from 'pino';
-import { ConfigError } from '../../config/registry';
-import type { OptionDef } from '../../config/types';
+import { ConfigError } from '../../src/config/registry';
+import type { OptionDef } from '../../src/config/types';
 import type {
   DelegationTokenManagerCallback,
   DelegationTokenProvider,
@@ -10,7 +10,7 @@ import type {
   ObtainedDelegationTokens,
   ProviderConfig,
   JobContext,
-} from '../spi';
+} from '../../src/tokens/spi';
 import {
   JOB_REQUEST_PREFIX,
   JobRegistry,
@@ -26,8 +26,8 @@ import {
   type ParsedOptions,
   type ProviderDeps,
   PrincipalAllowList,
-} from './provider-support';
-import { AccountKeySasSigner, UserDelegationSasSigner, type SasSigner } from './azure-sas-signer';
+} from '../../src/tokens/providers/provider-support';
+import { AccountKeySasSigner, UserDelegationSasSigner, type SasSigner } from './sas-signer';
 
 const NAME = 'azure-blob';
 const SECTION = providerSection(NAME);
