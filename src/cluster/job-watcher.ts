@@ -24,9 +24,19 @@ export interface WatchedJobs {
   unregister(jobId: string, reason: string): Promise<void>;
 }
 
+/**
+ * Told about every job of each successful overview read, registered or not, so that jobs nobody
+ * registered are found (docs/adr/0010). Must not throw.
+ */
+export interface JobDiscovery {
+  reconcile(states: ReadonlyMap<string, string>): Promise<void>;
+}
+
 export interface JobWatcherOptions {
   cluster: JobManagerClient;
   jobs: WatchedJobs;
+  /** With discovery the watcher reads on every interval, even while no job is registered. */
+  discovery?: JobDiscovery;
   intervalMs: number;
   maxBackoffMs: number;
   /** Successful reads without the job before it counts as gone. */
@@ -83,7 +93,7 @@ export class JobWatcher {
   async pollOnce(): Promise<number> {
     const watched = this.opts.jobs.watchedJobs();
     for (const jobId of this.missing.keys()) if (!watched.includes(jobId)) this.missing.delete(jobId);
-    if (watched.length === 0) {
+    if (watched.length === 0 && !this.opts.discovery) {
       this.failures = 0;
       return this.opts.intervalMs;
     }
@@ -119,6 +129,7 @@ export class JobWatcher {
         await this.opts.jobs.unregister(jobId, 'job missing from the JobManager');
       }
     }
+    await this.opts.discovery?.reconcile(states);
     return this.opts.intervalMs;
   }
 

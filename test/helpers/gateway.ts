@@ -26,7 +26,8 @@ export interface TestGateway {
 /**
  * Starts an in-process gateway on 127.0.0.1:0 in front of `clusterUrl`, with its own jar cache
  * directory (removed on close) unless `gateway.artifacts.cache-dir` is given. `tokens` are the
- * delegation-token providers and receivers to load (none by default). With `gateway.tls.cert` or
+ * delegation-token providers and receivers to load (none by default). Jobs the gateway did not
+ * register are ignored unless `gateway.tokens.unregistered-jobs` is given. With `gateway.tls.cert` or
  * `gateway.tls.keystore` it listens with the gateway's own HTTPS listener (main.ts's), so
  * `gateway.tls.client-ca` is honoured too, and `url` is https.
  */
@@ -44,6 +45,9 @@ export async function startGateway(
   const auditDir = options['gateway.audit.log'] === undefined ? mkdtempSync(join(tmpdir(), 'gw-test-audit-')) : undefined;
   const auditFile = auditDir ? join(auditDir, 'audit.jsonl') : options['gateway.audit.log']!;
   if (auditDir) raw.set('gateway.audit.log', { value: auditFile, source: 'test' });
+  // The e2e suites share one cluster: a gateway must not register (or cancel) other suites' jobs,
+  // so discovery (docs/adr/0010) is on only where a test asks for it.
+  raw.set('gateway.tokens.unregistered-jobs', { value: 'ignore', source: 'test' });
   for (const [k, v] of Object.entries(options)) raw.set(k, { value: v, source: 'test' });
   // As main.ts does: secret files sit between the file and the command line, and are re-read on change.
   const secretsDir = options['gateway.secrets.dir'];
