@@ -56,7 +56,8 @@ interface Missing {
  * Follows `/v1/jobs/overview` and unregisters jobs that reached a globally terminal state. A job
  * absent from the overview counts as gone only after `missingReads` successful reads without it
  * spanning `missingGraceMs`: a JobManager that is restarting (or briefly lists nothing) must not
- * strip a running job of its tokens. Failed reads never count; they back off exponentially.
+ * strip a running job of its tokens. Failed reads never count; they back off exponentially. With
+ * `discovery`, every successful read is also handed over to find jobs nobody registered (ADR 0010).
  */
 export class JobWatcher {
   private readonly clock: Clock;
