@@ -36,6 +36,7 @@ import { JobClaims } from './submission/job-claims';
 import { RegistrationStore } from './submission/registration-store';
 import { RemoteJars } from './submission/remote-jars';
 import { RunService } from './submission/run-service';
+import { type UnregisteredJobsPolicy, UnregisteredJobs } from './submission/unregistered-jobs';
 import type { DelegationTokenProvider, DelegationTokenReceiver, TokenManager } from './tokens/spi';
 import { tokenProvidersOf } from './tokens/providers';
 import { BridgeReceiverSet } from './tokens/receivers/bridge-receivers';
@@ -328,10 +329,24 @@ async function composeServices(
   const store = tokensEnabled ? new RegistrationStore(tokenStoreDir(config), tokenLog) : undefined;
   await store?.init();
   const registrations = new JobRegistrations({ tokens, ...(store ? { store } : {}), isSensitive: jobSecretRule(config.registry, tokens.jobRequestKeys()), cluster: config.cluster, log: tokenLog });
+  // Jobs nobody registered before they started (job graphs, jobs submitted past the gateway, a lost
+  // store) are registered with the cluster default scope or cancelled (docs/adr/0010).
+  const unregistered = tokensEnabled
+    ? new UnregisteredJobs({
+        policy: config.get(tokenOptions.unregisteredJobs) as UnregisteredJobsPolicy,
+        registrations,
+        cluster,
+        defaults: config.getOptional(tokenOptions.clusterDefaultConfiguration) ?? {},
+        audit,
+        log: logger.child({ component: 'unregistered-jobs' }),
+      })
+    : undefined;
+  if (unregistered?.policy === 'ignore') tokenLog.warn('gateway.tokens.unregistered-jobs: ignore — jobs the gateway did not register run without delegation tokens (each is audited)');
   const watcher = tokensEnabled
     ? new JobWatcher({
         cluster,
         jobs: registrations,
+        ...(unregistered ? { discovery: unregistered } : {}),
         intervalMs: config.get(tokenOptions.watchInterval),
         maxBackoffMs: config.get(tokenOptions.watchMaxBackoff),
         missingReads: config.get(tokenOptions.watchMissingReads),
@@ -369,8 +384,9 @@ async function composeServices(
     restorePending: () => registrations.pendingRestores(),
     metrics,
     ...(tokenBridge ? { tokenBridge } : {}),
+    ...(unregistered ? { jobGraphs: unregistered, registeredJobs: () => registrations.list() } : {}),
     auth,
-    authorization: { permissions, policyMode, audit },
+    authorization: { permissions, policyMode, audit, ...(unregistered ? { unregisteredJobs: unregistered.policy } : {}) },
   });
   // The app is composed: register the stored jobs again, then start obtaining tokens (the first
   // cycle then already covers them), then follow the jobs.

@@ -63,6 +63,30 @@ export interface ControlAudit extends AuditSubject, AuditEnd {
 }
 
 /**
+ * What the gateway did about a job it had not registered before it started (docs/adr/0010): a job
+ * from POST /v1/jobs, or one the job watcher discovered on the JobManager.
+ */
+export interface JobAudit {
+  jobId: string;
+  /** `job-graph` (POST /v1/jobs through the gateway) or `discovered` (found by the job watcher). */
+  source: 'job-graph' | 'discovered';
+  /** `registered` (cluster default scope), `cancelled`, `ignored`, or `failed` (a cancel that did not go through). */
+  action: 'registered' | 'cancelled' | 'ignored' | 'failed';
+  /** The principal it was registered under (the reserved `gateway:cluster-default`). */
+  principal: string;
+  /** Who sent the job graph, for `job-graph`. */
+  submittedBy?: string;
+  reqId?: string;
+  /** The JobManager's state of the job when it was found. */
+  state?: string;
+  /** `gateway.tokens.unregistered-jobs`. */
+  policy: string;
+  /** Why it was cancelled or what failed: a gateway error code, or a provider's refusal. */
+  error?: string;
+  reason?: string;
+}
+
+/**
  * One JSON line per submission, per fetch and per job-control call, separate from the operational log: its own
  * destination (`gateway.audit.log`), never filtered by the log level, written synchronously (a
  * handful of lines per job, and each line should be written before the answer is sent). Records
@@ -98,6 +122,10 @@ export class AuditLog {
 
   control(record: ControlAudit): void {
     this.write({ time: new Date().toISOString(), audit: 'control', ...record });
+  }
+
+  job(record: JobAudit): void {
+    this.write({ time: new Date().toISOString(), audit: 'job', ...record });
   }
 
   /**

@@ -24,9 +24,19 @@ export interface WatchedJobs {
   unregister(jobId: string, reason: string): Promise<void>;
 }
 
+/**
+ * Told about every job of each successful overview read, registered or not, so that jobs nobody
+ * registered are found (docs/adr/0010). Must not throw.
+ */
+export interface JobDiscovery {
+  reconcile(states: ReadonlyMap<string, string>): Promise<void>;
+}
+
 export interface JobWatcherOptions {
   cluster: JobManagerClient;
   jobs: WatchedJobs;
+  /** With discovery the watcher reads on every interval, even while no job is registered. */
+  discovery?: JobDiscovery;
   intervalMs: number;
   maxBackoffMs: number;
   /** Successful reads without the job before it counts as gone. */
@@ -46,7 +56,8 @@ interface Missing {
  * Follows `/v1/jobs/overview` and unregisters jobs that reached a globally terminal state. A job
  * absent from the overview counts as gone only after `missingReads` successful reads without it
  * spanning `missingGraceMs`: a JobManager that is restarting (or briefly lists nothing) must not
- * strip a running job of its tokens. Failed reads never count; they back off exponentially.
+ * strip a running job of its tokens. Failed reads never count; they back off exponentially. With
+ * `discovery`, every successful read is also handed over to find jobs nobody registered (ADR 0010).
  */
 export class JobWatcher {
   private readonly clock: Clock;
@@ -83,7 +94,7 @@ export class JobWatcher {
   async pollOnce(): Promise<number> {
     const watched = this.opts.jobs.watchedJobs();
     for (const jobId of this.missing.keys()) if (!watched.includes(jobId)) this.missing.delete(jobId);
-    if (watched.length === 0) {
+    if (watched.length === 0 && !this.opts.discovery) {
       this.failures = 0;
       return this.opts.intervalMs;
     }
@@ -119,6 +130,7 @@ export class JobWatcher {
         await this.opts.jobs.unregister(jobId, 'job missing from the JobManager');
       }
     }
+    await this.opts.discovery?.reconcile(states);
     return this.opts.intervalMs;
   }
 

@@ -127,9 +127,17 @@ export const ERROR_CODES = {
     status: 403,
     template: 'This cluster runs only jars fetched by URI (gateway.policy.mode: fetched-only), so {what} is refused. Name the jar with user.artifacts.job-jar: <uri> in flinkConfiguration, or register it with POST /jars/fetch and run the returned jar id.',
   },
+  GW_POLICY_UNREGISTERED_JOBS: {
+    status: 403,
+    template: 'This cluster runs only jobs the gateway registered with its delegation-token providers before they started (gateway.tokens.unregistered-jobs: cancel), so {what} is refused: the gateway cannot read a job graph\'s configuration to register it. Submit the jar with POST /jars/upload and POST /jars/<jarid>/run, or ask the administrator for gateway.tokens.unregistered-jobs: register.',
+  },
   GW_TOKENS_REJECTED: {
     status: 400,
     template: "The delegation-token provider '{provider}' refused the job: {reason}. The job was not started.",
+  },
+  GW_TOKENS_JOB_CANCELLED: {
+    status: 400,
+    template: "The delegation-token provider '{provider}' refused the job {jobId}, registered with the cluster default scope (gateway.tokens.cluster-default-configuration) because it came as a job graph: {reason}. The JobManager had started it; the gateway cancelled it.",
   },
   GW_TOKENS_BRIDGE_UNAUTHORIZED: {
     status: 401,

@@ -8,6 +8,7 @@ import { authorization, type AuthorizationDeps } from './authorization';
 import type { RunService } from '../submission/run-service';
 import type { TokenStatus } from '../tokens/spi';
 import type { TokenBridgeDeps } from './token-bridge-route';
+import type { JobGraphHook } from './job-graph-answer';
 import { errorMiddleware } from './error-middleware';
 import { createGatewayRoutes } from './gateway-routes';
 import { createJarRoutes } from './jar-routes';
@@ -38,6 +39,10 @@ export interface AppDeps {
   /** Running jobs whose re-registration after a restart is being retried. */
   restorePending?: () => unknown[];
   tokenBridge?: TokenBridgeDeps;
+  /** Registers the job of an accepted POST /v1/jobs before its answer is relayed (docs/adr/0010). */
+  jobGraphs?: JobGraphHook;
+  /** The registered jobs and how each came to be registered, for GET /gateway/v1/tokens. */
+  registeredJobs?: () => unknown[];
 }
 
 /**
@@ -56,7 +61,7 @@ export function createApp(deps: AppDeps): Express {
   app.use('/gateway/v1', createGatewayRoutes(deps));
   app.use(createJarRoutes(deps));
   const metrics = deps.metrics;
-  app.use(createPassThrough(deps.cluster, deps.logger, metrics ? (status, seconds) => metrics.passThrough.observe({ status_class: Metrics.statusClass(status) }, seconds) : undefined));
+  app.use(createPassThrough(deps.cluster, deps.logger, metrics ? (status, seconds) => metrics.passThrough.observe({ status_class: Metrics.statusClass(status) }, seconds) : undefined, deps.jobGraphs));
   app.use(errorMiddleware(deps.logger, metrics ? (code, status) => metrics.errors.inc({ code, status: String(status) }) : undefined));
   return app;
 }

@@ -115,6 +115,8 @@ export class Permissions {
 export interface AuthorizationDeps {
   permissions: Permissions;
   policyMode: 'open' | 'fetched-only';
+  /** `gateway.tokens.unregistered-jobs` when delegation tokens are on: `cancel` refuses POST /v1/jobs. */
+  unregisteredJobs?: 'register' | 'cancel' | 'ignore';
   audit?: AuditLog;
 }
 
@@ -176,6 +178,12 @@ export function authorization(deps: AuthorizationDeps) {
       if (deps.policyMode === 'fetched-only') {
         audit('denied', 403, verdicts, 'GW_POLICY_FETCHED_ONLY');
         next(new GatewayError('GW_POLICY_FETCHED_ONLY', { what: 'POST /v1/jobs (a job graph from flink run)' }));
+        return;
+      }
+      if (deps.unregisteredJobs === 'cancel') {
+        // A job graph's configuration cannot be read, so it cannot be registered before it starts.
+        audit('denied', 403, { ...verdicts, tokens: 'unregistered-jobs: cancel' }, 'GW_POLICY_UNREGISTERED_JOBS');
+        next(new GatewayError('GW_POLICY_UNREGISTERED_JOBS', { what: 'POST /v1/jobs (a job graph from flink run or the SQL gateway)' }));
         return;
       }
       // Passed through unexamined: the record says who sent it and what the JobManager answered.

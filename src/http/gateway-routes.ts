@@ -15,6 +15,8 @@ export interface GatewayRouteDeps {
   tokens?: { status(): TokenStatus };
   /** Running jobs whose re-registration after a restart is being retried. */
   restorePending?: () => unknown[];
+  /** Registered jobs with their principal and how they came to be registered (submitted, job-graph, discovered). */
+  registeredJobs?: () => unknown[];
   /** The token bridge endpoint; absent = 404 (tokens or the bridge disabled). */
   tokenBridge?: TokenBridgeDeps;
   metrics?: Metrics;
@@ -70,7 +72,7 @@ export function createGatewayRoutes(deps: GatewayRouteDeps): Router {
   });
   // Delegation-token status: providers, last obtain, next renewal, registered jobs, last error.
   // Never a token value: the manager's status holds none.
-  router.get('/tokens', (_req, res) => sendJson(res, 200, { ...(deps.tokens?.status() ?? { enabled: false, providers: [], registeredJobs: [] }), restorePending: deps.restorePending?.() ?? [], isolation: TOKEN_ISOLATION }));
+  router.get('/tokens', (_req, res) => sendJson(res, 200, { ...(deps.tokens?.status() ?? { enabled: false, providers: [], registeredJobs: [] }), restorePending: deps.restorePending?.() ?? [], jobs: deps.registeredJobs?.() ?? [], isolation: TOKEN_ISOLATION }));
   // The latest tokens themselves, for the Flink-side token bridge only (loopback + bridge secret).
   router.get('/tokens/bridge', tokenBridgeHandler(deps.tokenBridge));
   return router;

@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
+import { isJobGraphSubmission } from './authorization';
+import { type JobGraphHook, readJobGraphAnswer } from './job-graph-answer';
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) plus ones undici sets itself. `expect` is dropped because
 // undici does not do 100-continue; Node has already answered it towards the client.
@@ -51,10 +53,20 @@ const MAX_IGNORED_BODY = 64 * 1024;
 /**
  * Forwards every request the gateway does not own to the JobManager: any method, the raw path and
  * query unchanged, bodies streamed both ways with backpressure, status and end-to-end headers kept.
- * The Flink Web UI is served this way.
+ * The Flink Web UI is served this way. With `jobGraphs`, an accepted POST /v1/jobs has its job
+ * registered before the answer is relayed (docs/adr/0010).
  */
-export function createPassThrough(cluster: JobManagerClient, logger: Logger, onResponse?: (status: number, seconds: number) => void) {
+export function createPassThrough(cluster: JobManagerClient, logger: Logger, onResponse?: (status: number, seconds: number) => void, jobGraphs?: JobGraphHook) {
   return async function passThrough(req: Request, res: Response, next: NextFunction): Promise<void> {
+    const endJobGraph = jobGraphs && isJobGraphSubmission(req.method, req.originalUrl.split('?')[0] ?? '/') ? jobGraphs.beginJobGraph() : undefined;
+    try {
+      await relay(req, res, next, endJobGraph ? jobGraphs : undefined);
+    } finally {
+      endJobGraph?.();
+    }
+  };
+
+  async function relay(req: Request, res: Response, next: NextFunction, jobGraph: JobGraphHook | undefined): Promise<void> {
     const abort = new AbortController();
     // If the client goes away, stop the upstream exchange too (a pass-through owns nothing).
     res.on('close', () => {
@@ -104,6 +116,10 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
       next(misconfigured);
       return;
     }
+    if (jobGraph && upstream.statusCode >= 200 && upstream.statusCode < 300) {
+      await relayJobGraphAnswer(upstream, jobGraph, res, next);
+      return;
+    }
     // writeHead, not res.set: Express would append a charset to the upstream content type.
     res.writeHead(upstream.statusCode, responseHeaders(upstream.headers));
     try {
@@ -114,5 +130,31 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
       logger.warn({ err: (err as Error).message, path: req.path }, 'pass-through response stream failed');
       res.destroy();
     }
-  };
+  }
+
+  /** The JobManager accepted a job graph: register its job, then answer (or refuse, the job cancelled). */
+  async function relayJobGraphAnswer(upstream: Dispatcher.ResponseData, hook: JobGraphHook, res: Response, next: NextFunction): Promise<void> {
+    let answer: Awaited<ReturnType<typeof readJobGraphAnswer>>;
+    try {
+      answer = await readJobGraphAnswer(upstream);
+    } catch (err) {
+      next(cluster.translate(err, 'POST /v1/jobs answer', cluster.requestTimeoutMs()));
+      return;
+    }
+    const log: Logger = res.locals.log ?? logger;
+    if (answer.jobId) {
+      try {
+        await hook.jobGraphAccepted(answer.jobId, res.locals.principal ?? 'anonymous', res.locals.reqId ?? '', log.child({ jobId: answer.jobId }));
+      } catch (err) {
+        next(err);
+        return;
+      }
+    } else {
+      log.warn('the JobManager accepted a job graph without naming its job; the job watcher will find it');
+    }
+    const headers = responseHeaders(upstream.headers);
+    headers['content-length'] = String(answer.body.length);
+    res.writeHead(upstream.statusCode, headers);
+    res.end(answer.body);
+  }
 }

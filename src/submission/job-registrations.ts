@@ -4,8 +4,24 @@ import { GatewayError } from '../errors/gateway-error';
 import { tokensRejected } from '../tokens/registration-error';
 import type { JobConfiguration, TokenManager } from '../tokens/spi';
 import { sortedEntries } from './job-claims';
-import type { RegistrationStore, StoredRegistration } from './registration-store';
+import type { RegistrationSource, RegistrationStore, StoredRegistration } from './registration-store';
 import { type Clock, systemClock, type TimerHandle } from '../clock';
+
+/**
+ * The principal of every registration no caller asked for (a job graph, a discovered job): the
+ * cluster default scope. Authentication yields only `token:<name>`, `cert:<CN>` and `anonymous`,
+ * so no caller can be it; providers' allow-lists may name it (`gateway:cluster-default=<item>`).
+ */
+export const CLUSTER_DEFAULT_PRINCIPAL = 'gateway:cluster-default';
+
+/** How a registered job came to be registered, for the status route. */
+export interface RegisteredJob {
+  jobId: string;
+  registeredAt: string;
+  principal: string;
+  source: RegistrationSource;
+  submittedBy?: string;
+}
 
 /** Keys the gateway adds to a fetched jar's forwarded configuration (see remote-jars.ts). */
 export const PROVENANCE_PREFIX = 'gateway.artifact.';
@@ -59,6 +75,10 @@ export function redactConfiguration(config: Readonly<Record<string, string>>, is
   return out;
 }
 
+function originOf(rec: StoredRegistration): { principal: string; source: RegistrationSource; submittedBy?: string } {
+  return { principal: rec.principal ?? 'anonymous', source: rec.source ?? 'submitted', ...(rec.submittedBy ? { submittedBy: rec.submittedBy } : {}) };
+}
+
 /** Key order does not make two configurations different. */
 function canonical(config: Readonly<Record<string, string>>): string {
   return JSON.stringify(sortedEntries(config));
@@ -85,6 +105,8 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
   private readonly clock: Clock;
   /** Running jobs a provider refused to register again at start: retried until it accepts or they end. */
   private readonly pending = new Map<string, PendingRestore & { timer: TimerHandle; rec: StoredRegistration }>();
+  /** Who each registered job is registered for and how it came to be (docs/adr/0010). */
+  private readonly origins = new Map<string, { principal: string; source: RegistrationSource; submittedBy?: string }>();
 
   constructor(private readonly opts: JobRegistrationsOptions) {
     this.enabled = opts.tokens.status().enabled;
@@ -104,7 +126,9 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     // A registration is never changed by a later request: only an identical one (a retry) may
     // register the same id again, so nobody can switch a running job's tokens to theirs.
     const known = this.configurations.get(jobId) ?? (this.opts.store?.get(jobId) ? canonical(this.opts.store.get(jobId)!.configuration) : undefined);
-    if (known !== undefined && known !== canonical(configuration)) {
+    // A job registered with the cluster default scope is not anyone's to take over by resubmitting its id.
+    const adopted = (this.origins.get(jobId)?.source ?? this.opts.store?.get(jobId)?.source ?? 'submitted') !== 'submitted';
+    if (adopted || (known !== undefined && known !== canonical(configuration))) {
       log.info('a different request tried to register a job id that is registered already; refused, the registration is unchanged');
       throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
     }
@@ -120,6 +144,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     const registeredAt = this.jobs.get(jobId) ?? this.now();
     this.jobs.set(jobId, registeredAt);
     this.configurations.set(jobId, canonical(configuration));
+    this.origins.set(jobId, { principal, source: 'submitted' });
     if (earlier) this.retrying.add(jobId);
     else this.retrying.delete(jobId);
     if (!this.opts.store) return;
@@ -164,9 +189,38 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     log.info({ reason }, 'job unregistered from the delegation-token providers');
   }
 
-  /** Job ids and registration times, for the status route. */
-  list(): { jobId: string; registeredAt: string }[] {
-    return [...this.jobs].map(([jobId, at]) => ({ jobId, registeredAt: new Date(at).toISOString() }));
+  /** Registered jobs: when, for whom and how they came to be registered, for the status route. */
+  list(): RegisteredJob[] {
+    return [...this.jobs].map(([jobId, at]) => ({ jobId, registeredAt: new Date(at).toISOString(), principal: 'anonymous', source: 'submitted', ...this.origins.get(jobId) }));
+  }
+
+  /** Registered, being submitted through the gateway, or waiting for a re-registration retry. */
+  isKnown(jobId: string): boolean {
+    return this.jobs.has(jobId) || this.submitting.has(jobId) || this.pending.has(jobId);
+  }
+
+  /**
+   * Registers a job that is already running and that no caller registered (a job graph from
+   * POST /v1/jobs, or one the job watcher found): under the cluster default principal, with the
+   * cluster default configuration, redacted like any registration. Rejects like `register` when a
+   * provider refuses (every provider is then rolled back); the job is followed by the watcher at once.
+   * A store that cannot be written is logged, not fatal: the job runs already, and a restarted
+   * gateway would discover it again.
+   */
+  async adopt(jobId: string, defaults: Readonly<Record<string, string>>, source: 'job-graph' | 'discovered', log: Logger, submittedBy?: string): Promise<void> {
+    if (!this.enabled || this.isKnown(jobId)) return;
+    const configuration = redactConfiguration({ ...this.opts.cluster, ...defaults }, this.opts.isSensitive);
+    await this.opts.tokens.registerJob(jobId, configuration as JobConfiguration, { principal: CLUSTER_DEFAULT_PRINCIPAL });
+    const registeredAt = this.now();
+    const origin = { principal: CLUSTER_DEFAULT_PRINCIPAL, source, ...(submittedBy ? { submittedBy } : {}) };
+    this.jobs.set(jobId, registeredAt);
+    this.configurations.set(jobId, canonical(configuration));
+    this.origins.set(jobId, origin);
+    try {
+      await this.opts.store?.put({ jobId, configuration, provenance: {}, registeredAt: new Date(registeredAt).toISOString(), ...origin });
+    } catch (err) {
+      log.error({ err, dir: this.opts.store?.dir }, 'cannot persist the registration of a job the gateway did not submit; it stays registered (a restart discovers it again)');
+    }
   }
 
   /**
@@ -200,6 +254,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
         const at = Date.parse(rec.registeredAt);
         this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
         this.configurations.set(rec.jobId, canonical(rec.configuration));
+        this.origins.set(rec.jobId, originOf(rec));
         log.info({ state: state ?? 'unknown (JobManager unreachable)' }, 'job registered again from the store');
       } catch (err) {
         // Not dropped: the job is running and needs its tokens. Retried with backoff until a provider
@@ -225,6 +280,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
       const at = Date.parse(rec.registeredAt);
       this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
       this.configurations.set(rec.jobId, canonical(rec.configuration));
+      this.origins.set(rec.jobId, originOf(rec));
       log.info({ attempts: attempt + 1 }, 'job registered again from the store after retrying');
     } catch (err) {
       if (!this.pending.has(rec.jobId)) return;
@@ -240,6 +296,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     this.retrying.delete(jobId);
     this.jobs.delete(jobId);
     this.configurations.delete(jobId);
+    this.origins.delete(jobId);
     await this.opts.tokens.unregisterJob(jobId);
     await this.safeRemove(jobId, log);
   }

@@ -15,7 +15,14 @@ export interface StoredRegistration {
   provenance: Record<string, string>;
   /** ISO-8601. */
   registeredAt: string;
+  /** How it came to be registered (docs/adr/0010); absent in older stores: `submitted`. */
+  source?: RegistrationSource;
+  /** For a `job-graph` registration: who sent the job graph (it is registered under the cluster default principal). */
+  submittedBy?: string;
 }
+
+/** `submitted`: a run through the gateway; `job-graph`: POST /v1/jobs; `discovered`: found by the job watcher. */
+export type RegistrationSource = 'submitted' | 'job-graph' | 'discovered';
 
 interface StoreFile {
   version: 1;
@@ -65,6 +72,8 @@ export class RegistrationStore {
             configuration: j.configuration,
             provenance: j.provenance ?? {},
             registeredAt: String(j.registeredAt),
+            ...(j.source === 'job-graph' || j.source === 'discovered' ? { source: j.source } : {}),
+            ...(typeof j.submittedBy === 'string' ? { submittedBy: j.submittedBy } : {}),
           });
         }
       }

@@ -85,7 +85,11 @@ export interface DelegationTokenProvider {
  * `PrincipalAllowList`). `anonymous` when authentication is off.
  */
 export interface JobContext {
-  /** `token:<name>`, `cert:<subject CN>` or `anonymous`. */
+  /**
+   * `token:<name>`, `cert:<subject CN>` or `anonymous`; or `gateway:cluster-default` for a job no
+   * caller registered (a job graph from POST /v1/jobs, a job found running on the JobManager), which
+   * is registered with `gateway.tokens.cluster-default-configuration` (docs/adr/0010).
+   */
   readonly principal: string;
 }
 

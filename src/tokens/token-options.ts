@@ -43,7 +43,7 @@ export const tokenOptions = {
   }),
   watchInterval: option({
     key: 'gateway.tokens.watcher.interval', type: 'duration', default: 5_000, min: 10, section,
-    description: 'How often the job watcher reads /v1/jobs/overview to unregister jobs that reached a globally terminal state (FINISHED, FAILED, CANCELED). It reads only while jobs are registered.',
+    description: 'How often the job watcher reads /v1/jobs/overview to unregister jobs that reached a globally terminal state (FINISHED, FAILED, CANCELED). It also finds jobs the gateway did not register (gateway.tokens.unregistered-jobs), so it reads whenever delegation tokens are on.',
   }),
   watchMaxBackoff: option({
     key: 'gateway.tokens.watcher.max-backoff', type: 'duration', default: 60_000, min: 10, section,
@@ -64,6 +64,14 @@ export const tokenOptions = {
   fileReceiverDir: option({
     key: 'gateway.tokens.file-receiver.dir', type: 'string', section,
     description: 'When set, every registered job\'s tokens are also written to <dir>/<jobId>.json (versioned JSON, mode 0600, replaced atomically on every renewal) for setups that mount a shared volume into the TaskManagers; a job\'s file is removed when the job is unregistered (it ended, or its start was rolled back), not when the gateway merely stops.',
+  }),
+  unregisteredJobs: option({
+    key: 'gateway.tokens.unregistered-jobs', type: 'enum', default: 'register', values: ['register', 'cancel', 'ignore'], section,
+    description: 'What happens to a job the gateway did not register before it started: one submitted with POST /v1/jobs (flink run, the SQL gateway), one submitted to the JobManager past the gateway, or one whose registration store was lost (docs/adr/0010-every-running-job-is-registered-or-refused.md). register: the job watcher discovers it and registers it with every provider under the reserved principal gateway:cluster-default with gateway.tokens.cluster-default-configuration (a POST /v1/jobs job is registered before its answer is relayed); a job a provider refuses is cancelled. cancel: POST /v1/jobs is refused (403 GW_POLICY_UNREGISTERED_JOBS) and every discovered job is cancelled. ignore: such jobs run without tokens (audited and logged as a warning, never silently) — only for a JobManager that other gateways share, such as a test suite\'s. Each discovery, registration and cancellation has an audit line.',
+  }),
+  clusterDefaultConfiguration: option({
+    key: 'gateway.tokens.cluster-default-configuration', type: 'map', section,
+    description: 'The cluster default scope: the job configuration (job-request keys such as security.delegation.job.oauth2.scope) every job registered by discovery is registered with, redacted like any registration. Providers check it against their allow-lists for the principal gateway:cluster-default (entries such as gateway:cluster-default=<scope>, or entries for everyone). Empty: such jobs ask for nothing and get what a provider gives a job that asks for nothing.',
   }),
   watchMissingGrace: option({
     key: 'gateway.tokens.watcher.missing-grace', type: 'duration', default: 60_000, min: 0, section,

@@ -25,7 +25,8 @@ export interface TestGateway {
 /**
  * Starts an in-process gateway on 127.0.0.1:0 in front of `clusterUrl`, with its own jar cache
  * directory (removed on close) unless `gateway.artifacts.cache-dir` is given. `tokens` are the
- * delegation-token providers and receivers to load (none by default). With `gateway.tls.cert` or
+ * delegation-token providers and receivers to load (none by default). Jobs the gateway did not
+ * register are ignored unless `gateway.tokens.unregistered-jobs` is given. With `gateway.tls.cert` or
  * `gateway.tls.keystore` it listens with the gateway's own HTTPS listener (main.ts's), so
  * `gateway.tls.client-ca` is honoured too, and `url` is https.
  */
@@ -42,6 +43,9 @@ export async function startGateway(
   const auditDir = options['gateway.audit.log'] === undefined ? mkdtempSync(join(tmpdir(), 'gw-test-audit-')) : undefined;
   const auditFile = auditDir ? join(auditDir, 'audit.jsonl') : options['gateway.audit.log']!;
   if (auditDir) settings.set('gateway.audit.log', auditFile);
+  // The e2e suites share one cluster: a gateway must not register (or cancel) other suites' jobs,
+  // so discovery (docs/adr/0010) is on only where a test asks for it.
+  settings.set('gateway.tokens.unregistered-jobs', 'ignore');
   for (const [k, v] of Object.entries(options)) settings.set(k, v);
   // As main.ts does, the options given here as -D: the cluster's Flink configuration
   // (gateway.cluster.flink-conf) and secret files (gateway.secrets.dir, re-read on change) below them.

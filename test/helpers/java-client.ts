@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/project-root';
 import { runProcess } from './run-process';
@@ -60,4 +60,21 @@ export async function runOperatorSequence(line: FlinkClientLine, args: readonly 
   });
   if (r.status !== 0) throw new Error(`compat program exited ${r.status}: ${r.stderr}`);
   return JSON.parse(r.stdout) as SequenceResult;
+}
+
+/**
+ * Flink's own CLI (`flink run …`: `org.apache.flink.client.cli.CliFrontend`, from the compat
+ * program's class path, flink-clients 2.1.3) with `args`, configured by a `config.yaml` holding
+ * `conf` (FLINK_CONF_DIR is a temporary directory). `flink run` builds the job graph locally and
+ * submits it with POST /v1/jobs (multipart: the serialised JobGraph and the jar).
+ */
+export async function runFlinkCli(args: readonly string[], conf: Record<string, string>, confDir: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const dir = buildJavaClient('2.1');
+  writeFileSync(join(confDir, 'config.yaml'), Object.entries(conf).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join(''));
+  // What Flink's bin/flink adds on Java 17 (env.java.opts.all of Flink's default config.yaml).
+  const opens = ['java.util', 'java.lang', 'java.lang.reflect', 'java.io', 'java.net', 'java.nio', 'java.text', 'java.time', 'java.util.concurrent'].map((p) => `--add-opens=java.base/${p}=ALL-UNNAMED`);
+  return runProcess('java', [...opens, '-cp', `${dir}/compat.jar:${dir}/lib/*`, 'org.apache.flink.client.cli.CliFrontend', ...args], {
+    env: { ...process.env, FLINK_CONF_DIR: confDir },
+    timeoutMs: 180_000,
+  });
 }

@@ -189,7 +189,8 @@ export function earliest(expiries: Iterable<number>): number | undefined {
  * An administrator's allow-list, each entry for everyone (`raw-events`) or for one principal
  * (`token:team-a=raw-events`, `cert:flink-operator=arn:aws:iam::1:role/x`): a job may ask for an
  * item only when an entry for everyone or for its submitting principal lists it. So one submitter
- * cannot ask for the containers, roles or scopes meant for another.
+ * cannot ask for the containers, roles or scopes meant for another. `gateway:cluster-default=<item>`
+ * gives an item to jobs registered with the cluster default scope only.
  */
 export class PrincipalAllowList {
   private readonly everyone = new Set<string>();
@@ -198,7 +199,9 @@ export class PrincipalAllowList {
   constructor(entries: readonly string[]) {
     for (const raw of entries) {
       const entry = raw.trim();
-      const m = /^((?:token|cert):[^=]+)=(.+)$/.exec(entry);
+      // `gateway:cluster-default` is the reserved principal of jobs nobody registered (job graphs,
+      // discovered jobs; docs/adr/0010): its entries are the cluster default scope.
+      const m = /^((?:token|cert):[^=]+|gateway:cluster-default)=(.+)$/.exec(entry);
       if (!m) {
         if (entry !== '') this.everyone.add(entry);
         continue;

@@ -1,0 +1,32 @@
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import { readLimited } from '../tokens/providers/provider-support';
+
+/** What the pass-through needs for POST /v1/jobs (docs/adr/0010); `UnregisteredJobs` implements it. */
+export interface JobGraphHook {
+  /** A job graph submission begins; the returned function ends it. */
+  beginJobGraph(): () => void;
+  /** The JobManager accepted it: register (or refuse, rejecting) before the answer is relayed. */
+  jobGraphAccepted(jobId: string, submittedBy: string, reqId: string, log: Logger): Promise<void>;
+}
+
+/** Flink's JobSubmitResponseBody is `{"jobUrl":"/jobs/<id>"}`: a few dozen bytes. */
+const MAX_ANSWER = 64 * 1024;
+
+/**
+ * Reads the JobManager's answer to an accepted POST /v1/jobs and the job id it names. The body is
+ * small and must be read whole anyway: the job is registered before the client learns of it, so
+ * that a client (or the job itself, through the token bridge) never sees the job unregistered.
+ * Undefined id: the answer names no job (then the job watcher finds it).
+ */
+export async function readJobGraphAnswer(upstream: Dispatcher.ResponseData): Promise<{ body: Buffer; jobId: string | undefined }> {
+  const text = await readLimited(upstream.body, MAX_ANSWER);
+  let jobId: string | undefined;
+  try {
+    const url = (JSON.parse(text) as { jobUrl?: unknown }).jobUrl;
+    if (typeof url === 'string') jobId = /\/jobs\/([0-9a-fA-F]{32})\/?$/.exec(url)?.[1]?.toLowerCase();
+  } catch {
+    /* not JSON: relayed as it is */
+  }
+  return { body: Buffer.from(text, 'utf8'), jobId };
+}

@@ -1,0 +1,156 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DelegationTokenProvider, JobConfiguration, JobContext } from '../../src/tokens/spi';
+import { json, newJobId, uploadFile, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
+import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
+import { runFlinkCli } from '../helpers/java-client';
+import { assertMatchesSpec } from '../helpers/openapi';
+import { projectRoot } from '../../src/project-root';
+
+const TEST_JOB_JAR = join(projectRoot(__dirname), 'embedded-flink', 'target', 'test-jars', 'GatewayTestJob.jar');
+
+/**
+ * docs/adr/0010: every job that runs on the cluster is registered with the delegation-token
+ * providers or its submission path refused — jobs from `flink run` (POST /v1/jobs, Flink's own CLI
+ * here) and jobs already running when a gateway starts with an empty registration store.
+ */
+class RecordingProvider implements DelegationTokenProvider {
+  readonly serviceName = 'e2e-unregistered';
+  readonly registered: { jobId: string; conf: JobConfiguration; principal: string }[] = [];
+  readonly unregistered: string[] = [];
+  init(): void {}
+  delegationTokensRequired(): boolean {
+    return false;
+  }
+  async obtainDelegationTokens(): Promise<{ tokens: Uint8Array }> {
+    return { tokens: new Uint8Array() };
+  }
+  registerJob(jobId: string, conf: JobConfiguration, context: JobContext): void {
+    this.registered.push({ jobId, conf, principal: context.principal });
+  }
+  unregisterJob(jobId: string): void {
+    this.unregistered.push(jobId);
+  }
+}
+
+async function eventually<T>(check: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const v = await check();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for: ${what}`);
+}
+
+describe('jobs the gateway did not register, on the real embedded Flink cluster', () => {
+  let dir: string;
+  let gw: TestGateway | undefined;
+  const toCancel = new Set<string>();
+
+  const start = (policy: string, provider: RecordingProvider, interval = '200 ms') =>
+    startGateway(
+      flinkUrl(),
+      {
+        'gateway.tokens.store-dir': join(dir, 'store'),
+        'gateway.tokens.watcher.interval': interval,
+        'gateway.tokens.unregistered-jobs': policy,
+        'gateway.tokens.cluster-default-configuration': 'security.delegation.job.e2e-unregistered.scope:read-only',
+      },
+      [],
+      { providers: [provider], receivers: [{ serviceName: provider.serviceName, init() {}, onNewTokensObtained() {} }] },
+    );
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gw-e2e-unregistered-'));
+  });
+  afterEach(async () => {
+    for (const jobId of toCancel) {
+      await json('PATCH', `${flinkUrl()}/v1/jobs/${jobId}?mode=cancel`).catch(() => undefined);
+      await waitForJobState(flinkUrl(), jobId, ['CANCELED', 'FINISHED', 'FAILED']).catch(() => undefined);
+    }
+    toCancel.clear();
+    await gw?.close();
+    gw = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const cli = (url: string) => {
+    const { hostname, port } = new URL(url);
+    const confDir = mkdtempSync(join(dir, 'conf-'));
+    // The project's bounded WordCount: only Flink's core and DataStream classes, which the CLI's class path has.
+    return runFlinkCli(['run', '-d', '-c', 'dev.flinkjargateway.testjobs.WordCount', TEST_JOB_JAR], { 'rest.address': hostname, 'rest.port': port, 'parallelism.default': '1' }, confDir);
+  };
+
+  it('flink run (POST /v1/jobs): the job is registered with the cluster default scope before the CLI gets its answer', async () => {
+    const provider = new RecordingProvider();
+    gw = await start('register', provider);
+    const r = await cli(gw.url);
+    expect({ status: r.status, stderr: r.stderr.slice(-2000) }).toMatchObject({ status: 0 });
+    const jobId = /JobID ([0-9a-f]{32})/.exec(r.stdout)?.[1];
+    expect(jobId).toBeDefined();
+    expect(provider.registered.filter((x) => x.jobId === jobId)).toEqual([
+      { jobId, conf: { 'security.delegation.job.e2e-unregistered.scope': 'read-only' }, principal: 'gateway:cluster-default' },
+    ]);
+    // The registration's audit line precedes the job graph's (written once the answer was sent).
+    const audit = gw.audit().filter((a) => a.jobId === jobId || a.route === 'job-graph');
+    expect(audit.map((a) => [a.audit, a.action ?? a.outcome])).toEqual([['job', 'registered'], ['submission', 'accepted']]);
+    expect(audit[0]).toMatchObject({ source: 'job-graph', submittedBy: 'anonymous', principal: 'gateway:cluster-default', policy: 'register' });
+    // A bounded WordCount may have finished already; either way the status said how it was registered.
+    const status = await json('GET', `${gw.url}/gateway/v1/tokens`);
+    assertMatchesSpec('GET', '/gateway/v1/tokens', status);
+    const listed = (status.body.jobs as { jobId: string }[]).find((j) => j.jobId === jobId);
+    if (listed) expect(listed).toMatchObject({ source: 'job-graph', principal: 'gateway:cluster-default', submittedBy: 'anonymous' });
+    expect(await waitForJobState(gw.url, jobId!, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
+    await eventually(() => (provider.unregistered.includes(jobId!) ? true : undefined), 'the watcher to unregister the finished job');
+  });
+
+  it('flink run under gateway.tokens.unregistered-jobs: cancel is refused with 403 GW_POLICY_UNREGISTERED_JOBS; nothing runs', async () => {
+    const provider = new RecordingProvider();
+    // A long interval: this gateway must not cancel other suites' jobs on the shared cluster.
+    gw = await start('cancel', provider, '1 h');
+    const before = new Set(((await json('GET', `${flinkUrl()}/v1/jobs/overview`)).body.jobs as { jid: string }[]).map((j) => j.jid));
+    const r = await cli(gw.url);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('GW_POLICY_UNREGISTERED_JOBS');
+    expect(r.stderr).toContain('gateway.tokens.unregistered-jobs: cancel');
+    // Flink's client retries a submission whose upload was cut short (the refusal comes before the
+    // body is read, and the connection is then closed), so there may be several attempts: all refused.
+    const denied = gw.audit().filter((a) => a.route === 'job-graph');
+    expect(denied.length).toBeGreaterThanOrEqual(1);
+    for (const d of denied) expect(d).toMatchObject({ outcome: 'denied', status: 403, error: 'GW_POLICY_UNREGISTERED_JOBS' });
+    const after = ((await json('GET', `${flinkUrl()}/v1/jobs/overview`)).body.jobs as { jid: string; name: string }[]).filter((j) => !before.has(j.jid));
+    expect(after.filter((j) => /WordCount/i.test(j.name))).toEqual([]);
+    expect(provider.registered).toEqual([]);
+  });
+
+  it('a job running when a gateway starts with an empty registration store is discovered and registered', async () => {
+    // Submitted past any gateway (as a lost store, or the SQL gateway talking to the JobManager, leaves it).
+    const input = join(dir, 'input');
+    rmSync(input, { recursive: true, force: true });
+    mkdirSync(input);
+    writeFileSync(join(input, 'words.txt'), 'to be or not to be\n');
+    const jarId = String((await uploadFile(flinkUrl(), WORDCOUNT_JAR, 'WordCount.jar')).body.filename).split('/').pop()!;
+    const jobId = newJobId();
+    const run = await json('POST', `${flinkUrl()}/v1/jars/${jarId}/run`, { jobId, programArgsList: ['--input', input, '--discovery-interval', '1s'], flinkConfiguration: { 'parallelism.default': '1' } });
+    expect(run.status).toBe(200);
+    toCancel.add(jobId);
+    expect(await waitForJobState(flinkUrl(), jobId, ['RUNNING', 'FINISHED', 'FAILED'])).toBe('RUNNING');
+
+    const provider = new RecordingProvider();
+    gw = await start('register', provider);
+    const mine = await eventually(() => provider.registered.find((x) => x.jobId === jobId), 'the watcher to discover the running job');
+    expect(mine).toEqual({ jobId, conf: { 'security.delegation.job.e2e-unregistered.scope': 'read-only' }, principal: 'gateway:cluster-default' });
+    const status = await json('GET', `${gw.url}/gateway/v1/tokens`);
+    assertMatchesSpec('GET', '/gateway/v1/tokens', status);
+    expect((status.body.jobs as { jobId: string }[]).find((j) => j.jobId === jobId)).toMatchObject({ source: 'discovered', principal: 'gateway:cluster-default' });
+    expect(gw.audit().filter((a) => a.audit === 'job' && a.jobId === jobId)).toEqual([expect.objectContaining({ source: 'discovered', action: 'registered', state: 'RUNNING' })]);
+
+    expect((await json('PATCH', `${gw.url}/v1/jobs/${jobId}?mode=cancel`)).status).toBe(202);
+    expect(await waitForJobState(gw.url, jobId, ['CANCELED'])).toBe('CANCELED');
+    toCancel.delete(jobId);
+    await eventually(() => (provider.unregistered.includes(jobId) ? true : undefined), 'the watcher to unregister the cancelled job');
+    await json('DELETE', `${flinkUrl()}/jars/${jarId}`);
+  });
+});
