@@ -85,7 +85,8 @@ export class AzureFileSystem implements FileSystem {
     const out = new PassThrough({ highWaterMark: 256 * 1024 });
     const onAbort = () => {
       body.destroy();
-      out.destroy(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      // Not `instanceof Error`: an AbortSignal's default reason is a DOMException, from another realm under jest.
+      out.destroy(typeof signal.reason === 'object' && signal.reason !== null ? (signal.reason as Error) : new Error('aborted'));
     };
     const cleanup = () => signal.removeEventListener('abort', onAbort);
     body.on('error', (err) => {
