@@ -17,7 +17,7 @@ import type { FsPluginDefinition } from './artifacts/fs-plugin';
 import { JarCache } from './artifacts/jar-cache';
 import { artifactOptions } from './artifacts/options';
 import { PluginRegistry } from './artifacts/plugin-registry';
-import { Semaphore } from './artifacts/semaphore';
+import { FetchQueue } from './artifacts/fetch-queue';
 import { EmbeddedCluster } from './cluster/embedded-cluster';
 import { JarHandoff } from './cluster/jar-handoff';
 import { fetchJobStates, JobWatcher } from './cluster/job-watcher';
@@ -27,7 +27,8 @@ import { type Configuration, OptionsRegistry } from './config/registry';
 import { secretsFingerprint } from './config/secrets-dir';
 import { createApp } from './http/app';
 import { Metrics } from './metrics';
-import { isLoopbackAddress, type TokenBridgeDeps } from './http/token-bridge-route';
+import { isLoopbackAddress } from './http/loopback';
+import type { TokenBridgeDeps } from './http/token-bridge-route';
 import { Authenticator } from './http/auth';
 import { projectRoot } from './project-root';
 import { jobSecretRule } from './tokens/job-configuration';
@@ -282,7 +283,7 @@ async function composeServices(
   const cache = new JarCache(config.get(artifactOptions.cacheDir), config.get(artifactOptions.cacheMaxSize), logger.child({ component: 'jar-cache' }));
   await cache.init();
   const fetches = new FetchProgress();
-  const slots = new Semaphore(config.get(artifactOptions.maxConcurrentFetches), config.get(artifactOptions.fetchQueueSize));
+  const slots = new FetchQueue(config.get(artifactOptions.maxConcurrentFetches), config.get(artifactOptions.fetchQueueSize));
   const metrics = new Metrics({
     fetchQueueDepth: () => slots.queued,
     cacheEntries: () => cache.stats().entries,

@@ -10,7 +10,7 @@ import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
 import { JarCache } from '../../src/artifacts/jar-cache';
 import { artifactOptions } from '../../src/artifacts/options';
 import { PluginRegistry } from '../../src/artifacts/plugin-registry';
-import { Semaphore } from '../../src/artifacts/semaphore';
+import { FetchQueue } from '../../src/artifacts/fetch-queue';
 import { createRegistry } from '../../src/composition';
 import type { Configuration, RawEntry } from '../../src/config/registry';
 
@@ -48,7 +48,7 @@ export class BenchFetcher {
     const fetcher = new ArtifactFetcher({
       plugins: this.plugins,
       cache,
-      slots: new Semaphore(4, 32),
+      slots: new FetchQueue(4, 32),
       progress: new FetchProgress(),
       allowedSchemes: this.config.get(artifactOptions.allowedSchemes),
       maxBytes: this.config.get(artifactOptions.maxSize),

@@ -4,9 +4,7 @@ import { isIP } from 'node:net';
 import { ContainerClient, newPipeline, type BlobClient, type Pipeline, type StoragePipelineOptions } from '@azure/storage-blob';
 import type { TokenCredential } from '@azure/identity';
 import type { Logger } from 'pino';
-import { fetchError } from '../../src/artifacts/fetch-error';
-import type { FileSystem, ObjectStat, OpenedObject, OpenOptions, PluginContext } from '../../src/artifacts/fs-plugin';
-import { redactUri } from '../../src/artifacts/uri';
+import { fetchError, redactUri, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject, type PluginContext } from '../../src/artifacts/plugin-kit';
 import { defaultBlobEndpoint, isAzureStorageHost, parseAzureUri, type AzureBlobLocation } from './azure-uri';
 import { lazyDefaultCredential, resolveAzureAuth, type AzureAuth } from './credentials';
 import { translateAzureError, translateStreamError } from './errors';
@@ -87,7 +85,8 @@ export class AzureFileSystem implements FileSystem {
     const out = new PassThrough({ highWaterMark: 256 * 1024 });
     const onAbort = () => {
       body.destroy();
-      out.destroy(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      // Not `instanceof Error`: an AbortSignal's default reason is a DOMException, from another realm under jest.
+      out.destroy(typeof signal.reason === 'object' && signal.reason !== null ? (signal.reason as Error) : new Error('aborted'));
     };
     const cleanup = () => signal.removeEventListener('abort', onAbort);
     body.on('error', (err) => {

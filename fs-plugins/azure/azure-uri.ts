@@ -1,4 +1,4 @@
-import { fetchError } from '../../src/artifacts/fetch-error';
+import { fetchError } from '../../src/artifacts/plugin-kit';
 
 /** Where one wasbs/wasb/abfss/abfs URI points. */
 export interface AzureBlobLocation {

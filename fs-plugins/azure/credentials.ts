@@ -1,6 +1,6 @@
 import { DefaultAzureCredential, type TokenCredential } from '@azure/identity';
 import { AnonymousCredential, StorageSharedKeyCredential } from '@azure/storage-blob';
-import type { Configuration } from '../../src/config/registry';
+import type { Configuration } from '../../src/artifacts/plugin-kit';
 import { configuredSecret } from './options';
 import { credentialHosts, type AzureBlobLocation } from './azure-uri';
 

@@ -1,5 +1,4 @@
-import { fetchError } from '../../src/artifacts/fetch-error';
-import { GatewayError, isGatewayError } from '../../src/errors/gateway-error';
+import { GatewayError, fetchError, findGatewayError } from '../../src/artifacts/plugin-kit';
 import type { RefusalLog } from './guarded-agent';
 
 /** The parts of a RestError (or a Node/identity error) this edge looks at. */
@@ -36,12 +35,6 @@ function safeCause(err: unknown): Error {
   return out;
 }
 
-function findGatewayError(err: unknown): GatewayError | undefined {
-  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; e = shape(e).cause, depth++) {
-    if (isGatewayError(e)) return e;
-  }
-  return undefined;
-}
 
 function guardRefusal(err: SdkErrorShape, refusals: RefusalLog): GatewayError {
   try {

@@ -2,9 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { getCACertificates } from 'node:tls';
-import type { ConnectGuard } from '../../src/artifacts/fs-plugin';
-import { isGatewayError, type GatewayError } from '../../src/errors/gateway-error';
+import { trustedCa, isGatewayError, type ConnectGuard, type GatewayError } from '../../src/artifacts/plugin-kit';
 
 type Oncreate = (err: Error | null, socket: Duplex) => void;
 
@@ -74,9 +72,7 @@ class GuardedHttpAgent extends http.Agent {
 
 class GuardedHttpsAgent extends https.Agent {
   constructor(private readonly guard: ConnectGuard, private readonly refusals: RefusalLog, ca: string | undefined) {
-    // An extra CA bundle adds to the default trust store (system CAs stay trusted), as documented
-    // for gateway.artifacts.ca-bundle; `ca` alone would replace it.
-    super({ keepAlive: true, ...(ca === undefined ? {} : { ca: [...getCACertificates('default'), ca] }) });
+    super({ keepAlive: true, ...(ca === undefined ? {} : { ca: trustedCa(ca) }) });
   }
 
   override createConnection(options: http.ClientRequestArgs, oncreate?: Oncreate): Duplex | null | undefined {

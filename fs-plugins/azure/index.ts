@@ -1,4 +1,4 @@
-import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
+import type { FsPluginDefinition } from '../../src/artifacts/plugin-kit';
 import { AzureFileSystem } from './azure-file-system';
 import { azureOptionList, validateAzureConfig } from './options';
 import { azureBlobTokenProvider } from './token-provider';

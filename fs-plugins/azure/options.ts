@@ -1,6 +1,4 @@
-import type { Configuration } from '../../src/config/registry';
-import { ConfigError, type ConfigProblem } from '../../src/config/registry';
-import type { OptionDef } from '../../src/config/types';
+import { ConfigError, type ConfigProblem, type Configuration, type OptionDef } from '../../src/artifacts/plugin-kit';
 
 const section = 'Azure Blob Storage (wasbs://, abfss://)';
 

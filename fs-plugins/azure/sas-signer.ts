@@ -9,7 +9,7 @@ import {
   type StoragePipelineOptions,
   type UserDelegationKey,
 } from '@azure/storage-blob';
-import { displayUrl } from '../../src/tokens/providers/provider-support';
+import { displayUrl } from '../../src/artifacts/plugin-kit';
 
 /** Signs container SAS tokens for one validity window. */
 export interface SasSigner {

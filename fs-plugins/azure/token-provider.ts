@@ -1,8 +1,8 @@
 import { DefaultAzureCredential, type TokenCredential } from '@azure/identity';
 import { ContainerSASPermissions, StorageSharedKeyCredential } from '@azure/storage-blob';
 import type { Logger } from 'pino';
-import { ConfigError } from '../../src/config/registry';
-import type { OptionDef } from '../../src/config/types';
+import { ConfigError } from '../../src/artifacts/plugin-kit';
+import type { OptionDef } from '../../src/artifacts/plugin-kit';
 import type {
   DelegationTokenManagerCallback,
   DelegationTokenProvider,
@@ -10,7 +10,7 @@ import type {
   ObtainedDelegationTokens,
   ProviderConfig,
   JobContext,
-} from '../../src/tokens/spi';
+} from '../../src/artifacts/plugin-kit';
 import {
   JOB_REQUEST_PREFIX,
   JobRegistry,
@@ -26,7 +26,7 @@ import {
   type ParsedOptions,
   type ProviderDeps,
   PrincipalAllowList,
-} from '../../src/tokens/providers/provider-support';
+} from '../../src/artifacts/plugin-kit';
 import { AccountKeySasSigner, UserDelegationSasSigner, type SasSigner } from './sas-signer';
 
 const NAME = 'azure-blob';

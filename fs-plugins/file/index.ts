@@ -1,5 +1,4 @@
-import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
-import { ConfigError } from '../../src/config/registry';
+import { ConfigError, type FsPluginDefinition } from '../../src/artifacts/plugin-kit';
 import { LocalFileSystem, resolveAllowedDirs } from './local-file-system';
 import { fileOptions } from './options';
 

@@ -3,10 +3,7 @@ import { open, realpath } from 'node:fs/promises';
 import { isAbsolute, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { fetchError } from '../../src/artifacts/fetch-error';
-import type { FileSystem, ObjectStat, OpenedObject, OpenOptions } from '../../src/artifacts/fs-plugin';
-import { redactUri } from '../../src/artifacts/uri';
-import { GatewayError } from '../../src/errors/gateway-error';
+import { GatewayError, fetchError, redactUri, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/artifacts/plugin-kit';
 
 /** An allowed directory as configured and with its symbolic links resolved. */
 export interface AllowedDir {

@@ -1,6 +1,5 @@
-import { getCACertificates } from 'node:tls';
-import { Agent, buildConnector, EnvHttpProxyAgent, type Dispatcher } from 'undici';
-import type { ConnectGuard } from '../../src/artifacts/fs-plugin';
+import { Agent, EnvHttpProxyAgent, type Dispatcher } from 'undici';
+import { guardedConnector, trustedCa, type ConnectGuard } from '../../src/artifacts/plugin-kit';
 
 /** Proxy settings, read once from the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`, or lower case). */
 export interface ProxySettings {
@@ -29,37 +28,15 @@ export interface GuardedDispatcherOptions {
 }
 
 /**
- * The undici dispatcher of the HTTP plugin. Direct connections go through a connector that applies
- * the restricted-host guard with the *connection's* port (the exemption list is per host:port):
- * `checkHost` for IP literals, which Node connects to without a lookup, and the guard's `lookup`
- * for names, which checks every resolved address. With a proxy, the socket goes to the proxy and
+ * The undici dispatcher of the HTTP plugin. Direct connections go through the plugin kit's guarded
+ * connector (the restricted-host guard with the connection's port). With a proxy, the socket goes to the proxy and
  * the proxy resolves the target, so the caller must check the target itself before each request
  * (see `HttpFileSystem`); the proxy, configured by the administrator, is not subject to the guard.
  */
 export function createGuardedDispatcher(opts: GuardedDispatcherOptions): Dispatcher {
-  // A `ca` option replaces Node's trust store; a private CA should be trusted in addition to it.
-  const ca = opts.ca === undefined ? undefined : [...getCACertificates('default'), opts.ca];
+  const ca = trustedCa(opts.ca);
   const tlsOptions = ca === undefined ? {} : { ca };
-  const connectors = new Map<number, buildConnector.connector>();
-  const connectorFor = (port: number): buildConnector.connector => {
-    let connector = connectors.get(port);
-    if (connector === undefined) {
-      // HTTP/1.1 only: one large sequential download gains nothing from h2, and h1 is undici's most mature path.
-      connector = buildConnector({ ...tlsOptions, timeout: opts.connectTimeoutMs, lookup: opts.guard.lookupFor(port), allowH2: false });
-      connectors.set(port, connector);
-    }
-    return connector;
-  };
-  const connect: buildConnector.connector = (target, callback) => {
-    const port = Number(target.port) || (target.protocol === 'https:' ? 443 : 80);
-    try {
-      opts.guard.checkHost(target.hostname, port);
-    } catch (err) {
-      callback(err as Error, null);
-      return;
-    }
-    connectorFor(port)(target, callback);
-  };
+  const connect = guardedConnector(opts.guard, { ca: opts.ca, timeoutMs: opts.connectTimeoutMs });
   const common = { headersTimeout: opts.readTimeoutMs, bodyTimeout: opts.readTimeoutMs, allowH2: false };
   if (!hasProxy(opts.proxy)) return new Agent({ ...common, connect });
   return new EnvHttpProxyAgent({

@@ -1,5 +1,4 @@
-import { fetchError } from '../../src/artifacts/fetch-error';
-import { isGatewayError, type GatewayError } from '../../src/errors/gateway-error';
+import { fetchError, findGatewayError, specificErrorCode, type GatewayError } from '../../src/artifacts/plugin-kit';
 
 /** The gateway error for a final (non-redirect) HTTP status that is not a success. */
 export function statusError(uri: URL, status: number): GatewayError {
@@ -25,7 +24,7 @@ export function translateError(err: unknown, ctx: TranslateContext): unknown {
   if (ctx.signal.aborted) return ctx.signal.reason ?? err;
   const gateway = findGatewayError(err);
   if (gateway) return gateway;
-  const code = errorCode(err);
+  const code = specificErrorCode(err);
   switch (code) {
     case 'UND_ERR_HEADERS_TIMEOUT':
     case 'UND_ERR_BODY_TIMEOUT':
@@ -47,34 +46,7 @@ function isTlsCode(code: string): boolean {
   return /CERT|SELF_SIGNED|UNABLE_TO_|ERR_SSL_|ERR_TLS_|_SIGNATURE|HOSTNAME_MISMATCH/.test(code);
 }
 
-const GENERIC_CODES = new Set(['UND_ERR_SOCKET', 'UND_ERR_CONNECT', 'UND_ERR']);
-
-/** The most specific `code` in the cause chain (undici wraps socket errors in generic ones). */
-function errorCode(err: unknown): string | undefined {
-  let generic: string | undefined;
-  for (let e = err, depth = 0; e !== null && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code !== 'string') continue;
-    if (!GENERIC_CODES.has(code)) return code;
-    generic ??= code;
-  }
-  return generic;
-}
-
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : '';
 }
 
-/** A gateway error in `err`, its `cause` chain or an `AggregateError`'s `errors` (happy-eyeballs connects). */
-export function findGatewayError(err: unknown, depth = 0): GatewayError | undefined {
-  if (depth > 5 || err === null || typeof err !== 'object') return undefined;
-  if (isGatewayError(err)) return err;
-  const nested = (err as { errors?: unknown }).errors;
-  if (Array.isArray(nested)) {
-    for (const e of nested) {
-      const found = findGatewayError(e, depth + 1);
-      if (found) return found;
-    }
-  }
-  return findGatewayError((err as { cause?: unknown }).cause, depth + 1);
-}

@@ -1,12 +1,8 @@
-import { gatewayVersion } from '../../src/project-root';
+import { GatewayError, fetchError, gatewayVersion, isGatewayError, redactUri, type ConnectGuard, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/artifacts/plugin-kit';
 import { isIP } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
-import { fetchError } from '../../src/artifacts/fetch-error';
-import type { ConnectGuard, FileSystem, ObjectStat, OpenedObject, OpenOptions } from '../../src/artifacts/fs-plugin';
-import { redactUri } from '../../src/artifacts/uri';
-import { GatewayError, isGatewayError } from '../../src/errors/gateway-error';
 import { statusError, translateError } from './http-errors';
 
 const USER_AGENT = `flink-jar-gateway/${gatewayVersion()}`;

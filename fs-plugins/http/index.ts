@@ -1,6 +1,4 @@
-import type { FsPluginDefinition, PluginContext } from '../../src/artifacts/fs-plugin';
-import { redactUri } from '../../src/artifacts/uri';
-import { ConfigError } from '../../src/config/registry';
+import { ConfigError, redactUri, type FsPluginDefinition, type PluginContext } from '../../src/artifacts/plugin-kit';
 import { createGuardedDispatcher, hasProxy, proxySettingsFrom } from './guarded-dispatcher';
 import { HttpFileSystem } from './http-file-system';
 import { httpOptions } from './options';

@@ -1,4 +1,4 @@
-import type { OptionDef } from '../../src/config/types';
+import type { OptionDef } from '../../src/artifacts/plugin-kit';
 
 const SECTION = 'Remote jars: HTTP(S)';
 

@@ -1,5 +1,4 @@
-import { fetchError } from '../../src/artifacts/fetch-error';
-import { isGatewayError } from '../../src/errors/gateway-error';
+import { fetchError, findGatewayError, specificErrorCode } from '../../src/artifacts/plugin-kit';
 
 // S3 error codes as the SDK reports them in `name`. HEAD responses have no body, so a HeadObject
 // failure only has the status (name 'NotFound', 'Forbidden' or even 'Unknown'): the status decides
@@ -13,18 +12,6 @@ interface SdkLikeError {
   code?: unknown;
   cause?: unknown;
   $metadata?: { httpStatusCode?: number };
-}
-
-/** A GatewayError anywhere in the cause chain (the SSRF guard's refusal, raised inside a socket). */
-function gatewayErrorIn(err: unknown): Error | undefined {
-  let cur: unknown = err;
-  for (let depth = 0; depth < 8 && typeof cur === 'object' && cur !== null; depth++) {
-    if (isGatewayError(cur)) return cur;
-    const c = (cur as SdkLikeError).cause;
-    if (c === cur) break;
-    cur = c;
-  }
-  return undefined;
 }
 
 /** A short, credential-free label: "403 SignatureDoesNotMatch", "ECONNREFUSED", "TimeoutError". */
@@ -41,12 +28,12 @@ function label(status: number | undefined, name: string | undefined): string {
  */
 export function translateS3Error(err: unknown, uri: URL, signal: AbortSignal): Error {
   if (signal.aborted) return abortReason(signal);
-  const guard = gatewayErrorIn(err);
+  const guard = findGatewayError(err);
   if (guard) return guard;
   const e = (typeof err === 'object' && err !== null ? err : {}) as SdkLikeError;
   const status = e.$metadata?.httpStatusCode;
   const name = typeof e.name === 'string' ? e.name : undefined;
-  const code = specificCode(err) ?? errnoInMessage(err);
+  const code = specificErrorCode(err) ?? errnoInMessage(err);
 
   if (status === 404 || (status === undefined && name !== undefined && NOT_FOUND.has(name))) {
     return fetchError.notFound(uri, label(404, name === 'Unknown' ? 'NotFound' : name));
@@ -68,23 +55,6 @@ export function translateS3Error(err: unknown, uri: URL, signal: AbortSignal): E
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return fetchError.unavailable(uri, 'timed out connecting to the store');
   if (status !== undefined) return fetchError.unavailable(uri, label(status, name));
   return fetchError.unavailable(uri, code !== undefined && /^[A-Z0-9_]{2,40}$/.test(code) ? code : label(undefined, name));
-}
-
-/** The most specific `code` in the cause chain (undici wraps socket errors in UND_ERR_SOCKET). */
-function specificCode(err: unknown): string | undefined {
-  let generic: string | undefined;
-  let cur: unknown = err;
-  for (let depth = 0; depth < 5 && typeof cur === 'object' && cur !== null; depth++) {
-    const code = (cur as SdkLikeError).code;
-    if (typeof code === 'string') {
-      if (code !== 'UND_ERR_SOCKET' && code !== 'UND_ERR_CONNECT') return code;
-      generic ??= code;
-    }
-    const next = (cur as SdkLikeError).cause;
-    if (next === cur) break;
-    cur = next;
-  }
-  return generic;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
+import type { FsPluginDefinition } from '../../src/artifacts/plugin-kit';
 import { S3Settings, s3Options } from './options';
 import { S3FileSystem } from './s3-file-system';
 import { s3TokenProvider } from './token-provider';

@@ -1,5 +1,4 @@
-import { ConfigError, type Configuration, type ConfigProblem } from '../../src/config/registry';
-import { option, type OptionDef } from '../../src/config/types';
+import { ConfigError, option, type ConfigProblem, type Configuration, type OptionDef } from '../../src/artifacts/plugin-kit';
 
 const section = 'S3 plugin';
 

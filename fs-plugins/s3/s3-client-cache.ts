@@ -4,7 +4,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Logger } from 'pino';
-import type { ConnectGuard } from '../../src/artifacts/fs-plugin';
+import type { ConnectGuard } from '../../src/artifacts/plugin-kit';
 import type { BucketTarget } from './options';
 
 /** Connect phase limit: a black-holed endpoint fails in 10 s instead of the OS's minutes. */

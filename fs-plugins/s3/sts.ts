@@ -2,7 +2,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { AssumeRoleCommand, GetSessionTokenCommand, STSClient, type Credentials } from '@aws-sdk/client-sts';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { displayUrl } from '../../src/tokens/providers/provider-support';
+import { displayUrl } from '../../src/artifacts/plugin-kit';
 
 /** Temporary credentials from STS. */
 export interface SessionCredentials {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { OptionDef } from '../../src/config/types';
+import type { OptionDef } from '../../src/artifacts/plugin-kit';
 import type {
   DelegationTokenManagerCallback,
   DelegationTokenProvider,
@@ -7,7 +7,7 @@ import type {
   ObtainedDelegationTokens,
   ProviderConfig,
   JobContext,
-} from '../../src/tokens/spi';
+} from '../../src/artifacts/plugin-kit';
 import {
   JOB_REQUEST_PREFIX,
   JobRegistry,
@@ -24,7 +24,7 @@ import {
   type BuiltInTokenProvider,
   type ProviderDeps,
   PrincipalAllowList,
-} from '../../src/tokens/providers/provider-support';
+} from '../../src/artifacts/plugin-kit';
 import { type SessionCredentials, Sts } from './sts';
 
 const NAME = 's3';

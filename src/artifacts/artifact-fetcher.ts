@@ -10,7 +10,7 @@ import type { FetchProgress, FetchRecord } from './fetch-progress';
 import type { ObjectStat } from './fs-plugin';
 import type { CacheEntry, JarCache } from './jar-cache';
 import type { PluginRegistry } from './plugin-registry';
-import type { Semaphore } from './semaphore';
+import type { FetchQueue } from './fetch-queue';
 import type { UriAllowList } from './uri-allow-list';
 import { checkUri, handoffName } from './uri-policy';
 import { redactUri } from './uri';
@@ -20,7 +20,7 @@ import { zipProblem } from './zip-verify';
 export interface FetcherOptions {
   plugins: PluginRegistry;
   cache: JarCache;
-  slots: Semaphore;
+  slots: FetchQueue;
   progress: FetchProgress;
   allowedSchemes: readonly string[];
   /** `gateway.artifacts.allowed-uris`; absent or empty = any URI that passes the other checks. */

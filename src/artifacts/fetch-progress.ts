@@ -40,8 +40,4 @@ export class FetchProgress {
   list(): FetchRecord[] {
     return [...this.records.values()].reverse();
   }
-
-  running(): number {
-    return [...this.records.values()].filter((r) => !r.finishedAt).length;
-  }
 }

@@ -161,7 +161,7 @@ export class JarCache {
     }
   }
 
-  stats(): { entries: number; inUse: number } {
-    return { entries: this.entries.size, inUse: this.inUse.size };
+  stats(): { entries: number } {
+    return { entries: this.entries.size };
   }
 }

@@ -108,10 +108,6 @@ export class AuditLog {
     return new AuditLog(pino.destination({ fd: openSync(target, 'a', 0o600), sync: true }));
   }
 
-  static disabled(): AuditLog {
-    return new AuditLog(undefined);
-  }
-
   fetch(record: FetchAudit): void {
     this.write({ time: new Date().toISOString(), audit: 'fetch', ...record });
   }

@@ -1,12 +1,11 @@
 /**
- * The one registry of gateway error codes. A code is never reused for another meaning; retire a
- * code by leaving it here with `retired: true`. Messages are templates: `{name}` is replaced by a
+ * The one registry of gateway error codes. A code is never reused for another meaning, not even
+ * after it is removed from here. Messages are templates: `{name}` is replaced by a
  * parameter. They say what failed, why, and what to do.
  */
 export interface ErrorSpec {
   status: number;
   template: string;
-  retired?: boolean;
 }
 
 export const ERROR_CODES = {

@@ -4,6 +4,7 @@ import type { TLSSocket } from 'node:tls';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error';
+import { isLoopbackAddress } from './loopback';
 
 /**
  * Who is calling. Bearer tokens come from a file of `<principal> <sha256-hex of the token>` lines
@@ -160,7 +161,6 @@ export class Authenticator {
 
 /** Start-up rule: a gateway that fetches with the cluster's credentials must not be open to the network. */
 export function exposureProblem(bindAddress: string, jarUriEnabled: boolean, authEnabled: boolean): string | undefined {
-  const loopback = bindAddress === 'localhost' || bindAddress === '::1' || bindAddress.startsWith('127.');
-  if (loopback || !jarUriEnabled || authEnabled) return undefined;
+  if (isLoopbackAddress(bindAddress) || !jarUriEnabled || authEnabled) return undefined;
   return `refusing to start: rest.bind-address is ${bindAddress} (not loopback) with web.submit.jar-uri.enable: true and no authentication; set gateway.auth.tokens-file or gateway.tls.client-ca, or bind 127.0.0.1`;
 }

@@ -16,7 +16,7 @@ export type Classification =
   | { kind: 'pass-through' };
 
 /** Splits like Flink's Router: drop slashes at both ends, then split on '/'. */
-export function tokens(path: string): string[] {
+export function pathSegments(path: string): string[] {
   const trimmed = path.replace(/^\/+/, '').replace(/\/+$/, '');
   return trimmed === '' ? [] : trimmed.split('/');
 }
@@ -69,8 +69,8 @@ export function pathViews(rawPath: string): PathViews {
     current = next;
   }
   // Every level decodes cleanly (checked above), so the per-segment decoding cannot throw.
-  const flink = tokens(decodeURIComponent(rawPath)).map((t) => decodeURIComponent(t));
-  return { ok: true, flink, canonical: tokens(current) };
+  const flink = pathSegments(decodeURIComponent(rawPath)).map((t) => decodeURIComponent(t));
+  return { ok: true, flink, canonical: pathSegments(current) };
 }
 
 /** Classifies a request by method and raw path (without the query string), after `pathViews` accepted it. */
@@ -80,7 +80,7 @@ export function classify(method: string, rawPath: string): Classification {
   const flinkView = stripVersion(views.flink);
   const canonical = stripVersion(views.canonical);
   // Empty segments ("//") do not hide a jar route: they are ignored when deciding ownership.
-  const touchesJars = [flinkView, canonical].some((v) => stripVersion(tokens(v.rest.filter(Boolean).join('/'))).rest[0] === 'jars' || v.rest.filter(Boolean)[0] === 'jars');
+  const touchesJars = [flinkView, canonical].some((v) => stripVersion(pathSegments(v.rest.filter(Boolean).join('/'))).rest[0] === 'jars' || v.rest.filter(Boolean)[0] === 'jars');
   if (!touchesJars) return { kind: 'pass-through' };
   const same =
     flinkView.versioned === canonical.versioned &&

@@ -1,65 +1,58 @@
-import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
-import { Transform, type TransformCallback } from 'node:stream';
-import busboy from 'busboy';
-import type { Request } from 'express';
+import { PassThrough, type Writable } from 'node:stream';
+import type { Request, Response } from 'express';
+import multer from 'multer';
 import type { Logger } from 'pino';
-import { JarInspector } from '../artifacts/jar-inspector';
 import type { ZipLimits } from '../artifacts/zip-bounds';
-import { inspectJar } from '../artifacts/zip-verify';
-import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
-import { MultipartJarBody } from '../cluster/multipart-jar-body';
+import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
+import { JarStreamStorage, jarFileName, type UploadResult } from './jar-stream-storage';
 import { parseObject } from './json-body';
 
-/** How much of a refused upload is read before answering (see `fail`). */
-const DRAIN_LIMIT = 8 * 1024 * 1024;
+export type { UploadResult } from './jar-stream-storage';
 
-export interface UploadResult {
-  body: unknown;
-  sha256: string;
-  size: number;
-  /** Top-level classes the jar holds (0 for the operator's placeholder `empty.jar`). */
-  classes: number;
-}
+/** How much of a refused upload is read before answering (see `stop`). */
+const DRAIN_LIMIT = 8 * 1024 * 1024;
+/** Flink's upload takes one file and an optional `request` attribute; a few more parts are refused by name. */
+const MAX_FIELDS = 16;
+const MAX_FIELD_SIZE = 1024 * 1024;
+const REQUEST_ATTRIBUTE = "EmptyRequestBody (the upload's 'request' attribute)";
+
+/** What multer sees of the request: headers, and the bytes the gateway lets through (see `uploadJar`). */
+type Feed = PassThrough & { headers: IncomingHttpHeaders; body?: Record<string, unknown>; files?: Express.Multer.File[] };
 
 /**
  * POST /jars/upload with Flink's rules (any file field name, an optional `request` attribute,
- * exactly one file ending in `.jar`), streamed to the JobManager while it is hashed and checked
- * (zip structure and `zipLimits`, the registry's defaults unless given). The multipart body towards
- * the JobManager is completed only after the checks pass, so a bad upload never lands there.
+ * exactly one file ending in `.jar`), parsed by multer and streamed to the JobManager by a storage
+ * engine that buffers nothing (`JarStreamStorage`) while the jar is hashed and checked (zip
+ * structure and `zipLimits`, the registry's defaults unless given). The multipart body towards the
+ * JobManager is completed only after the whole client body was read and every check passed, so a
+ * bad upload never lands there (ADR 0002).
+ *
+ * multer reads a feed the gateway pipes the request into, not the request itself: on an error multer
+ * drains its input to the end before it reports, which for an oversized body means reading all of
+ * it. The gateway instead cuts the feed at the first failure and reads at most `DRAIN_LIMIT` more of
+ * the request before answering, then closes the connection.
  */
 export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: number, log: Logger, zipLimits?: ZipLimits, spoolBase: string = tmpdir()): Promise<UploadResult> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes + 64 * 1024) {
     return Promise.reject(closing(new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
   }
-  let parser: busboy.Busboy;
-  try {
-    parser = busboy({ headers: req.headers, limits: { fileSize: maxBytes, files: 16, fields: 16, fieldSize: 1024 * 1024 } });
-  } catch {
-    return Promise.reject(new GatewayError('GW_UPLOAD_NOT_MULTIPART'));
-  }
+  if (!/^multipart\/form-data\s*;/i.test(req.headers['content-type'] ?? '')) return Promise.reject(new GatewayError('GW_UPLOAD_NOT_MULTIPART'));
 
   return new Promise<UploadResult>((resolve, reject) => {
-    let files = 0;
     let settled = false;
-    let upstream: Promise<JsonResponse> | undefined;
-    let body: MultipartJarBody | undefined;
-    let inspector: JarInspector | undefined;
-    let spool: SpoolTap | undefined;
-    let fileName = '';
-    let fileEnded = false;
+    const feed = Object.assign(new PassThrough(), { headers: req.headers }) as Feed;
 
-    const fail = (err: GatewayError, drain = true) => {
+    /** The first failure wins: multer is cut off, the JobManager keeps nothing, the client gets the answer. */
+    const stop = (err: GatewayError, drain = true) => {
       if (settled) return;
       settled = true;
-      spool?.discard();
-      body?.abandon(new Error(err.code));
-      upstream?.catch(() => undefined);
-      req.unpipe(parser);
-      parser.removeAllListeners('file');
+      storage.discard(new Error(err.code));
+      req.unpipe(feed);
+      feed.destroy();
       // Answering while the client is still sending makes many clients (undici, the JDK) see
       // EPIPE instead of the answer. Like Flink, read the rest first — but only up to a bound, then
       // answer and close the connection.
@@ -81,152 +74,104 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
       req.resume();
     };
 
-    parser.on('field', (name, value: string) => {
-      if (name !== 'request') fail(new GatewayError('GW_UPLOAD_UNKNOWN_ATTRIBUTE', { name }));
-      // Flink parses the attribute as the upload's request body (an empty JSON object; other fields
-      // are ignored), by the rule of every request body: empty is fine, anything that is not a JSON
-      // object is refused. Flink answers `null` with a 500; the gateway says 400, the caller's mistake.
-      else {
+    const storage = new JarStreamStorage({ cluster, maxBytes, log, spoolBase, ...(zipLimits ? { zipLimits } : {}), onFailure: (err) => stop(err) });
+    const upload = multer({
+      storage,
+      limits: { fileSize: maxBytes, files: 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_SIZE },
+      // Before the file's bytes go anywhere: its name, and the attributes sent ahead of it.
+      fileFilter: (_req, file, accept) => {
+        const name = jarFileName(file.originalname);
+        if (!name.endsWith('.jar')) return accept(new GatewayError('GW_UPLOAD_NOT_JAR_NAME', { name }));
         try {
-          parseObject(value, "EmptyRequestBody (the upload's 'request' attribute)");
+          checkAttributes(feed.body);
         } catch (err) {
-          fail(err as GatewayError);
+          return accept(err as GatewayError);
         }
-      }
-    });
+        accept(null, true);
+      },
+      // multer stops feeding busboy when it is done (with or without an error); from then on the
+      // request is the gateway's to drain or not.
+      streamHandler: (input: NodeJS.ReadableStream, parser: Writable) => {
+        parser.once('unpipe', () => feed.destroy());
+        input.pipe(parser);
+      },
+    } as multer.Options & { streamHandler: (input: NodeJS.ReadableStream, parser: Writable) => void }).any();
 
-    parser.on('file', (_field, file, info) => {
-      files += 1;
-      if (files > 1 || settled) {
-        file.resume();
-        if (files > 1) fail(new GatewayError('GW_UPLOAD_FILE_COUNT', { count: `${files} or more` }));
-        return;
-      }
-      // Flink keeps only the last path segment of the client's file name.
-      fileName = basename((info.filename ?? '').replace(/\\/g, '/'));
-      if (!fileName.endsWith('.jar')) {
-        file.resume();
-        fail(new GatewayError('GW_UPLOAD_NOT_JAR_NAME', { name: fileName }));
-        return;
-      }
-      inspector = new JarInspector(zipLimits);
-      body = new MultipartJarBody(fileName);
-      upstream = cluster.upload(body.stream, body.contentType);
-      upstream.then(
-        (res) => {
-          // An early answer (before we completed the body) is always an error from the JobManager.
-          if (!settled && !fileEnded) fail(res.status === 200 ? badResponse(cluster) : cluster.failure('upload', res));
-        },
-        (err: unknown) => fail(asGatewayError(err, cluster)),
-      );
-      file.on('limit', () => fail(new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
-      file.on('end', () => {
-        fileEnded = true;
-      });
-      spool = new SpoolTap(spoolBase);
-      spool.on('error', (err: Error) => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: `the gateway could not keep its copy of the upload (${err.message})` })));
-      file.pipe(inspector).pipe(spool);
-      body.feed(spool);
-    });
-
-    parser.on('error', (err: Error) => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: err.message })));
-
-    parser.on('close', () => {
+    let synchronous = true;
+    upload(feed as unknown as Request, req.res as Response, (err?: unknown) => {
+      // multer answers at once only when busboy refuses the headers (no boundary, say).
+      if (synchronous) return stop(new GatewayError('GW_UPLOAD_NOT_MULTIPART'), false);
+      if (err !== undefined) return stop(asUploadError(err, maxBytes));
       if (settled) return;
-      if (files !== 1 || !inspector || !body || !upstream) {
-        fail(new GatewayError('GW_UPLOAD_FILE_COUNT', { count: files }));
-        return;
+      const files = feed.files ?? [];
+      if (files.length !== 1) return stop(new GatewayError('GW_UPLOAD_FILE_COUNT', { count: files.length }));
+      try {
+        checkAttributes(feed.body);
+      } catch (e) {
+        return stop(e as GatewayError);
       }
-      const finish = async () => {
-        if (settled) return;
-        const verdict = inspector!.verdict();
-        // The streaming checks see what the end records and central directory declare; the copy
-        // spooled alongside is read the way Java's JarFile reads it (the manifest the central
-        // directory points to, inflated with a bound), so a manifest that lies about its size is
-        // refused here as it is for fetched jars — before the JobManager would inflate it.
-        const inspected = verdict.ok ? await inspectJar(spool!.path, zipLimits).catch((e: unknown) => ({ problem: { reason: (e as Error).message, limit: undefined }, points: undefined })) : { problem: verdict, points: undefined };
-        const problem = inspected.problem;
-        const classes = inspected.points?.classes.size ?? 0;
-        spool!.discard();
-        if (settled) return;
-        if (problem !== undefined) {
-          log.info({ jar: fileName, size: verdict.size, sha256: verdict.sha256, ...(problem.limit ? { limit: problem.limit } : {}) }, problem.limit ? 'upload refused: over a zip-structure bound' : 'upload refused: not a zip');
-          fail(new GatewayError('GW_UPLOAD_NOT_ZIP', { name: fileName, reason: problem.reason }));
-          return;
-        }
-        body!.complete();
-        upstream!.then(
-          (res) => {
-            if (settled) return;
-            settled = true;
-            if (res.status !== 200) reject(cluster.failure('upload', res));
-            else {
-              log.info({ jar: fileName, size: verdict.size, sha256: verdict.sha256 }, 'jar uploaded');
-              resolve({ body: res.body, sha256: verdict.sha256, size: verdict.size, classes });
-            }
-          },
-          () => undefined, // already handled above
-        );
-      };
-      // Wait until every inspected byte has been handed to the multipart body: only then may the
-      // closing boundary be written after them.
-      if (spool!.readableEnded) void finish();
-      else spool!.once('end', () => void finish());
+      storage.complete().then(
+        (result) => {
+          if (settled) return;
+          settled = true;
+          resolve(result);
+        },
+        (e: unknown) => {
+          if (settled) return;
+          settled = true;
+          reject(e);
+        },
+      );
     });
+    synchronous = false;
+    if (settled) return;
 
-    req.on('aborted', () => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: 'the client closed the connection' }), false));
-    req.pipe(parser);
+    req.on('close', () => {
+      if (!req.readableEnded) stop(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: 'the client closed the connection' }), false);
+    });
+    req.on('error', () => feed.destroy());
+    req.pipe(feed);
   });
 }
 
 /**
- * Passes an upload through unchanged while writing a copy to a private temporary file (0600 in a
- * fresh 0700 directory), with backpressure from both sides. 'end' comes only once the copy is on
- * disk. `discard()` removes it.
+ * Flink parses the `request` attribute as the upload's request body (an empty JSON object; other
+ * fields are ignored), by the rule of every request body: empty is fine, anything that is not a
+ * JSON object is refused. Flink answers `null` with a 500; the gateway says 400, the caller's
+ * mistake. Any other attribute is refused by name.
  */
-class SpoolTap extends Transform {
-  readonly path: string;
-  private readonly dir: string;
-  private readonly out: WriteStream;
-
-  constructor(base: string) {
-    super();
-    this.dir = mkdtempSync(join(base, 'gw-upload-'));
-    this.path = join(this.dir, 'upload.jar');
-    this.out = createWriteStream(this.path, { flags: 'wx', mode: 0o600, highWaterMark: 1024 * 1024 });
-    this.out.on('error', (err) => {
-      if (!this.discarded) this.destroy(err);
-    });
+function checkAttributes(fields: Record<string, unknown> | undefined): void {
+  for (const [name, value] of Object.entries(fields ?? {})) {
+    if (name !== 'request') throw new GatewayError('GW_UPLOAD_UNKNOWN_ATTRIBUTE', { name });
+    for (const v of Array.isArray(value) ? value : [value]) {
+      if (typeof v !== 'string') throw new GatewayError('GW_REQUEST_MALFORMED', { type: REQUEST_ATTRIBUTE, reason: 'it must be a plain form field' });
+      parseObject(v, REQUEST_ATTRIBUTE);
+    }
   }
+}
 
-  private discarded = false;
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    if (this.out.write(chunk)) done(null, chunk);
-    else this.out.once('drain', () => done(null, chunk));
-  }
-
-  override _flush(done: TransformCallback): void {
-    this.out.end(() => done());
-  }
-
-  discard(): void {
-    this.discarded = true;
-    this.out.destroy();
-    rmSync(this.dir, { recursive: true, force: true });
+/** multer's and busboy's errors in the gateway's codes; the gateway's own (from the engine or the filter) as they are. */
+function asUploadError(err: unknown, maxBytes: number): GatewayError {
+  const e = err as { code?: unknown; field?: unknown; message?: unknown };
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (code.startsWith('GW_')) return err as GatewayError;
+  switch (code) {
+    case 'LIMIT_FILE_SIZE':
+      return new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes });
+    case 'LIMIT_FILE_COUNT':
+      return new GatewayError('GW_UPLOAD_FILE_COUNT', { count: '2 or more' });
+    case 'LIMIT_FIELD_VALUE':
+      if (e.field !== 'request') return new GatewayError('GW_UPLOAD_UNKNOWN_ATTRIBUTE', { name: String(e.field) });
+      return new GatewayError('GW_REQUEST_MALFORMED', { type: REQUEST_ATTRIBUTE, reason: `it is longer than ${MAX_FIELD_SIZE} bytes` });
+    case 'LIMIT_FIELD_COUNT':
+      return new GatewayError('GW_REQUEST_MALFORMED', { type: 'multipart/form-data', reason: `more than ${MAX_FIELDS} attributes` });
+    default:
+      if (code.startsWith('LIMIT_') || code.endsWith('_FIELD_NAME')) return new GatewayError('GW_REQUEST_MALFORMED', { type: 'multipart/form-data', reason: String(e.message) });
+      return new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: String(e?.message ?? err) });
   }
 }
 
 function closing(err: GatewayError): GatewayError {
   err.headers = { ...err.headers, connection: 'close' };
   return err;
-}
-
-function badResponse(cluster: JobManagerClient): GatewayError {
-  return new GatewayError('GW_CLUSTER_BAD_RESPONSE', { target: cluster.baseUrl, reason: 'upload answered before the file was complete' });
-}
-
-function asGatewayError(err: unknown, cluster: JobManagerClient): GatewayError {
-  const e = cluster.translate(err, 'upload', 0);
-  return (e as { code?: string })?.code?.startsWith('GW_') ? (e as GatewayError) : new GatewayError('GW_CLUSTER_BAD_RESPONSE', { target: cluster.baseUrl, reason: String((err as Error)?.message ?? err) });
 }

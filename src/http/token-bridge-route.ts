@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { GatewayError } from '../errors/gateway-error';
 import type { TokenContainer } from '../tokens/spi';
+import { isLoopbackAddress } from './loopback';
 
 /** What the bridge endpoint serves. */
 export interface TokenBridgeContainer extends TokenContainer {
@@ -14,14 +15,6 @@ export interface TokenBridgeDeps {
   container(): TokenBridgeContainer;
 }
 
-/** 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6 (a dual-stack listener reports `::ffff:127.0.0.1`). */
-export function isLoopbackAddress(address: string | undefined): boolean {
-  if (!address) return false;
-  const a = address.toLowerCase();
-  if (a === '::1') return true;
-  const v4 = a.startsWith('::ffff:') ? a.slice(7) : a;
-  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
-}
 
 /**
  * `GET /gateway/v1/tokens/bridge`: the latest token container (every provider's payload, entries of

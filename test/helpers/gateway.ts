@@ -22,20 +22,31 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
+/** A gateway composed in-process without a listener: for supertest's `request(app)`. */
+export interface ComposedGateway {
+  app: Gateway['app'];
+  gateway: Gateway;
+  config: Gateway['config'];
+  /** Log lines the gateway wrote, as parsed JSON (for redaction checks). */
+  logs: Record<string, unknown>[];
+  /** The audit records written so far (gateway.audit.log goes to a temp file unless given). */
+  audit(): Record<string, unknown>[];
+  close(server?: Server): Promise<void>;
+}
+
 /**
- * Starts an in-process gateway on 127.0.0.1:0 in front of `clusterUrl`, with its own jar cache
- * directory (removed on close) unless `gateway.artifacts.cache-dir` is given. `tokens` are the
- * delegation-token providers and receivers to load (none by default). Jobs the gateway did not
- * register are ignored unless `gateway.tokens.unregistered-jobs` is given. With `gateway.tls.cert` or
- * `gateway.tls.keystore` it listens with the gateway's own HTTPS listener (main.ts's), so
- * `gateway.tls.client-ca` is honoured too, and `url` is https.
+ * Composes a gateway in front of `clusterUrl` as main.ts does, without listening, with its own jar
+ * cache directory (removed on close) unless `gateway.artifacts.cache-dir` is given. `tokens` are
+ * the delegation-token providers and receivers to load (none by default). Jobs the gateway did not
+ * register are ignored unless `gateway.tokens.unregistered-jobs` is given. Route-level tests hand
+ * `app` to supertest; tests of socket behaviour use `startGateway`.
  */
-export async function startGateway(
+export async function composeGateway(
   clusterUrl: string,
   options: Record<string, string> = {},
   plugins: readonly FsPluginDefinition[] = [],
   tokens: TokenServices = {},
-): Promise<TestGateway> {
+): Promise<ComposedGateway> {
   const registry = createRegistry(plugins);
   const settings = new Map<string, string>([['gateway.cluster.rest-url', clusterUrl]]);
   const ownCache = options['gateway.artifacts.cache-dir'] === undefined ? mkdtempSync(join(tmpdir(), 'gw-test-cache-')) : undefined;
@@ -63,24 +74,49 @@ export async function startGateway(
   });
   const logger: Logger = pino({ level: 'debug' }, sink);
   const gateway = await compose(config, logger, plugins, resolve, tokens);
-  const tls = options['gateway.tls.cert'] !== undefined || options['gateway.tls.keystore'] !== undefined;
-  const server = createListener(config, gateway.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    app: gateway.app,
     gateway,
-    server,
+    config,
     logs,
     audit: () =>
       existsSync(auditFile)
         ? readFileSync(auditFile, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Record<string, unknown>)
         : [],
-    async close() {
-      server.closeAllConnections();
+    async close(server?: Server) {
       await gateway.close(server);
       if (ownCache) rmSync(ownCache, { recursive: true, force: true });
       if (auditDir) rmSync(auditDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Starts an in-process gateway (`composeGateway`) on 127.0.0.1:0 with the gateway's own listener
+ * (main.ts's), for tests of what happens on the socket. With `gateway.tls.cert` or
+ * `gateway.tls.keystore` it listens with HTTPS, so `gateway.tls.client-ca` is honoured too, and
+ * `url` is https.
+ */
+export async function startGateway(
+  clusterUrl: string,
+  options: Record<string, string> = {},
+  plugins: readonly FsPluginDefinition[] = [],
+  tokens: TokenServices = {},
+): Promise<TestGateway> {
+  const composed = await composeGateway(clusterUrl, options, plugins, tokens);
+  const tls = options['gateway.tls.cert'] !== undefined || options['gateway.tls.keystore'] !== undefined;
+  const server = createListener(composed.config, composed.app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    gateway: composed.gateway,
+    server,
+    logs: composed.logs,
+    audit: composed.audit,
+    async close() {
+      server.closeAllConnections();
+      await composed.close(server);
     },
   };
 }

@@ -15,7 +15,7 @@ import { fetchError } from '../../src/artifacts/fetch-error';
 import { FetchProgress } from '../../src/artifacts/fetch-progress';
 import { JarCache } from '../../src/artifacts/jar-cache';
 import { PluginRegistry } from '../../src/artifacts/plugin-registry';
-import { Semaphore } from '../../src/artifacts/semaphore';
+import { FetchQueue } from '../../src/artifacts/fetch-queue';
 import { createRegistry } from '../../src/composition';
 import type { RawEntry } from '../../src/config/registry';
 import { json, newJobId, uploadBytes } from '../helpers/flink';
@@ -340,7 +340,7 @@ describe('SSRF guard with names from a DNS server on loopback (injectable resolv
     fetcher = new ArtifactFetcher({
       plugins: registry,
       cache,
-      slots: new Semaphore(4, 32),
+      slots: new FetchQueue(4, 32),
       progress: new FetchProgress(),
       allowedSchemes: ['http', 'https', 's3'],
       maxBytes: 1024 ** 2,

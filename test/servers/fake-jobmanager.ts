@@ -1,7 +1,8 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import busboy from 'busboy';
+import type { Request, Response } from 'express';
+import multer, { type StorageEngine } from 'multer';
 
 /** One jar the fake JobManager holds, by id, with the digest of the bytes it received. */
 export interface HeldJar {
@@ -32,6 +33,21 @@ export interface FakeJobManager {
   rejectUploads?: { status: number; message: string };
   stop(): Promise<void>;
 }
+
+/** Keeps only the size and SHA-256 of an uploaded file (the fake holds no bytes). */
+const hashingStorage: StorageEngine = {
+  _handleFile(_req, file, cb) {
+    const hash = createHash('sha256');
+    let size = 0;
+    file.stream.on('data', (d: Buffer) => {
+      hash.update(d);
+      size += d.length;
+    });
+    file.stream.on('error', (err) => cb(err));
+    file.stream.on('end', () => cb(null, { size, sha256: hash.digest('hex') } as Partial<Express.Multer.File>));
+  },
+  _removeFile: (_req, _file, cb) => cb(null),
+};
 
 /**
  * A node:http stand-in for a Flink JobManager, for tests that need the gateway's fetch and hand-off
@@ -72,32 +88,17 @@ export async function startFakeJobManager(): Promise<FakeJobManager> {
       return;
     }
     if (req.method === 'POST' && path === '/jars/upload') {
-      const bb = busboy({ headers: req.headers });
-      let held: HeldJar | undefined;
-      let failed = false;
-      bb.on('file', (_field, file, info) => {
-        const hash = createHash('sha256');
-        let size = 0;
-        file.on('data', (d: Buffer) => {
-          hash.update(d);
-          size += d.length;
-        });
-        file.on('end', () => {
-          const id = `${randomUUID()}_${info.filename ?? 'job.jar'}`;
-          held = { id, name: info.filename ?? 'job.jar', sha256: hash.digest('hex'), size };
-        });
-      });
-      bb.on('error', () => {
-        failed = true;
-        send(res, 400, { errors: ['bad multipart'] });
-      });
-      bb.on('close', () => {
-        if (failed) return;
-        if (!held) return send(res, 400, { errors: ['Exactly 1 file must be sent, received 0.'] });
+      // Like Flink's decoder, a file counts only once its multipart body is complete.
+      const keep = multer({ storage: hashingStorage }).any();
+      keep(req as unknown as Request, res as unknown as Response, (err?: unknown) => {
+        if (err) return send(res, 400, { errors: ['bad multipart'] });
+        const file = ((req as unknown as { files?: (Express.Multer.File & { sha256: string })[] }).files ?? [])[0];
+        if (!file) return send(res, 400, { errors: ['Exactly 1 file must be sent, received 0.'] });
+        const name = file.originalname || 'job.jar';
+        const held: HeldJar = { id: `${randomUUID()}_${name}`, name, sha256: file.sha256, size: file.size };
         jars.set(held.id, held);
         send(res, 200, { filename: `/tmp/flink-web-upload/${held.id}`, status: 'success' });
       });
-      req.pipe(bb);
       return;
     }
     if (req.method === 'GET' && path === '/jars') {

@@ -49,11 +49,6 @@ export class BridgeReceiverSet implements TokenJobListener {
     return { version: 1, tokens };
   }
 
-  /** Providers whose tokens are held. */
-  providers(): string[] {
-    return [...this.latest.keys()];
-  }
-
   async jobRegistering(jobId: string): Promise<void> {
     this.known.add(jobId.toLowerCase());
     await this.opts.file?.jobRegistering(jobId);

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { projectRoot } from '../../../src/project-root';
 import { Authenticator, parseTokensFile } from '../../../src/http/auth';
-import { startGateway, type TestGateway } from '../../helpers/gateway';
+import supertest from 'supertest';
+import { composeGateway, type ComposedGateway } from '../../helpers/gateway';
 import { startOrigin, type Origin } from '../../helpers/origin';
 import { startGatewayProcess } from '../../helpers/gateway-process';
 import { runProcess } from '../../helpers/run-process';
@@ -17,14 +18,15 @@ const bin = join(projectRoot(__dirname), 'bin', 'flink-jar-gateway.js');
 
 describe('bearer-token authentication', () => {
   let jm: Origin;
-  let gw: TestGateway;
+  // In-process (supertest): who gets in is decided on the request, not on the socket.
+  let gw: ComposedGateway;
   let dir: string;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-auth-'));
     writeFileSync(join(dir, 'tokens'), `# principal sha256(token)\nci ${sha('tok-ci-123')}\n`);
     jm = await startOrigin((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ path: req.url })));
-    gw = await startGateway(jm.url, { 'gateway.auth.tokens-file': join(dir, 'tokens') });
+    gw = await composeGateway(jm.url, { 'gateway.auth.tokens-file': join(dir, 'tokens') });
   });
   afterAll(async () => {
     await gw.close();
@@ -34,22 +36,20 @@ describe('bearer-token authentication', () => {
 
   it('refuses a request without a valid token with 401 in Flink\'s envelope', async () => {
     for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 'Basic Y2k6dG9r' }]) {
-      const r = await request(`${gw.url}/v1/jobs/overview`, { headers });
-      expect(r.statusCode).toBe(401);
+      const r = await supertest(gw.app).get('/v1/jobs/overview').set(headers);
+      expect(r.status).toBe(401);
       expect(r.headers['www-authenticate']).toContain('Bearer');
-      const body = (await r.body.json()) as { errors: string[] };
+      const body = r.body as { errors: string[] };
       expect(Object.keys(body)).toEqual(['errors']);
       expect(body.errors[0]).toMatch(/^GW_AUTH_REQUIRED: /);
     }
   });
 
   it('lets a valid token through and logs the principal, never the token', async () => {
-    const r = await request(`${gw.url}/v1/jobs/overview`, { headers: { authorization: 'Bearer tok-ci-123' } });
-    expect(r.statusCode).toBe(200);
-    await r.body.dump();
-    const jars = await request(`${gw.url}/jars/x/y/z`, { headers: { authorization: 'Bearer tok-ci-123' } });
-    expect(jars.statusCode).toBe(404);
-    await jars.body.dump();
+    const r = await supertest(gw.app).get('/v1/jobs/overview').set('authorization', 'Bearer tok-ci-123');
+    expect(r.status).toBe(200);
+    const jars = await supertest(gw.app).get('/jars/x/y/z').set('authorization', 'Bearer tok-ci-123');
+    expect(jars.status).toBe(404);
     const logs = JSON.stringify(gw.logs);
     expect(logs).toContain('token:ci');
     expect(logs).not.toContain('tok-ci-123');
@@ -57,13 +57,9 @@ describe('bearer-token authentication', () => {
 
   it('keeps health, readiness and GET /config (the operator\'s startup probe) open', async () => {
     for (const path of ['/gateway/v1/health', '/config', '/v1/config']) {
-      const r = await request(`${gw.url}${path}`);
-      expect(r.statusCode).toBe(200);
-      await r.body.dump();
+      expect({ path, status: (await supertest(gw.app).get(path)).status }).toEqual({ path, status: 200 });
     }
-    const post = await request(`${gw.url}/config`, { method: 'POST' });
-    expect(post.statusCode).toBe(401);
-    await post.body.dump();
+    expect((await supertest(gw.app).post('/config')).status).toBe(401);
   });
 
   it('re-reads the tokens file when it changes (injected clock)', () => {

@@ -10,7 +10,7 @@ import { FetchProgress } from '../../../src/artifacts/fetch-progress';
 import type { FileSystem, FsPluginDefinition, ObjectStat } from '../../../src/artifacts/fs-plugin';
 import { JarCache } from '../../../src/artifacts/jar-cache';
 import { PluginRegistry } from '../../../src/artifacts/plugin-registry';
-import { Semaphore } from '../../../src/artifacts/semaphore';
+import { FetchQueue } from '../../../src/artifacts/fetch-queue';
 import { buildJar } from '../../helpers/jars';
 
 /**
@@ -71,7 +71,7 @@ describe('ArtifactFetcher', () => {
         new ArtifactFetcher({
           plugins: new PluginRegistry([plugin], () => ({}) as never),
           cache,
-          slots: new Semaphore(over.max ?? 4, over.queue ?? 32),
+          slots: new FetchQueue(over.max ?? 4, over.queue ?? 32),
           progress: new FetchProgress(),
           allowedSchemes: ['mem'],
           maxBytes: over.maxBytes ?? 1024 * 1024,

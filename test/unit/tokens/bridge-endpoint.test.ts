@@ -8,7 +8,8 @@ import { request } from 'undici';
 import type { JobManagerClient } from '../../../src/cluster/jobmanager-client';
 import { errorMiddleware } from '../../../src/http/error-middleware';
 import { createGatewayRoutes } from '../../../src/http/gateway-routes';
-import { isLoopbackAddress, type TokenBridgeDeps } from '../../../src/http/token-bridge-route';
+import { isLoopbackAddress } from '../../../src/http/loopback';
+import type { TokenBridgeDeps } from '../../../src/http/token-bridge-route';
 import { BridgeSecret } from '../../../src/tokens/receivers/bridge-secret';
 import { captureLogger } from '../../helpers/token-fakes';
 

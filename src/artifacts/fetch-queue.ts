@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors/gateway-error';
 
-/** Bounds concurrent fetches, with a bounded wait queue (beyond it: 503 GW_FETCH_BUSY + Retry-After). */
-export class Semaphore {
+/** The fetch slots: bounds concurrent fetches, with a bounded wait queue (beyond it: 503 GW_FETCH_BUSY + Retry-After). */
+export class FetchQueue {
   private active = 0;
   private readonly waiting: (() => void)[] = [];
 

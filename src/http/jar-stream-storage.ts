@@ -1,0 +1,169 @@
+import { basename } from 'node:path';
+import type { Request } from 'express';
+import type { StorageEngine } from 'multer';
+import type { Logger } from 'pino';
+import { JarInspector, type JarVerdict } from '../artifacts/jar-inspector';
+import type { ZipLimits } from '../artifacts/zip-bounds';
+import { inspectJar } from '../artifacts/zip-verify';
+import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
+import { MultipartJarBody } from '../cluster/multipart-jar-body';
+import { GatewayError } from '../errors/gateway-error';
+import { SpoolTap } from './spool-tap';
+
+export interface UploadResult {
+  body: unknown;
+  sha256: string;
+  size: number;
+  /** Top-level classes the jar holds (0 for the operator's placeholder `empty.jar`). */
+  classes: number;
+}
+
+export interface JarStreamStorageOptions {
+  cluster: JobManagerClient;
+  maxBytes: number;
+  log: Logger;
+  zipLimits?: ZipLimits;
+  spoolBase: string;
+  /** Called once with the first failure the engine sees, however late (an early JobManager answer). */
+  onFailure: (err: GatewayError) => void;
+}
+
+/** The name Flink keeps: the last path segment of the client's file name. */
+export function jarFileName(originalName: string | undefined): string {
+  return basename((originalName ?? '').replace(/\\/g, '/'));
+}
+
+/**
+ * multer's storage engine for one `POST /jars/upload` (ADR 0002): it stores nothing itself. The
+ * file part streams on into a new one-file multipart body towards the JobManager — hashed and
+ * checked on the way (JarInspector), and copied to a private spool file that `inspectJar` reads
+ * the way Java's JarFile does (the manifest the central directory points to, inflated with a
+ * bound). The body's closing boundary is written only by `complete()`, which the caller invokes
+ * once multer has read the whole client body and the caller's own checks (one file, the `request`
+ * attribute) passed; on any failure `discard()` destroys the body, so Flink never sees a whole
+ * file and keeps nothing.
+ *
+ * One instance per request: it holds that request's one upload.
+ */
+export class JarStreamStorage implements StorageEngine {
+  private body?: MultipartJarBody;
+  private upstream?: Promise<JsonResponse>;
+  private spool?: SpoolTap;
+  private fileName = '';
+  private verdict?: JarVerdict & { ok: true };
+  private classes = 0;
+  /** The file part has been read and checked: an answer from the JobManager before `complete()` is still early. */
+  private completed = false;
+  private failed = false;
+
+  constructor(private readonly opts: JarStreamStorageOptions) {}
+
+  _handleFile(_req: Request, file: Express.Multer.File, callback: (error?: unknown, info?: Partial<Express.Multer.File>) => void): void {
+    let answered = false;
+    const answer = (err?: GatewayError, info?: Partial<Express.Multer.File>) => {
+      if (answered) return;
+      answered = true;
+      callback(err, info);
+    };
+    const fail = (err: GatewayError) => {
+      answer(err);
+      this.fail(err);
+    };
+    const { cluster, maxBytes, zipLimits, log } = this.opts;
+    this.fileName = jarFileName(file.originalname);
+    const inspector = new JarInspector(zipLimits);
+    const body = new MultipartJarBody(this.fileName);
+    this.body = body;
+    const upstream = cluster.upload(body.stream, body.contentType);
+    this.upstream = upstream;
+    upstream.then(
+      (res) => {
+        // An answer before the body was completed is always an error from the JobManager.
+        if (!this.completed) fail(res.status === 200 ? badResponse(cluster) : cluster.failure('upload', res));
+      },
+      (err: unknown) => fail(asGatewayError(err, cluster)),
+    );
+    // busboy stops passing bytes on at the limit but goes on reading the part to its end; answer now,
+    // so that the caller's bounded drain, not the rest of an oversized part, decides what is read.
+    file.stream.on('limit', () => fail(new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
+    const spool = new SpoolTap(this.opts.spoolBase);
+    this.spool = spool;
+    spool.on('error', (err: Error) => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: `the gateway could not keep its copy of the upload (${err.message})` })));
+    file.stream.pipe(inspector).pipe(spool);
+    body.feed(spool);
+    // 'end' of the spool: every inspected byte has been handed to the multipart body (only then may
+    // the closing boundary follow them) and the copy is on disk.
+    spool.once('end', () => {
+      void this.check(inspector, spool).then((problem) => {
+        if (this.failed) return;
+        if (problem) {
+          log.info({ jar: this.fileName, size: problem.size, sha256: problem.sha256, ...(problem.limit ? { limit: problem.limit } : {}) }, problem.limit ? 'upload refused: over a zip-structure bound' : 'upload refused: not a zip');
+          fail(new GatewayError('GW_UPLOAD_NOT_ZIP', { name: this.fileName, reason: problem.reason }));
+          return;
+        }
+        answer(undefined, { size: this.verdict!.size });
+      });
+    });
+  }
+
+  _removeFile(_req: Request, _file: Express.Multer.File, callback: (error: Error | null) => void): void {
+    this.discard(new Error('the upload was refused'));
+    callback(null);
+  }
+
+  /**
+   * Writes the closing boundary and resolves with the JobManager's answer. Call only after multer
+   * finished the client's body without an error and with this engine's one file.
+   */
+  async complete(): Promise<UploadResult> {
+    const { cluster, log } = this.opts;
+    if (!this.body || !this.upstream || !this.verdict) throw new GatewayError('GW_UPLOAD_FILE_COUNT', { count: 0 });
+    this.completed = true;
+    this.body.complete();
+    const res = await this.upstream;
+    if (res.status !== 200) throw cluster.failure('upload', res);
+    log.info({ jar: this.fileName, size: this.verdict.size, sha256: this.verdict.sha256 }, 'jar uploaded');
+    return { body: res.body, sha256: this.verdict.sha256, size: this.verdict.size, classes: this.classes };
+  }
+
+  /** Destroys the body towards the JobManager (so it keeps nothing) and the spooled copy. Idempotent. */
+  discard(reason: Error): void {
+    this.failed = true;
+    this.spool?.discard();
+    // Completed: the JobManager has the whole file and answers; nothing to take back.
+    if (!this.completed) this.body?.abandon(reason);
+    this.upstream?.catch(() => undefined);
+  }
+
+  private fail(err: GatewayError): void {
+    if (this.failed) return;
+    this.discard(new Error(err.code));
+    this.opts.onFailure(err);
+  }
+
+  /** The streaming verdict, then the spooled copy read as Java's JarFile reads it; a problem or nothing. */
+  private async check(inspector: JarInspector, spool: SpoolTap): Promise<{ reason: string; limit?: string; sha256: string; size: number } | undefined> {
+    const verdict = inspector.verdict();
+    if (!verdict.ok) {
+      spool.discard();
+      return verdict;
+    }
+    // A manifest that lies about its size is refused here as it is for fetched jars — before the
+    // JobManager would inflate it.
+    const inspected = await inspectJar(spool.path, this.opts.zipLimits).catch((e: unknown) => ({ problem: { reason: (e as Error).message, limit: undefined }, points: undefined }));
+    spool.discard();
+    if (inspected.problem !== undefined) return { ...inspected.problem, ...(inspected.problem.limit ? { limit: inspected.problem.limit } : {}), sha256: verdict.sha256, size: verdict.size };
+    this.verdict = verdict;
+    this.classes = inspected.points?.classes.size ?? 0;
+    return undefined;
+  }
+}
+
+function badResponse(cluster: JobManagerClient): GatewayError {
+  return new GatewayError('GW_CLUSTER_BAD_RESPONSE', { target: cluster.baseUrl, reason: 'upload answered before the file was complete' });
+}
+
+function asGatewayError(err: unknown, cluster: JobManagerClient): GatewayError {
+  const e = cluster.translate(err, 'upload', 0);
+  return (e as { code?: string })?.code?.startsWith('GW_') ? (e as GatewayError) : new GatewayError('GW_CLUSTER_BAD_RESPONSE', { target: cluster.baseUrl, reason: String((err as Error)?.message ?? err) });
+}
