@@ -5,7 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { type AuditLog, type AuditSubject, outcomeOf } from '../audit/audit-log';
 import { GatewayError } from '../errors/gateway-error';
-import { type DownloadTap, downloadTo } from './download';
+import type { Writable } from 'node:stream';
+import { downloadTo } from './download';
 import type { FetchProgress, FetchRecord } from './fetch-progress';
 import type { ObjectStat } from './fs-plugin';
 import type { CacheEntry, JarCache } from './jar-cache';
@@ -54,11 +55,11 @@ export interface FetchedJar {
   name: string;
   fromCache: boolean;
   /**
-   * True when every byte of this jar went to the tap given to `fetch` (this call downloaded it, and
-   * the download attempt that fed the tap is the one that succeeded); false when the tap was never
-   * opened or was aborted.
+   * True when every byte of this jar went to the tee given to `fetch` (this call downloaded it, and
+   * the download attempt that fed the tee is the one that succeeded); false when the tee was never
+   * opened or was destroyed.
    */
-  tapped: boolean;
+  teed: boolean;
   /** The policy checks it passed, for the audit log. */
   verdicts: Record<string, string>;
   release(): void;
@@ -66,18 +67,20 @@ export interface FetchedJar {
 
 const TRANSIENT = new Set(['GW_FETCH_UNAVAILABLE']);
 
-type Fetched = CacheEntry & { fromCache: boolean; tapped?: boolean };
+type Fetched = CacheEntry & { fromCache: boolean; teed?: boolean };
 
 export interface FetchOptions {
   sha256?: string;
   log?: Logger;
   audit?: AuditSubject & { jobId?: string };
   /**
-   * Opens a second receiver of the downloaded bytes (the pipelined upload hand-off, ADR 0008),
-   * given the hand-off name. Called at the first byte, and only when this call starts the download
-   * itself: not for a cached jar, nor for one another call is already downloading.
+   * Opens a second receiver of the downloaded bytes, an ordinary `Writable` (the pipelined upload
+   * hand-off, ADR 0008), given the hand-off name. Called at the first byte, and only when this call
+   * starts the download itself: not for a cached jar, nor for one another call is already
+   * downloading. If the attempt that fed it fails, it is destroyed with the reason and a retry
+   * downloads without it, so it never mixes the bytes of two attempts.
    */
-  tap?: (name: string) => DownloadTap;
+  tee?: (name: string) => Writable;
 }
 
 /**
@@ -138,11 +141,11 @@ export class ArtifactFetcher {
     }
     const key = createHash('sha256').update(uri.href).digest('hex');
     let shared = this.inflight.get(key);
-    // Only the call that starts the download may tap it; the others hand off from the cache.
+    // Only the call that starts the download may tee it; the others hand off from the cache.
     const starter = !shared;
     if (!shared) {
-      const tap = opts.tap;
-      shared = this.fetchOnce(uri, key, pin, opts.log ?? this.o.log, tap && (() => tap(handoffName(uri)))).finally(() => this.inflight.delete(key));
+      const tee = opts.tee;
+      shared = this.fetchOnce(uri, key, pin, opts.log ?? this.o.log, tee && (() => tee(handoffName(uri)))).finally(() => this.inflight.delete(key));
       this.inflight.set(key, shared);
     }
     let entry: Fetched;
@@ -167,13 +170,13 @@ export class ArtifactFetcher {
       uri: redactUri(uri),
       name: handoffName(uri),
       fromCache: entry.fromCache,
-      tapped: starter && entry.tapped === true,
+      teed: starter && entry.teed === true,
       verdicts,
       release,
     };
   }
 
-  private async fetchOnce(uri: URL, key: string, pin: string | undefined, log: Logger, openTap?: () => DownloadTap): Promise<Fetched> {
+  private async fetchOnce(uri: URL, key: string, pin: string | undefined, log: Logger, openTee?: () => Writable): Promise<Fetched> {
     const fs = this.o.plugins.fileSystemFor(uri.protocol.replace(/:$/, '').toLowerCase())!;
     const rec = this.o.progress.start(redactUri(uri));
     const pluginName = this.o.plugins.pluginFor(uri.protocol.replace(/:$/, '').toLowerCase())?.name ?? 'unknown';
@@ -200,28 +203,22 @@ export class ArtifactFetcher {
         return { ...cached, fromCache: true };
       }
       rec.total = stat.size;
-      // The tap takes the bytes of the first attempt that delivers any. If that attempt fails it is
-      // aborted, and a retry downloads without it: a tap never mixes the bytes of two attempts.
-      let tap = openTap;
-      let tapped = false;
+      // The tee takes the bytes of the first attempt that delivers any. If that attempt fails it is
+      // destroyed, and a retry downloads without it: a tee never mixes the bytes of two attempts.
+      let tee = openTee;
+      let teed = false;
       const entry = await this.retrying(
         async () => {
-          const open = tap;
-          let fed: DownloadTap | undefined;
-          const write =
-            open &&
-            ((chunk: Buffer) => {
-              fed ??= open();
-              return fed.write(chunk);
-            });
+          const open = tee;
+          let fed: Writable | undefined;
           try {
-            const e = await this.download(uri, key, rec, stat, signal, flog, write && { write });
-            tapped = fed !== undefined;
+            const e = await this.download(uri, key, rec, stat, signal, flog, open && (() => (fed = open())));
+            teed = fed !== undefined;
             return e;
           } catch (err) {
             if (fed) {
-              fed.abort(err as Error);
-              tap = undefined;
+              fed.destroy(err as Error);
+              tee = undefined;
             }
             throw err;
           }
@@ -232,7 +229,7 @@ export class ArtifactFetcher {
       this.o.progress.finish(rec, { phase: 'done', sha256: entry.sha256 });
       observe('done', entry.size);
       void this.o.cache.evict().catch((err: unknown) => flog.warn({ err: (err as Error).message }, 'cache eviction failed'));
-      return { ...entry, fromCache: false, tapped };
+      return { ...entry, fromCache: false, teed };
     } catch (err) {
       const e = timeout.aborted ? new GatewayError('GW_FETCH_TIMEOUT', { uri: rec.uri, timeoutMs: this.o.timeoutMs }, { cause: err }) : err;
       this.o.progress.finish(rec, { phase: 'failed', error: (e as Error).message });
@@ -250,7 +247,7 @@ export class ArtifactFetcher {
     stat: ObjectStat,
     signal: AbortSignal,
     log: Logger,
-    tap?: Pick<DownloadTap, 'write'>,
+    tee?: () => Writable,
   ): Promise<CacheEntry> {
     const tmp = join(this.o.cache.tmpDir, `${randomUUID()}.part`);
     rec.phase = 'downloading';
@@ -265,7 +262,7 @@ export class ArtifactFetcher {
         signal,
         maxBytes: this.o.maxBytes,
         onProgress: (b) => (rec.bytes = b),
-        ...(tap ? { tap } : {}),
+        ...(tee ? { tee } : {}),
       });
       // A body that ends early without a Content-Length is only caught by comparing with the size
       // the store announced before: treat it as a transient failure (retried), not as a bad jar.

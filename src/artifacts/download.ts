@@ -1,6 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Transform, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { crc32 } from 'node:zlib';
 import { GatewayError } from '../errors/gateway-error';
@@ -9,14 +9,15 @@ import { redactUri } from './uri';
 
 /**
  * Hashes (SHA-256, plus the store's own checksum when it offers one), counts and bounds the bytes
- * of a download as they stream to disk, and hands each chunk to the tap, if any, before passing it
- * on: the tap never sees a byte over the size bound, and the slower of the file and the tap sets
+ * of a download as they stream to disk, and writes each chunk to the tee, if any, before passing it
+ * on: the tee never sees a byte over the size bound, and the slower of the file and the tee sets
  * the pace. (In the meter rather than in a stage of its own: one stream stage less per chunk.)
  */
 class Meter extends Transform {
   readonly sha = createHash('sha256');
   private readonly md5?: Hash;
   private crc = 0;
+  private tee?: Writable;
   bytes = 0;
 
   constructor(
@@ -24,7 +25,7 @@ class Meter extends Transform {
     private readonly uri: URL,
     private readonly integrity: ObjectStat['integrity'],
     private readonly onProgress: (bytes: number) => void,
-    private readonly tap?: Pick<DownloadTap, 'write'>,
+    private readonly openTee?: () => Writable,
   ) {
     super({ highWaterMark: 1024 * 1024 });
     if (integrity?.algorithm === 'md5') this.md5 = createHash('md5');
@@ -40,9 +41,19 @@ class Meter extends Transform {
     this.md5?.update(chunk);
     if (this.integrity?.algorithm === 'crc32') this.crc = crc32(chunk, this.crc);
     this.onProgress(this.bytes);
-    const full = this.tap?.write(chunk);
-    if (full) full.then(() => done(null, chunk), done);
-    else done(null, chunk);
+    const tee = this.openTee ? (this.tee ??= openedTee(this.openTee)) : undefined;
+    // A destroyed tee (its upload failed) drops the bytes; the download goes on for the cache.
+    if (!tee || tee.destroyed || tee.write(chunk)) {
+      done(null, chunk);
+      return;
+    }
+    const go = () => {
+      tee.off('drain', go);
+      tee.off('close', go);
+      done(null, chunk);
+    };
+    tee.on('drain', go);
+    tee.on('close', go);
   }
 
   /** The store checksum's mismatch, if any. */
@@ -53,20 +64,11 @@ class Meter extends Transform {
   }
 }
 
-/**
- * A second receiver of a download's bytes, fed in order while they are written to the temp file
- * (the pipelined upload hand-off, ADR 0008). It sees unverified bytes: its owner may use them only
- * once the whole fetch has passed every check, and must discard them if the fetch fails.
- */
-export interface DownloadTap {
-  /**
-   * Takes the next chunk. Returns nothing when the receiver can take more at once, else a promise
-   * that resolves when it can (its backpressure slows the download); like `Writable.write`, without
-   * a promise per chunk. Never rejects: a receiver that failed drops the bytes, and its owner says why.
-   */
-  write(chunk: Buffer): Promise<void> | undefined;
-  /** The download that fed it failed (a retry may follow): the bytes received must never be used. */
-  abort(reason: Error): void;
+/** Opens the tee at the first byte. Its owner learns how it ended its own way, not from an 'error' event. */
+function openedTee(open: () => Writable): Writable {
+  const tee = open();
+  tee.on('error', () => undefined);
+  return tee;
 }
 
 export interface DownloadResult {
@@ -76,21 +78,23 @@ export interface DownloadResult {
 }
 
 /**
- * Streams one object to `file` (a fresh temporary name), checking size and store checksum; with
- * `tap`, each chunk also goes to the tap on the way (see `DownloadTap`).
+ * Streams one object to `file` (a fresh temporary name), checking size and store checksum. With
+ * `tee`, a second receiver of the bytes is opened at the first byte — an ordinary `Writable`, fed
+ * in order with its backpressure honoured (the pipelined upload hand-off, ADR 0008). It gets the
+ * bytes before they are verified: its owner may use them only once the fetch passed every check.
  */
 export async function downloadTo(
   fs: FileSystem,
   uri: URL,
   file: string,
-  opts: { signal: AbortSignal; maxBytes: number; onProgress: (bytes: number) => void; tap?: Pick<DownloadTap, 'write'> },
+  opts: { signal: AbortSignal; maxBytes: number; onProgress: (bytes: number) => void; tee?: () => Writable },
 ): Promise<DownloadResult> {
   const { stream, stat } = await fs.open(uri, { signal: opts.signal });
   if (stat.size !== undefined && stat.size > opts.maxBytes) {
     stream.destroy();
     throw new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(uri), limit: opts.maxBytes });
   }
-  const meter = new Meter(opts.maxBytes, uri, stat.integrity, opts.onProgress, opts.tap);
+  const meter = new Meter(opts.maxBytes, uri, stat.integrity, opts.onProgress, opts.tee);
   // A deep write buffer lets fs.WriteStream gather queued chunks into one writev call instead of one
   // thread-pool write per 64 KiB chunk (the largest cost in a CPU profile of a fetch).
   await pipeline(stream, meter, createWriteStream(file, { flags: 'wx', mode: 0o600, highWaterMark: 2 * 1024 * 1024 }), { signal: opts.signal });

@@ -40,9 +40,9 @@ export class JarHandoff {
    * An upload hand-off fed while the jar downloads (ADR 0008). Upload mode only: in shared-dir mode
    * the hand-off is a hard link of the finished file, and there is nothing to overlap.
    */
-  pipelined(name: string): PipelinedUpload {
+  pipelined(name: string): PipelinedUpload<HandedOffJar> {
     if (this.mode !== 'upload') throw new Error('a pipelined hand-off needs gateway.artifacts.handoff: upload');
-    return new PipelinedUpload(name, (body) => this.send(body));
+    return new PipelinedUpload<HandedOffJar>(name, (body) => this.send(body));
   }
 
   private async link(path: string, name: string): Promise<HandedOffJar> {

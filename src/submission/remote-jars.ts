@@ -27,18 +27,18 @@ export class RemoteJars implements RemoteJarSource {
     const artifacts = ctx.artifacts ?? [];
     // With artifacts the jar handed off is a new one (the job jar plus lib/ entries), so the
     // download cannot stream to the JobManager as it arrives.
-    const pipe: { upload?: PipelinedUpload } = {};
-    const tapped = this.handoff.mode === 'upload' && artifacts.length === 0;
+    const pipe: { upload?: PipelinedUpload<HandedOffJar> } = {};
+    const teed = this.handoff.mode === 'upload' && artifacts.length === 0;
     const jar = await this.fetcher
       .fetch(uri, {
         ...(ctx.sha256 !== undefined ? { sha256: ctx.sha256 } : {}),
         log: ctx.log,
         ...(ctx.audit ? { audit: { ...ctx.audit, ...(ctx.jobId ? { jobId: ctx.jobId } : {}) } } : {}),
-        ...(tapped ? { tap: (name: string) => (pipe.upload = this.handoff.pipelined(name)) } : {}),
+        ...(teed ? { tee: (name: string) => (pipe.upload = this.handoff.pipelined(name)) } : {}),
       })
       .catch((err: unknown) => {
         // A download, size, checksum, pin or zip failure: the upload is never completed.
-        pipe.upload?.abort(err instanceof Error ? err : new Error(String(err)));
+        pipe.upload?.destroy(err instanceof Error ? err : new Error(String(err)));
         throw err;
       });
     let handed: HandedOffJar | undefined;
@@ -60,10 +60,10 @@ export class RemoteJars implements RemoteJarSource {
         const key = createHash('sha256').update(JSON.stringify([jar.sha256, libs.map((l, i) => [l.sha256, names[i]])])).digest('hex');
         nested = await this.cache.derived(`nested-${key}`, (tmp) => nestArtifacts(jar.path, libs.map((l, i) => ({ path: l.path, name: names[i]! })), tmp));
       }
-      if (jar.tapped) {
+      if (jar.teed) {
         handed = await pipe.upload!.complete();
         pipelined = handed !== undefined;
-      } else pipe.upload?.abort(new Error('the download that fed the upload was retried'));
+      } else pipe.upload?.destroy(new Error('the download that fed the upload was retried'));
       // Not pipelined (cached, shared with another request, retried) or the upload ended early.
       handed ??= await this.handoff.handOff(nested?.path ?? jar.path, jar.name);
     } catch (err) {

@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -205,28 +206,30 @@ describe('ArtifactFetcher', () => {
     await expect(fetcher.fetch('not a uri')).rejects.toMatchObject({ code: 'GW_FETCH_URI_INVALID' });
   });
 
-  /** A tap (the pipelined upload hand-off's side of a download) that records what it was given. */
+  /** A tee (the pipelined upload hand-off's side of a download): a Writable that records what it was given. */
   const recordingTap = () => {
     const taps: { name: string; chunks: Buffer[]; aborted?: Error }[] = [];
     const open = (name: string) => {
       const t: (typeof taps)[number] = { name, chunks: [] };
       taps.push(t);
-      return {
-        write: async (chunk: Buffer) => {
+      return new Writable({
+        write(chunk: Buffer, _enc, done) {
           t.chunks.push(Buffer.from(chunk));
+          done();
         },
-        abort: (reason: Error) => {
-          t.aborted = reason;
+        destroy(err, done) {
+          if (err) t.aborted = err;
+          done(err);
         },
-      };
+      });
     };
     return { taps, open };
   };
 
   it('a tap receives every byte of the download its call started, in order, named for the hand-off', async () => {
     const { taps, open } = recordingTap();
-    const got = await fetcher.fetch('mem://bucket/app.jar', { tap: open });
-    expect(got.tapped).toBe(true);
+    const got = await fetcher.fetch('mem://bucket/app.jar', { tee: open });
+    expect(got.teed).toBe(true);
     expect(taps).toHaveLength(1);
     expect(taps[0]!.name).toBe('app.jar');
     expect(Buffer.concat(taps[0]!.chunks).equals(jar)).toBe(true);
@@ -238,22 +241,22 @@ describe('ArtifactFetcher', () => {
     let release!: () => void;
     store.gate = new Promise((r) => (release = r));
     const { taps, open } = recordingTap();
-    const all = Array.from({ length: 3 }, () => fetcher.fetch('mem://bucket/app.jar', { tap: open }));
+    const all = Array.from({ length: 3 }, () => fetcher.fetch('mem://bucket/app.jar', { tee: open }));
     setTimeout(release, 20);
     const got = await Promise.all(all);
-    expect(got.map((g) => g.tapped)).toEqual([true, false, false]);
+    expect(got.map((g) => g.teed)).toEqual([true, false, false]);
     expect(taps).toHaveLength(1);
-    const cached = await fetcher.fetch('mem://bucket/app.jar', { tap: open });
-    expect({ fromCache: cached.fromCache, tapped: cached.tapped, taps: taps.length }).toEqual({ fromCache: true, tapped: false, taps: 1 });
+    const cached = await fetcher.fetch('mem://bucket/app.jar', { tee: open });
+    expect({ fromCache: cached.fromCache, teed: cached.teed, taps: taps.length }).toEqual({ fromCache: true, teed: false, taps: 1 });
   });
 
   it('an attempt that fed the tap and failed aborts it; the retry downloads without it (not tapped)', async () => {
     store.breakNextBodies = 1;
     const { taps, open } = recordingTap();
-    const got = await fetcher.fetch('mem://bucket/app.jar', { tap: open });
+    const got = await fetcher.fetch('mem://bucket/app.jar', { tee: open });
     expect(store.opens).toBe(2);
     expect(got.sha256).toBe(sha);
-    expect(got.tapped).toBe(false);
+    expect(got.teed).toBe(false);
     expect(taps).toHaveLength(1);
     expect(taps[0]!.aborted).toMatchObject({ code: 'GW_FETCH_UNAVAILABLE' });
   });
@@ -261,16 +264,16 @@ describe('ArtifactFetcher', () => {
   it('an attempt that failed before its first byte leaves the tap to the retry', async () => {
     store.failNextOpens = 1;
     const { taps, open } = recordingTap();
-    const got = await fetcher.fetch('mem://bucket/app.jar', { tap: open });
+    const got = await fetcher.fetch('mem://bucket/app.jar', { tee: open });
     expect(store.opens).toBe(2);
-    expect(got.tapped).toBe(true);
+    expect(got.teed).toBe(true);
     expect(Buffer.concat(taps[0]!.chunks).equals(jar)).toBe(true);
   });
 
   it('a tapped download that is not a jar fails the fetch and aborts the tap', async () => {
     store.put('/x.jar', randomBytes(1000), { etag: 'x' });
     const { taps, open } = recordingTap();
-    await expect(fetcher.fetch('mem://bucket/x.jar', { tap: open })).rejects.toMatchObject({ code: 'GW_FETCH_NOT_JAR' });
+    await expect(fetcher.fetch('mem://bucket/x.jar', { tee: open })).rejects.toMatchObject({ code: 'GW_FETCH_NOT_JAR' });
     expect(taps[0]!.aborted).toMatchObject({ code: 'GW_FETCH_NOT_JAR' });
   });
 

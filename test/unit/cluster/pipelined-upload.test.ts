@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { JarHandoff } from '../../../src/cluster/jar-handoff';
@@ -60,6 +60,20 @@ function fakeCluster(opts: { delayMs?: number; refuse?: boolean } = {}) {
   return { handoff: new JarHandoff('upload', fake as unknown as JobManagerClient, undefined, pino({ level: 'silent' })), bodies, seen, open };
 }
 
+/** Writes as the download's meter does: the next chunk only once the tee has room ('drain'). */
+const put = (pipe: Writable, c: Buffer): Promise<void> =>
+  pipe.write(c)
+    ? Promise.resolve()
+    : new Promise((resolve) => {
+        const go = () => {
+          pipe.off('drain', go);
+          pipe.off('close', go);
+          resolve();
+        };
+        pipe.on('drain', go);
+        pipe.on('close', go);
+      });
+
 const isPending = async (p: Promise<unknown>) => (await Promise.race([p.then(() => false), sleep(50).then(() => true)])) === true;
 
 describe('PipelinedUpload (the upload hand-off fed while the jar downloads)', () => {
@@ -69,13 +83,13 @@ describe('PipelinedUpload (the upload hand-off fed while the jar downloads)', ()
   it('holds no jar bytes while it waits for a JobManager connection; completes only on complete()', async () => {
     const { handoff, bodies, seen, open } = fakeCluster();
     const pipe = handoff.pipelined('app.jar');
-    const first = Promise.resolve(pipe.write(chunks[0]!));
+    const first = put(pipe, chunks[0]!);
     expect(await isPending(first)).toBe(true); // the download waits: nothing reads the body yet
     expect(bodies).toHaveLength(1);
     expect(bodies[0]!.readableLength).toBeLessThan(1024); // the multipart head only
     open();
     await first;
-    for (const c of chunks.slice(1)) await pipe.write(c);
+    for (const c of chunks.slice(1)) await put(pipe, c);
     await sleep(20);
     expect(seen[0]!.ended).toBe(false); // every byte sent, but no closing boundary yet
     const handed = await pipe.complete();
@@ -94,7 +108,7 @@ describe('PipelinedUpload (the upload hand-off fed while the jar downloads)', ()
     let waited = 0;
     for (const c of chunks) {
       let settled = false;
-      const w = Promise.resolve(pipe.write(c)).then(() => (settled = true));
+      const w = put(pipe, c).then(() => (settled = true));
       await new Promise(setImmediate);
       if (!settled) waited++;
       await w;
@@ -105,7 +119,7 @@ describe('PipelinedUpload (the upload hand-off fed while the jar downloads)', ()
     expect(await pipe.complete()).toBeDefined();
   });
 
-  it('abort() destroys the body: the JobManager never sees its end, and a waiting write returns', async () => {
+  it('destroy() abandons the body: the JobManager never sees its end, and a waiting write returns', async () => {
     const { handoff, seen, open } = fakeCluster({ delayMs: 50 });
     open();
     const pipe = handoff.pipelined('app.jar');
@@ -113,7 +127,7 @@ describe('PipelinedUpload (the upload hand-off fed while the jar downloads)', ()
     let waiting: Promise<void> | undefined;
     for (const c of chunks) {
       let settled = false;
-      const w = Promise.resolve(pipe.write(c)).then(() => {
+      const w = put(pipe, c).then(() => {
         settled = true;
       });
       await new Promise(setImmediate);
@@ -123,7 +137,7 @@ describe('PipelinedUpload (the upload hand-off fed while the jar downloads)', ()
       }
     }
     expect(waiting).toBeDefined();
-    pipe.abort(new Error('GW_FETCH_NOT_JAR'));
+    pipe.destroy(new Error('GW_FETCH_NOT_JAR'));
     await waiting;
     await sleep(20);
     expect(seen[0]!.ended).toBe(false);
@@ -134,7 +148,7 @@ describe('PipelinedUpload (the upload hand-off fed while the jar downloads)', ()
   it('an upload that fails early does not stall the download, and complete() says to hand off from the cache', async () => {
     const { handoff } = fakeCluster({ refuse: true });
     const pipe = handoff.pipelined('app.jar');
-    for (const c of chunks) await pipe.write(c);
+    for (const c of chunks) await put(pipe, c);
     expect(await pipe.complete()).toBeUndefined();
   });
 
