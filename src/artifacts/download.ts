@@ -41,7 +41,8 @@ class Meter extends Transform {
     this.md5?.update(chunk);
     if (this.integrity?.algorithm === 'crc32') this.crc = crc32(chunk, this.crc);
     this.onProgress(this.bytes);
-    const tee = this.openTee ? (this.tee ??= openedTee(this.openTee)) : undefined;
+    if (this.openTee && !this.tee) this.tee = openedTee(this.openTee);
+    const tee = this.tee;
     // A destroyed tee (its upload failed) drops the bytes; the download goes on for the cache.
     if (!tee || tee.destroyed || tee.write(chunk)) {
       done(null, chunk);
