@@ -46,7 +46,7 @@ const COMPLETE = '.flink-jar-gateway-assembled';
  * ones, keeping the rest of the path. Zip entries lose their mode bits in Python's zipfile, so
  * scripts are made executable afterwards. Refuses members that would escape the target.
  */
-const EXTRACT = String.raw`
+const EXTRACT = `
 import os, sys, tarfile, zipfile
 dest, archive, wanted = sys.argv[1], sys.argv[2], set(sys.argv[3].split(','))
 def target(name):
@@ -83,9 +83,8 @@ else:
 print(count)
 `;
 
-export class FlinkDistribution {
-  /** The assembled distribution for `version`, downloading and assembling it on first use. */
-  static ensure(opts: DistributionOptions): string {
+/** The assembled distribution for `version`, downloading and assembling it on first use. */
+export function ensureFlinkDistribution(opts: DistributionOptions): string {
     if (!/^\d+\.\d+\.\d+$/.test(opts.version)) throw new DistributionUnavailableError(`'${opts.version}' is not a Flink release version such as 2.1.3`);
     const cacheDir = opts.cacheDir ?? defaultCacheDir();
     const home = join(cacheDir, `flink-${opts.version}`);
@@ -140,17 +139,16 @@ export class FlinkDistribution {
     rmSync(downloads, { recursive: true, force: true });
     log.info({ home, ms: Date.now() - started }, 'Flink distribution assembled');
     return home;
-  }
+}
 
-  /** The version of a distribution directory (a user's own, too), read from lib/flink-dist-<version>.jar. */
-  static versionOf(home: string): string {
+/** The version of a distribution directory (a user's own, too), read from lib/flink-dist-<version>.jar. */
+export function flinkDistributionVersion(home: string): string {
     const lib = join(home, 'lib');
     const dist = existsSync(lib) ? readdirSync(lib).map((f) => /^flink-dist(?:_[\d.]+)?-(\d+\.\d+[^/]*)\.jar$/.exec(f)?.[1]).find(Boolean) : undefined;
     if (!dist || !existsSync(join(home, 'bin', 'jobmanager.sh'))) {
       throw new DistributionUnavailableError(`${home} is not a Flink distribution (it needs bin/jobmanager.sh and lib/flink-dist-<version>.jar)`);
     }
     return dist;
-  }
 }
 
 function lastLine(text: string | null | undefined): string {

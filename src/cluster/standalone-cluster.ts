@@ -6,7 +6,7 @@ import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { childEnvironment } from './embedded-cluster';
-import { FlinkDistribution } from './flink-distribution';
+import { flinkDistributionVersion } from './flink-distribution';
 
 export interface StandaloneClusterOptions {
   /** A Flink distribution directory (FlinkDistribution.ensure, or a user's own). */
@@ -94,7 +94,7 @@ export class StandaloneCluster {
   }
 
   static async start(opts: StandaloneClusterOptions): Promise<StandaloneCluster> {
-    const version = FlinkDistribution.versionOf(opts.home);
+    const version = flinkDistributionVersion(opts.home);
     const log = opts.log.child({ component: 'flink-standalone', version });
     const started = performance.now();
     const dir = mkdtempSync(join(tmpdir(), `flink-jar-gateway-flink-${version}-`));

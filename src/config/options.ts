@@ -58,6 +58,26 @@ export const coreOptions = {
     key: 'gateway.embedded.startup-timeout', type: 'duration', default: 180_000, min: 1, section: 'Embedded cluster',
     description: 'How long to wait for the embedded cluster (including a first-time Maven build) before giving up.',
   }),
+  clusterFlinkVersion: option({
+    key: 'gateway.cluster.flink-version', type: 'string', section: 'Cluster',
+    description: 'The fronted JobManager\'s Flink version (e.g. 2.3.0), where the gateway must answer as that version would (POST /jars/:jarid/run-application exists from 2.3). Default: learnt from the JobManager\'s GET /v1/config (flink-version) on first need.',
+  }),
+  embeddedFlinkVersion: option({
+    key: 'gateway.embedded.flink-version', type: 'string', section: 'Embedded cluster',
+    description: 'Launch Flink\'s own distribution of this version (1.20.5, 2.0.2, 2.1.3, 2.2.1, 2.3.0, ...) instead of the one-JVM embedded cluster: downloaded once from PyPI (apache-flink, apache-flink-libraries; needs python3 with pip) into gateway.embedded.cache-dir, then one JobManager and gateway.embedded.task-managers TaskManagers started by Flink\'s own scripts, loopback only. Only when gateway.cluster.rest-url is unset.',
+  }),
+  embeddedFlinkHome: option({
+    key: 'gateway.embedded.flink-home', type: 'string', section: 'Embedded cluster',
+    description: 'Launch the Flink distribution in this directory (your own: bin/, conf/, lib/ with flink-dist) as the session cluster, like gateway.embedded.flink-version but without a download. The directory is only read; configuration, logs and uploads go to a private temporary directory.',
+  }),
+  embeddedTaskManagers: option({
+    key: 'gateway.embedded.task-managers', type: 'int', default: 1, min: 1, max: 16, section: 'Embedded cluster',
+    description: 'TaskManager processes of a distribution cluster (gateway.embedded.flink-version / flink-home); each has gateway.embedded.slots slots.',
+  }),
+  embeddedCacheDir: option({
+    key: 'gateway.embedded.cache-dir', type: 'string', section: 'Embedded cluster',
+    description: 'Where assembled Flink distributions are kept (flink-<version>/, about 300 MB each; reused by every later start). Default: $XDG_CACHE_HOME/flink-jar-gateway, else ~/.cache/flink-jar-gateway.',
+  }),
   authTokensFile: option({
     key: 'gateway.auth.tokens-file', type: 'string', section: 'Security',
     description: 'File of "<principal> <sha256-hex of the token>" lines; requests must send "Authorization: Bearer <token>". Tokens are stored hashed; the file is re-read when it changes. Health, readiness and GET /config stay open.',

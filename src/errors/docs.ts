@@ -15,7 +15,8 @@ export function errorsMarkdown(): string {
     '| --- | --- | --- |',
   ];
   for (const [code, spec] of Object.entries(ERROR_CODES)) {
-    lines.push(`| \`${code}\` | ${spec.status} | ${spec.template.replace(/\|/g, '\\|')} |`);
+    const spec2 = spec as { status: number; template: string; retired?: boolean };
+    lines.push(`| \`${code}\`${spec2.retired ? ' (retired)' : ''} | ${spec.status} | ${spec.template.replace(/\|/g, '\\|')} |`);
   }
   lines.push('');
   return lines.join('\n');
