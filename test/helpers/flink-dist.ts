@@ -10,7 +10,7 @@ import { projectRoot } from '../../src/project-root';
 import { WORDCOUNT_JAR } from './flink';
 import { runProcess } from './run-process';
 
-/** The Flink lines the gateway supports, each tested on its own distribution (test/dist/). */
+/** The Flink lines the gateway supports, each tested on its own distribution (test/distribution/). */
 export const DIST_VERSIONS = ['1.20.5', '2.0.2', '2.1.3', '2.2.1', '2.3.0'] as const;
 
 const root = projectRoot(__dirname);
