@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -8,7 +10,8 @@ import { s3Plugin } from '../../fs-plugins/s3';
 import { hasApplications } from '../../src/cluster/flink-version';
 import type { StandaloneCluster } from '../../src/cluster/standalone-cluster';
 import { errorCode, json, newJobId, uploadBytes, uploadFile, waitForJobState, WORDCOUNT_CLASS } from '../helpers/flink';
-import { flinkCli, startDistCluster, wordCountJarFor } from '../helpers/flink-dist';
+import { builtInTokenProviders } from '../../src/tokens/providers';
+import { flinkCli, startDistCluster, TEST_JOB_JAR, TOKEN_BRIDGE_JAR, wordCountJarFor } from '../helpers/flink-dist';
 import { startGateway, type TestGateway } from '../helpers/gateway';
 import { clientLineOf, runOperatorSequence } from '../helpers/java-client';
 import { operatorPlaceholderJar } from '../helpers/operator-placeholder';
@@ -26,6 +29,21 @@ export type SuiteLevel = 'full' | 'smoke';
 
 const S3_KEY = { accessKeyId: 'AKIDDISTMATRIX', secretAccessKey: `s3-secret-${randomBytes(8).toString('hex')}` };
 const CHROMIUM = '/usr/bin/chromium';
+/** Short-lived tokens, so that the task sees renewals within seconds (renewal at 0.75 of 3 s). */
+const TOKEN_TTL_S = 3;
+
+/** A client-credentials token endpoint: every request gets a new token, valid TOKEN_TTL_S seconds. */
+function startTokenEndpoint(): Promise<{ server: Server; url: string; issued: () => number }> {
+  let n = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ access_token: `dist-token-${++n}`, token_type: 'Bearer', expires_in: TOKEN_TTL_S }));
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`, issued: () => n })));
+}
 
 export function distributionSuite(version: string, level: SuiteLevel): void {
   const full = level === 'full';
@@ -39,14 +57,32 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
     let origin: HttpOrigin;
     let s3: S3Server;
     let dir: string;
+    let tokenEndpoint: Awaited<ReturnType<typeof startTokenEndpoint>> | undefined;
     const jars: string[] = [];
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), `gw-dist-${version}-`));
       const tls = makeSelfSignedCert();
       writeFileSync(join(dir, 'ca.pem'), tls.cert);
+      // Full level: the token bridge installed as a user installs it (lib/ of the JobManager and
+      // TaskManagers), pulling from this suite's gateway through a URL file written once it listens.
+      const bridgeDir = join(dir, 'bridge');
+      mkdirSync(bridgeDir);
+      const bridge = full
+        ? {
+            extraLibJars: [TOKEN_BRIDGE_JAR],
+            flinkConfig: {
+              'security.delegation.token.provider.gateway.url-file': join(bridgeDir, 'url'),
+              'security.delegation.token.provider.gateway.secret-file': join(bridgeDir, 'bridge-secret'),
+              'security.delegation.token.provider.gateway.poll-interval': '500 ms',
+              'security.delegation.tokens.renewal.retry.backoff': '1 s',
+              'classloader.parent-first-patterns.additional': 'dev.flinkjargateway.tokens.',
+            },
+          }
+        : {};
+      tokenEndpoint = full ? await startTokenEndpoint() : undefined;
       [cluster, origin, s3] = await Promise.all([
-        startDistCluster(version, { taskManagers: full ? 2 : 1 }),
+        startDistCluster(version, { taskManagers: full ? 2 : 1, ...bridge }),
         startHttpOrigin({ tls, files: { '/jobs/wordcount.jar': wordcountBytes } }),
         startS3Server({ keys: { [S3_KEY.accessKeyId]: S3_KEY.secretAccessKey }, buckets: ['team-jars'] }),
       ]);
@@ -61,15 +97,32 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
           's3.path.style.access': 'true',
           's3.access-key': S3_KEY.accessKeyId,
           's3.secret-key': S3_KEY.secretAccessKey,
+          ...(tokenEndpoint
+            ? {
+                'gateway.tokens.store-dir': join(dir, 'store'),
+                'gateway.tokens.watcher.interval': '200 ms',
+                'gateway.tokens.watcher.missing-grace': '0 ms',
+                'security.delegation.tokens.reobtain.cooldown': '0 ms',
+                'gateway.tokens.bridge-secret-file': join(bridgeDir, 'bridge-secret'),
+                'security.delegation.token.provider.oauth2.token-endpoint': tokenEndpoint.url,
+                'security.delegation.token.provider.oauth2.client-id': 'dist-client',
+                'security.delegation.token.provider.oauth2.client-secret': 'dist-client-secret',
+              }
+            : {}),
         },
         [httpPlugin, s3Plugin],
+        full ? { providers: builtInTokenProviders.map((p) => p.create()) } : {},
       );
+      if (full) {
+        writeFileSync(join(bridgeDir, 'url.tmp'), `${gw.url}\n`);
+        renameSync(join(bridgeDir, 'url.tmp'), join(bridgeDir, 'url'));
+      }
     }, 600_000);
 
     afterAll(async () => {
       for (const id of jars) await json('DELETE', `${gw.url}/v1/jars/${id}`).catch(() => undefined);
       await gw?.close();
-      await Promise.all([cluster?.stop(), origin?.stop(), s3?.stop()]);
+      await Promise.all([cluster?.stop(), origin?.stop(), s3?.stop(), new Promise<void>((r) => (tokenEndpoint ? tokenEndpoint.server.close(() => r()) : r()))]);
       if (dir) rmSync(dir, { recursive: true, force: true });
     }, 60_000);
 
@@ -207,6 +260,29 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
         await browser.close();
       }
     }, 120_000);
+
+    itFull('token bridge across processes: a task in a TaskManager JVM reads its job\'s token, renewed twice', async () => {
+      const jarId = await upload(TEST_JOB_JAR, 'GatewayTestJob.jar');
+      const jobId = newJobId();
+      const before = tokenEndpoint!.issued();
+      // Three different versions of the job's entry, seen inside the task: the first token and two renewals.
+      const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+        jobId,
+        entryClass: 'dev.flinkjargateway.testjobs.TokenProbe',
+        programArgsList: ['--provider', 'oauth2', '--expect', 'dist-token-', '--distinct', '3', '--timeout-ms', '60000'],
+        flinkConfiguration: { 'parallelism.default': '1' },
+      });
+      expect(r.status).toBe(200);
+      const state = await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'CANCELED'], 120_000);
+      if (state !== 'FINISHED') throw new Error(`TokenProbe ${state}: ${JSON.stringify((await json('GET', `${gw.url}/v1/jobs/${jobId}/exceptions`)).body).slice(0, 2000)}`);
+      // The task ran in a TaskManager process, not the JobManager's: its host is a TaskManager.
+      const tms = ((await json('GET', `${gw.url}/v1/taskmanagers`)).body.taskmanagers as { id: string }[]).map((t) => t.id);
+      const vertex = ((await json('GET', `${gw.url}/v1/jobs/${jobId}`)).body.vertices as { id: string; name: string }[]).find((v) => /token-probe/.test(v.name))!;
+      const subtasks = (await json('GET', `${gw.url}/v1/jobs/${jobId}/vertices/${vertex.id}/taskmanagers`)).body.taskmanagers as { 'taskmanager-id': string }[];
+      expect(tms).toContain(subtasks[0]!['taskmanager-id']);
+      expect(tokenEndpoint!.issued() - before).toBeGreaterThanOrEqual(3);
+      expect(JSON.stringify(gw.logs)).not.toContain('dist-token-');
+    }, 180_000);
 
     if (hasApplications(version)) {
       it('POST /jars/:jarid/run-application (Flink 2.3): 202 {applicationid}, with the same URI, audit and retry semantics as /run', async () => {
