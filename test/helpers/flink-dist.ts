@@ -50,7 +50,9 @@ export interface DistClusterOptions {
 export async function startDistCluster(version: string, opts: DistClusterOptions = {}): Promise<StandaloneCluster> {
   // The test jars (WordCount, GatewayTestJob) and the token bridge come from the embedded-flink build.
   EmbeddedCluster.ensureBuilt(root, log);
-  const home = ensureFlinkDistribution({ version, log });
+  // The project's venv has pip (scripts/test-setup.sh makes it); Debian's python3 may not.
+  const venvPython = join(root, '.tmp', 'venv', 'bin', 'python');
+  const home = ensureFlinkDistribution({ version, log, ...(existsSync(venvPython) ? { python: venvPython } : {}) });
   const t0 = performance.now();
   const cluster = await StandaloneCluster.start({
     home,
