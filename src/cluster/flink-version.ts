@@ -33,11 +33,6 @@ export class ClusterVersion {
     return this.pending;
   }
 
-  /** Forgets a learnt version (the JobManager answered in a way its version cannot). */
-  forget(): void {
-    this.known = undefined;
-  }
-
   private async learn(): Promise<string | undefined> {
     try {
       const res = await this.cluster.json('GET', '/v1/config', { operation: 'cluster version' });
