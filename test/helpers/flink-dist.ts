@@ -35,6 +35,13 @@ export function wordCountJarFor(version: string): string {
   return jar;
 }
 
+/** Flink `version`'s distribution, assembled once into the user cache dir (~/.cache/flink-jar-gateway). */
+export function distributionHome(version: string): string {
+  // The project's venv has pip (scripts/test-setup.sh makes it); Debian's python3 may not.
+  const venvPython = join(root, '.tmp', 'venv', 'bin', 'python');
+  return ensureFlinkDistribution({ version, log, ...(existsSync(venvPython) ? { python: venvPython } : {}) });
+}
+
 export interface DistClusterOptions {
   taskManagers?: number;
   slots?: number;
@@ -50,9 +57,7 @@ export interface DistClusterOptions {
 export async function startDistCluster(version: string, opts: DistClusterOptions = {}): Promise<StandaloneCluster> {
   // The test jars (WordCount, GatewayTestJob) and the token bridge come from the embedded-flink build.
   EmbeddedCluster.ensureBuilt(root, log);
-  // The project's venv has pip (scripts/test-setup.sh makes it); Debian's python3 may not.
-  const venvPython = join(root, '.tmp', 'venv', 'bin', 'python');
-  const home = ensureFlinkDistribution({ version, log, ...(existsSync(venvPython) ? { python: venvPython } : {}) });
+  const home = distributionHome(version);
   const t0 = performance.now();
   const cluster = await StandaloneCluster.start({
     home,
