@@ -48,7 +48,7 @@ export const coreOptions = {
   }),
   embeddedJvmOpts: option({
     key: 'gateway.embedded.jvm-options', type: 'string', default: '-Xmx768m -XX:+UseSerialGC -XX:TieredStopAtLevel=1', section: 'Embedded cluster',
-    description: 'JVM options of the embedded cluster (space-separated). Never put secrets here: they are visible in the process list.',
+    description: 'JVM options of the embedded cluster (space-separated); for a distribution cluster they are added to env.java.opts.all without -Xms/-Xmx (Flink sizes its JVMs itself). Never put secrets here: they are visible in the process list.',
   }),
   embeddedSlots: option({
     key: 'gateway.embedded.slots', type: 'int', default: 4, min: 1, section: 'Embedded cluster',

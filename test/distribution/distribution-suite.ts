@@ -82,10 +82,11 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
           }
         : {};
       tokenEndpoint = full ? await startTokenEndpoint() : undefined;
-      [cluster, origin, s3] = await Promise.all([
-        startDistCluster(version, { taskManagers: full ? 2 : 1, ...bridge }),
-        startHttpOrigin({ tls, files: { '/jobs/wordcount.jar': wordcountBytes } }),
-        startS3Server({ keys: { [S3_KEY.accessKeyId]: S3_KEY.secretAccessKey }, buckets: ['team-jars'] }),
+      // Each assigned as soon as it runs, so that afterAll stops it even when another one fails.
+      await Promise.all([
+        startDistCluster(version, { taskManagers: full ? 2 : 1, ...bridge }).then((c) => (cluster = c)),
+        startHttpOrigin({ tls, files: { '/jobs/wordcount.jar': wordcountBytes } }).then((o) => (origin = o)),
+        startS3Server({ keys: { [S3_KEY.accessKeyId]: S3_KEY.secretAccessKey }, buckets: ['team-jars'] }).then((s) => (s3 = s)),
       ]);
       await putObject(s3.url, S3_KEY, 'team-jars', 'jobs/wordcount.jar', wordcountBytes);
       gw = await startGateway(
