@@ -18,7 +18,8 @@ import { JarCache } from './artifacts/jar-cache';
 import { artifactOptions } from './artifacts/options';
 import { PluginRegistry } from './artifacts/plugin-registry';
 import { FetchQueue } from './artifacts/fetch-queue';
-import { EmbeddedCluster } from './cluster/embedded-cluster';
+import { ClusterVersion } from './cluster/flink-version';
+import { launchCluster, type LaunchedCluster } from './cluster/launch-cluster';
 import { JarHandoff } from './cluster/jar-handoff';
 import { fetchJobStates, JobWatcher } from './cluster/job-watcher';
 import { JobManagerClient } from './cluster/jobmanager-client';
@@ -150,7 +151,8 @@ export interface Gateway {
   app: Express;
   config: Configuration;
   cluster: JobManagerClient;
-  embedded?: EmbeddedCluster;
+  /** The cluster the gateway launched (embedded MiniCluster or Flink distribution), if any. */
+  embedded?: LaunchedCluster;
   fetches: FetchProgress;
   tokens: TokenManager;
   registrations: JobRegistrations;
@@ -204,7 +206,7 @@ async function composeServices(
   tokens: TokenManager,
   delivery: TokenDelivery | undefined,
 ): Promise<Gateway> {
-  let embedded: EmbeddedCluster | undefined;
+  let embedded: LaunchedCluster | undefined;
   let restUrl = config.getOptional(coreOptions.clusterRestUrl);
   let uploadDir = config.getOptional(coreOptions.embeddedUploadDir);
   // The embedded cluster's token bridge learns this gateway's URL from a file in here, written
@@ -213,15 +215,13 @@ async function composeServices(
   if (!restUrl) {
     bridgeDir = delivery?.secret ? mkdtempSync(join(tmpdir(), 'flink-jar-gateway-bridge-')) : undefined;
     try {
-      embedded = await EmbeddedCluster.start({
-        rootDir: projectRoot(),
-        ...(config.getOptional(coreOptions.embeddedJava) ? { java: config.getOptional(coreOptions.embeddedJava)! } : {}),
-        jvmOptions: config.get(coreOptions.embeddedJvmOpts).split(/\s+/).filter(Boolean),
-        slots: config.get(coreOptions.embeddedSlots),
-        ...(uploadDir ? { uploadDir } : {}),
-        startupTimeoutMs: config.get(coreOptions.embeddedStartupTimeout),
+      embedded = await launchCluster({
+        config,
         log: logger,
+        rootDir: projectRoot(),
+        ...(uploadDir ? { uploadDir } : {}),
         flinkConfig: embeddedFlinkConfig(config, delivery, bridgeDir ? join(bridgeDir, 'url') : undefined),
+        withTokenBridge: bridgeDir !== undefined,
       });
     } catch (err) {
       if (bridgeDir) rmSync(bridgeDir, { recursive: true, force: true });
@@ -388,6 +388,7 @@ async function composeServices(
     ...(unregistered ? { jobGraphs: unregistered, registeredJobs: () => registrations.list() } : {}),
     auth,
     authorization: { permissions, policyMode, audit, ...(unregistered ? { unregisteredJobs: unregistered.policy } : {}) },
+    clusterVersion: new ClusterVersion(cluster, logger.child({ component: 'cluster-version' }), config.getOptional(coreOptions.clusterFlinkVersion)),
   });
   // The app is composed: register the stored jobs again, then start obtaining tokens (the first
   // cycle then already covers them), then follow the jobs.

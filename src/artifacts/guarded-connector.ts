@@ -3,7 +3,7 @@ import { buildConnector } from 'undici';
 import type { ConnectGuard } from './fs-plugin';
 
 /**
- * The trust store for a plugin's TLS connections with `user.artifacts.ca-bundle` (`ctx.ca`): Node's
+ * The trust store for a plugin's TLS connections with `gateway.artifacts.ca-bundle` (`ctx.ca`): Node's
  * default store plus the bundle. A `ca` option alone would replace the default store, and the
  * bundle is documented as trusted in addition to it. Undefined when no bundle is set.
  */

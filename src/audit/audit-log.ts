@@ -42,7 +42,7 @@ interface AuditEnd {
 }
 
 export interface SubmissionAudit extends AuditSubject, AuditEnd {
-  /** `run`, `plan`, `job-graph` (POST /v1/jobs), or the method and path of a denied request. */
+  /** `run`, `run-application` (Flink 2.3), `plan`, `job-graph` (POST /v1/jobs), or the method and path of a denied request. */
   route: string;
   /** Where the jar came from: `uri`, `fetched` (a jar id from POST /jars/fetch), `upload`. */
   source?: string;

@@ -52,7 +52,7 @@ export const coreOptions = {
   }),
   embeddedJvmOpts: option({
     key: 'gateway.embedded.jvm-options', type: 'string', default: '-Xmx768m -XX:+UseSerialGC -XX:TieredStopAtLevel=1', section: 'Embedded cluster',
-    description: 'JVM options of the embedded cluster (space-separated). Never put secrets here: they are visible in the process list.',
+    description: 'JVM options of the embedded cluster (space-separated); for a distribution cluster they are added to env.java.opts.all without -Xms/-Xmx (Flink sizes its JVMs itself). Never put secrets here: they are visible in the process list.',
   }),
   embeddedSlots: option({
     key: 'gateway.embedded.slots', type: 'int', default: 4, min: 1, section: 'Embedded cluster',
@@ -61,6 +61,26 @@ export const coreOptions = {
   embeddedStartupTimeout: option({
     key: 'gateway.embedded.startup-timeout', type: 'duration', default: 180_000, min: 1, section: 'Embedded cluster',
     description: 'How long to wait for the embedded cluster (including a first-time Maven build) before giving up.',
+  }),
+  clusterFlinkVersion: option({
+    key: 'gateway.cluster.flink-version', type: 'string', section: 'Cluster',
+    description: 'The fronted JobManager\'s Flink version (e.g. 2.3.0), where the gateway must answer as that version would (POST /jars/:jarid/run-application exists from 2.3). Default: learnt from the JobManager\'s GET /v1/config (flink-version) on first need.',
+  }),
+  embeddedFlinkVersion: option({
+    key: 'gateway.embedded.flink-version', type: 'string', section: 'Embedded cluster',
+    description: 'Launch Flink\'s own distribution of this version (1.20.5, 2.0.2, 2.1.3, 2.2.1, 2.3.0, ...) instead of the one-JVM embedded cluster: downloaded once from PyPI (apache-flink, apache-flink-libraries; needs python3 with pip) into gateway.embedded.cache-dir, then one JobManager and gateway.embedded.task-managers TaskManagers started by Flink\'s own scripts, loopback only. Only when gateway.cluster.rest-url is unset.',
+  }),
+  embeddedFlinkHome: option({
+    key: 'gateway.embedded.flink-home', type: 'string', section: 'Embedded cluster',
+    description: 'Launch the Flink distribution in this directory (your own: bin/, conf/, lib/ with flink-dist) as the session cluster, like gateway.embedded.flink-version but without a download. The directory is only read; configuration, logs and uploads go to a private temporary directory.',
+  }),
+  embeddedTaskManagers: option({
+    key: 'gateway.embedded.task-managers', type: 'int', default: 1, min: 1, max: 16, section: 'Embedded cluster',
+    description: 'TaskManager processes of a distribution cluster (gateway.embedded.flink-version / flink-home); each has gateway.embedded.slots slots.',
+  }),
+  embeddedCacheDir: option({
+    key: 'gateway.embedded.cache-dir', type: 'string', section: 'Embedded cluster',
+    description: 'Where assembled Flink distributions are kept (flink-<version>/, about 300 MB each; reused by every later start). Default: $XDG_CACHE_HOME/flink-jar-gateway, else ~/.cache/flink-jar-gateway.',
   }),
   authTokensFile: option({
     key: 'gateway.auth.tokens-file', type: 'string', section: 'Security',

@@ -1,4 +1,4 @@
-import { ERROR_CODES } from './codes';
+import { ERROR_CODES, type ErrorSpec } from './codes';
 
 /** docs/errors.md, generated from the registry so the two cannot drift. */
 export function errorsMarkdown(): string {
@@ -15,7 +15,7 @@ export function errorsMarkdown(): string {
     '| --- | --- | --- |',
   ];
   for (const [code, spec] of Object.entries(ERROR_CODES)) {
-    lines.push(`| \`${code}\` | ${spec.status} | ${spec.template.replace(/\|/g, '\\|')} |`);
+    lines.push(`| \`${code}\`${(spec as ErrorSpec).retired ? ' (retired)' : ''} | ${spec.status} | ${spec.template.replace(/\|/g, '\\|')} |`);
   }
   lines.push('');
   return lines.join('\n');

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { FetchProgress } from '../artifacts/fetch-progress';
 import type { ZipLimits } from '../artifacts/zip-bounds';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
+import type { ClusterVersion } from '../cluster/flink-version';
 import type { Authenticator } from './auth';
 import { authorization, type AuthorizationDeps } from './authorization';
 import type { RunService } from '../submission/run-service';
@@ -43,6 +44,8 @@ export interface AppDeps {
   jobGraphs?: JobGraphHook;
   /** The registered jobs and how each came to be registered, for GET /gateway/v1/tokens. */
   registeredJobs?: () => unknown[];
+  /** The fronted JobManager's Flink version (the routes that differ between versions). */
+  clusterVersion?: ClusterVersion;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ZipLimits } from '../artifacts/zip-bounds';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
+import { type ClusterVersion, hasApplications } from '../cluster/flink-version';
 import { GatewayError } from '../errors/gateway-error';
 import { isWebSubmitDisabled } from '../cluster/flink-errors';
 import { parseJarRequest } from '../submission/run-request';
@@ -21,6 +22,11 @@ export interface JarRouteDeps {
   uploadSpoolDir?: string;
   /** Largest JSON body accepted on run/plan (Flink's rest.server.max-content-length default). */
   jsonLimitBytes?: number;
+  /**
+   * The fronted JobManager's Flink version: run-application exists from 2.3 on. Without it the
+   * route is served and the JobManager's own answer (404 before 2.3) decides.
+   */
+  clusterVersion?: ClusterVersion;
 }
 
 /**
@@ -103,13 +109,19 @@ export function createJarRoutes(deps: JarRouteDeps) {
           deps.runs.checkJarOwner(jarId, caller.principal, 'run');
           const request = parseJarRequest(await readJsonObject(req, jsonLimit, 'JarRunRequestBody', jsonBudget), 'JarRunRequestBody');
           const { outcome } = await deps.runs.run(jarId, request, query, log, caller);
-          return sendJson(res, 200, { jobid: outcome.jobid });
+          // As the fronted version answers: {jobid}, plus applicationId from Flink 2.3 on.
+          return sendJson(res, 200, { jobid: outcome.jobid, ...(outcome.applicationId ? { applicationId: outcome.applicationId } : {}) });
         }
-        case 'run-application':
-          throw new GatewayError('GW_ROUTE_UNSUPPORTED', {
-            route: 'POST /jars/:jarid/run-application (Flink 2.3)',
-            hint: 'use POST /jars/:jarid/run, which submits the job to this session cluster.',
-          });
+        case 'run-application': {
+          // Answer as the fronted version would: before Flink 2.3 there is no such route (404).
+          const version = await deps.clusterVersion?.get();
+          if (version !== undefined && !hasApplications(version)) throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: rawUrl });
+          // The same pipeline as /run: owner, policy, fetch by URI, token registration, audit.
+          deps.runs.checkJarOwner(jarId, caller.principal, 'run');
+          const request = parseJarRequest(await readJsonObject(req, jsonLimit, 'JarRunApplicationRequestBody', jsonBudget), 'JarRunApplicationRequestBody');
+          const { outcome } = await deps.runs.run(jarId, request, query, log, caller, 'run-application');
+          return sendJson(res, 202, { applicationid: outcome.applicationid });
+        }
       }
     } catch (err) {
       next(err);

@@ -33,7 +33,7 @@ const RUN_FIELDS = ['entryClass', 'programArgs', 'programArgsList', 'parallelism
  * The fingerprint of a run request. For a run by URI the jar id in the path is the operator's
  * placeholder, uploaded anew for every attempt, so the URI (and its pin) stands for the jar instead.
  */
-export function runFingerprint(jarId: string, request: JarRequest, principal: string, query: string): string {
+export function runFingerprint(jarId: string, request: JarRequest, principal: string, query: string, route: 'run' | 'run-application' = 'run'): string {
   const uri = request.flinkConfiguration[JOB_JAR_KEY]?.trim();
   const fields: Record<string, unknown> = {};
   for (const f of RUN_FIELDS) if (request.body[f] !== undefined && request.body[f] !== null) fields[f] = request.body[f];
@@ -44,6 +44,8 @@ export function runFingerprint(jarId: string, request: JarRequest, principal: st
     fields,
     config,
     query: new URLSearchParams(query.replace(/^\?/, '')).toString(),
+    // Only when not /run, so that fingerprints stored before run-application existed still match.
+    ...(route !== 'run' ? { route } : {}),
   });
   return createHash('sha256').update(canonical).digest('hex');
 }

@@ -26,7 +26,7 @@ export interface JarRequest {
   body: Record<string, unknown>;
 }
 
-export function parseJarRequest(raw: Record<string, unknown>, typeName: 'JarRunRequestBody' | 'JarPlanRequestBody'): JarRequest {
+export function parseJarRequest(raw: Record<string, unknown>, typeName: 'JarRunRequestBody' | 'JarPlanRequestBody' | 'JarRunApplicationRequestBody'): JarRequest {
   const bad = (reason: string): never => {
     throw new GatewayError('GW_REQUEST_MALFORMED', { type: typeName, reason });
   };
@@ -63,6 +63,12 @@ export function parseJarRequest(raw: Record<string, unknown>, typeName: 'JarRunR
   for (const name of ['claimMode', 'restoreMode']) {
     const v = body[name];
     if (v !== undefined && v !== null && (typeof v !== 'string' || !CLAIM_MODES.includes(v))) bad(`${name} must be one of ${CLAIM_MODES.join(', ')}`);
+  }
+  // Flink 2.3's JarRunApplicationRequestBody: an ApplicationID, 32 hex like a JobID.
+  const a = body.applicationId;
+  if (a !== undefined && a !== null) {
+    if (typeof a !== 'string' || !HEX32.test(a)) bad('applicationId must be 32 hexadecimal characters');
+    body.applicationId = (a as string).toLowerCase();
   }
   let jobId: string | undefined;
   const j = body.jobId;

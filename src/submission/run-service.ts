@@ -78,7 +78,18 @@ export interface RunServiceOptions {
 
 export interface RunOutcome {
   jobid: string;
+  /** Flink 2.3's POST /jars/:jarid/run-application answers with the application's id. */
+  applicationid?: string;
+  /** Flink 2.3's POST /jars/:jarid/run answers with it too (camel case there). */
+  applicationId?: string;
 }
+
+/**
+ * Which Flink route submits: `run` (every version; the job is submitted before the answer) or
+ * `run-application` (Flink 2.3+, FLIP-549: `main()` runs asynchronously as an application; 202).
+ * Both go through the same pipeline (policy, fetch, token registration, audit).
+ */
+export type RunRoute = 'run' | 'run-application';
 
 /** What one run or plan used, filled in as it goes, for the audit record. */
 interface Trace {
@@ -120,7 +131,7 @@ export class RunService {
     return this.opts.policyMode === 'fetched-only';
   }
 
-  async run(jarId: string, request: JarRequest, query: string, log: Logger, caller?: Caller): Promise<{ outcome: RunOutcome; shared: boolean }> {
+  async run(jarId: string, request: JarRequest, query: string, log: Logger, caller?: Caller, route: RunRoute = 'run'): Promise<{ outcome: RunOutcome; shared: boolean }> {
     const t0 = performance.now();
     // The JobManager always gets a jobId, so that retries can be recognised: the body's, else the
     // one Flink 2.x reads from $internal.pipeline.job-id, else a new one.
@@ -131,22 +142,22 @@ export class RunService {
     const trace = this.traceFor(jarId, request, caller, query);
     const source = trace.source === 'uri' ? 'uri' : 'upload';
     const principal = caller?.principal ?? 'anonymous';
-    const claim: ClaimResult = this.opts.claims?.claim(jobId, principal, runFingerprint(jarId, request, principal, query)) ?? 'new';
+    const claim: ClaimResult = this.opts.claims?.claim(jobId, principal, runFingerprint(jarId, request, principal, query, route)) ?? 'new';
     // Not tied to the HTTP request: a client disconnect must not cancel a run in progress.
     let result: { value: RunOutcome; shared: boolean };
     try {
       if (claim === 'conflict') throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
-      result = await this.flights.run(jobId, () => this.runOnce(jarId, jobId, request, query, jobLog, trace, claim, caller));
+      result = await this.flights.run(jobId, () => this.runOnce(jarId, jobId, request, query, jobLog, trace, claim, caller, route));
     } catch (err) {
       // A run that provably never started frees its id; one whose outcome is unknown keeps it.
       if (claim === 'new' && !isAmbiguous(err)) this.opts.claims?.release(jobId);
       const status = (err as { status?: number }).status ?? 500;
       this.opts.onSubmission?.(source, status < 500 ? 'rejected' : 'failed');
-      this.auditRun('run', trace, caller, t0, { jobId, ...outcomeOf(err) });
+      this.auditRun(route, trace, caller, t0, { jobId, ...outcomeOf(err) });
       throw err;
     }
     this.opts.onSubmission?.(source, result.shared ? 'deduplicated' : 'accepted');
-    this.auditRun('run', trace, caller, t0, { jobId: result.value.jobid, outcome: result.shared ? 'deduplicated' : 'accepted', status: 200 });
+    this.auditRun(route, trace, caller, t0, { jobId: result.value.jobid, outcome: result.shared ? 'deduplicated' : 'accepted', status: route === 'run' ? 200 : 202 });
     if (result.shared) jobLog.info('run for this jobId already in flight or accepted; returning its result');
     return { outcome: result.value, shared: result.shared };
   }
@@ -158,7 +169,7 @@ export class RunService {
   }
 
   private auditRun(
-    route: 'run' | 'plan',
+    route: RunRoute | 'plan',
     trace: Trace,
     caller: Caller | undefined,
     t0: number,
@@ -183,7 +194,7 @@ export class RunService {
     });
   }
 
-  private async runOnce(jarId: string, jobId: string, request: JarRequest, query: string, log: Logger, trace: Trace, claim: ClaimResult, caller?: Caller): Promise<RunOutcome> {
+  private async runOnce(jarId: string, jobId: string, request: JarRequest, query: string, log: Logger, trace: Trace, claim: ClaimResult, caller: Caller | undefined, route: RunRoute): Promise<RunOutcome> {
     return this.withJar(jarId, request, log, trace, caller, async (effectiveJarId) => {
       const registrar = this.opts.registrations;
       // The configuration as it will be forwarded (for a fetched jar: without the URI key, with
@@ -195,7 +206,7 @@ export class RunService {
       if (registrar) trace.verdicts.tokens = 'registered';
       let outcome: RunOutcome;
       try {
-        outcome = await this.submit(effectiveJarId, jobId, request, query, claim, log);
+        outcome = route === 'run' ? await this.submit(effectiveJarId, jobId, request, query, claim, log) : await this.submitApplication(effectiveJarId, jobId, request, query, claim, log);
       } catch (err) {
         if (registrar) {
           // No answer (timeout, connection lost): the JobManager may have the job. Keep the
@@ -221,7 +232,9 @@ export class RunService {
     });
     if (res.status === 200 && typeof (res.body as { jobid?: unknown }).jobid === 'string') {
       log.info({ jarId: effectiveJarId }, 'job submitted');
-      return { jobid: (res.body as { jobid: string }).jobid };
+      // Flink 2.3 adds the session application's id ({"jobid", "applicationId"}): answered as it is.
+      const app = (res.body as { applicationId?: unknown }).applicationId;
+      return { jobid: (res.body as { jobid: string }).jobid, ...(typeof app === 'string' ? { applicationId: app } : {}) };
     }
     if (res.status === 400 && (await this.jobExists(jobId))) {
       // Flink refuses a job id it has. A retry of the very request that claimed it (an earlier
@@ -234,6 +247,49 @@ export class RunService {
       throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
     }
     throw this.runFailure('run', res);
+  }
+
+  /**
+   * Flink 2.3's application submission: the same body plus `applicationId`, which the gateway
+   * fills in when absent (as it does jobId) so that the answer to a retry is known. Flink answers
+   * 202 once the application is accepted; its main() runs afterwards, so a job that fails to start
+   * is noticed by the job watcher (it unregisters the job), not by this call.
+   */
+  private async submitApplication(effectiveJarId: string, jobId: string, request: JarRequest, query: string, claim: ClaimResult, log: Logger): Promise<RunOutcome> {
+    if (typeof request.body.applicationId !== 'string') request.body.applicationId = randomBytes(16).toString('hex');
+    const applicationid = String(request.body.applicationId).toLowerCase();
+    const res = await this.opts.cluster.json('POST', `/v1/jars/${encodeURIComponent(effectiveJarId)}/run-application${query}`, {
+      body: request.body,
+      timeoutMs: this.opts.cluster.runTimeoutMs(),
+      operation: 'run-application',
+    });
+    if (res.status === 202 && typeof (res.body as { applicationid?: unknown }).applicationid === 'string') {
+      const accepted = (res.body as { applicationid: string }).applicationid;
+      log.info({ jarId: effectiveJarId, applicationId: accepted }, 'application submitted');
+      // main() runs after the 202 and reads the jar: a transient jar (a run by URI) may be deleted
+      // only once the job is submitted (its jar then travels by the blob server), as after /run.
+      await this.untilApplicationSubmitted(accepted, jobId);
+      return { jobid: jobId, applicationid: accepted };
+    }
+    // The JobManager has no such route (older than the version the gateway learnt): as Flink answers.
+    if (res.status === 404 && !res.notJson && /Not found/.test(summariseFlinkErrors(res.body))) throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: `/v1/jars/${effectiveJarId}/run-application` });
+    if (res.status === 400 && (await this.jobExists(jobId))) {
+      if (claim === 'retry' || !this.opts.claims) return { jobid: jobId, applicationid };
+      throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
+    }
+    throw this.runFailure('run', res);
+  }
+
+  /** Waits (bounded by the run timeout) until the application's job exists or the application ended. */
+  private async untilApplicationSubmitted(applicationId: string, jobId: string): Promise<void> {
+    const now = this.opts.clock ?? Date.now;
+    const deadline = now() + this.opts.cluster.runTimeoutMs();
+    while (now() < deadline) {
+      const r = await this.opts.cluster.json('GET', `/v1/applications/${applicationId}`, { operation: 'application status' }).catch(() => undefined);
+      const app = r?.status === 200 ? (r.body as { status?: string; jobs?: { jid?: string }[] }) : undefined;
+      if (app && (app.jobs?.some((j) => j.jid === jobId) || ['FINISHED', 'FAILED', 'CANCELED'].includes(String(app.status)))) return;
+      await new Promise((res) => setTimeout(res, 100));
+    }
   }
 
   /** POST /jars/fetch: fetch a jar by URI and register it with the JobManager, like an upload. */

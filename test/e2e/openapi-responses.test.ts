@@ -139,8 +139,8 @@ describe('real responses of the jar routes match openapi.yaml', () => {
     expectCode(await call('POST', '/v1/jars/fetch', { uri: 'https://example.invalid/app.jar', sha256: 'ab'.repeat(32) }), 400, 'GW_JAR_URI_DISABLED');
     expectCode(await call('POST', '/v1/jars/fetch', {}), 400, 'GW_REQUEST_MALFORMED');
 
-    // Flink 2.3's run-application is not supported.
-    expectCode(await call('POST', `/v1/jars/${jarId}/run-application`, {}), 400, 'GW_ROUTE_UNSUPPORTED');
+    // Flink 2.3's run-application, in front of a 2.1 JobManager: not found, as 2.1 answers.
+    expectCode(await call('POST', `/v1/jars/${jarId}/run-application`, {}), 404, 'GW_ROUTE_NOT_FOUND');
 
     // An upload that is not a jar. Sent as one buffer with a Content-Length: the gateway refuses
     // it as soon as it sees the file name and closes the connection, so a client still streaming

@@ -28,32 +28,45 @@ function newestMtime(path: string): number {
 }
 
 /**
- * Under flock (test files that need the same line at once must not write one target directory
+ * Under flock (test files that need the same build at once must not write one target directory
  * together), and checked again once the lock is held: build unless the jar is newer than every
  * source; then mark the jar as built from them (maven-jar-plugin may leave an up-to-date jar alone).
+ * $1 = output id (a line, or an exact release), $2 = Maven profile's line, $3 = exact release or ''.
  */
 const BUILD_IF_STALE = `jar="target/flink-$1/compat.jar"
 if [ ! -e "$jar" ] || [ -n "$(find src pom.xml -newer "$jar" -print -quit)" ]; then
-  mvn -q -B -f pom.xml "-Pflink-$1" package && touch "$jar"
+  if [ -n "$3" ]; then mvn -q -B -f pom.xml "-Pflink-$2" "-Dflink.version=$3" "-Dclient.id=$1" package
+  else mvn -q -B -f pom.xml "-Pflink-$2" package; fi && touch "$jar"
 fi`;
 
-/** Builds the compat program against one Flink line unless its jar is newer than the sources. */
-export function buildJavaClient(line: FlinkClientLine): string {
-  const dir = join(moduleDir, 'target', `flink-${line}`);
+/** The client line whose JarRunRequestBody constructor a release has: 1.20 for 1.x, 2.1 for every 2.x. */
+export function clientLineOf(version: string): FlinkClientLine {
+  return version.startsWith('1.') ? '1.20' : '2.1';
+}
+
+/**
+ * Builds the compat program against one Flink line (its profile's version), or against one exact
+ * release (`version`, e.g. 2.3.0: Flink's client of the same version as a distribution under
+ * test), unless its jar is newer than the sources. Returns the output directory.
+ */
+export function buildJavaClient(line: FlinkClientLine, version?: string): string {
+  const id = version ?? line;
+  const dir = join(moduleDir, 'target', `flink-${id}`);
   const jar = join(dir, 'compat.jar');
   const sources = Math.max(newestMtime(join(moduleDir, 'src')), newestMtime(join(moduleDir, 'pom.xml')));
   if (existsSync(jar) && statSync(jar).mtimeMs >= sources) return dir;
   mkdirSync(join(moduleDir, 'target'), { recursive: true });
-  execFileSync('flock', [join(moduleDir, 'target', `.build-${line}.lock`), 'sh', '-c', BUILD_IF_STALE, 'build', line], { cwd: moduleDir, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('flock', [join(moduleDir, 'target', `.build-${id}.lock`), 'sh', '-c', BUILD_IF_STALE, 'build', id, line, version ?? ''], { cwd: moduleDir, stdio: ['ignore', 'ignore', 'inherit'] });
   return dir;
 }
 
 /**
  * Runs `dev.flinkjargateway.compat.OperatorSequence` with `args` (see test/java-client/README.md)
- * and returns its JSON. `env` is added to the environment (OPERATOR_KEYSTORE_PATH and friends).
+ * and returns its JSON. `env` is added to the environment (OPERATOR_KEYSTORE_PATH and friends);
+ * `version` picks a client built for that exact release (see buildJavaClient).
  */
-export async function runOperatorSequence(line: FlinkClientLine, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<SequenceResult> {
-  const dir = buildJavaClient(line);
+export async function runOperatorSequence(line: FlinkClientLine, args: readonly string[], env: NodeJS.ProcessEnv = {}, version?: string): Promise<SequenceResult> {
+  const dir = buildJavaClient(line, version);
   const r = await runProcess('java', ['-cp', `${dir}/compat.jar:${dir}/lib/*`, 'dev.flinkjargateway.compat.OperatorSequence', ...args], {
     env: { ...process.env, ...env },
     timeoutMs: 300_000,

@@ -18,8 +18,9 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * <p>Entry class {@code dev.flinkjargateway.testjobs.TokenProbe} in {@code GatewayTestJob.jar}.
  * Arguments: {@code --provider <name>} (required), {@code --expect <text>} (default: any entry),
  * {@code --timeout-ms <n>} (default 30000), {@code --hold-ms <n>} (default 0: how long the task
- * keeps running after it found its token, so a test can look at the job while it runs). It prints only provider names and the job id, never a
- * token. The bridge classes come from the cluster's class path (they are not in this jar).
+ * keeps running after it found its token, so a test can look at the job while it runs), {@code
+ * --distinct <n>} (default 1: how many different entries the task must see, i.e. renewals observed
+ * in the task plus one). It prints only provider names and the job id, never a token. The bridge classes come from the cluster's class path (they are not in this jar).
  */
 public class TokenProbe {
 
@@ -28,6 +29,7 @@ public class TokenProbe {
         String expect = "";
         long timeoutMs = 30_000;
         long holdMs = 0;
+        int distinct = 1;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--provider":
@@ -41,6 +43,9 @@ public class TokenProbe {
                     break;
                 case "--hold-ms":
                     holdMs = Long.parseLong(args[++i]);
+                    break;
+                case "--distinct":
+                    distinct = Integer.parseInt(args[++i]);
                     break;
                 default:
                     throw new IllegalArgumentException("Unknown argument: " + args[i]);
@@ -56,7 +61,7 @@ public class TokenProbe {
         env.setParallelism(1);
         env.fromData(1)
                 .name("one-element")
-                .map(new Probe(provider, expect, timeoutMs, holdMs))
+                .map(new Probe(provider, expect, timeoutMs, holdMs, distinct))
                 .name("token-probe")
                 .print()
                 .name("print-sink");
@@ -70,12 +75,14 @@ public class TokenProbe {
         private final String expect;
         private final long timeoutMs;
         private final long holdMs;
+        private final int distinct;
 
-        Probe(String provider, String expect, long timeoutMs, long holdMs) {
+        Probe(String provider, String expect, long timeoutMs, long holdMs, int distinct) {
             this.provider = provider;
             this.expect = expect;
             this.timeoutMs = timeoutMs;
             this.holdMs = holdMs;
+            this.distinct = distinct;
         }
 
         @Override
@@ -83,12 +90,17 @@ public class TokenProbe {
             JobID jobId = getRuntimeContext().getJobInfo().getJobId();
             long deadline = System.currentTimeMillis() + timeoutMs;
             JobTokens tokens;
+            // Hashes only: the entries themselves are secrets.
+            java.util.Set<Integer> seen = new java.util.HashSet<>();
             for (; ; ) {
                 tokens = GatewayTokens.forJob(jobId);
                 Optional<String> entry = tokens.get(provider);
                 if (entry.isPresent() && entry.get().contains(expect)) {
+                    seen.add(entry.get().hashCode());
+                }
+                if (seen.size() >= distinct) {
                     Thread.sleep(holdMs);
-                    return "token-probe: job " + jobId + " has its " + provider + " token in its task";
+                    return "token-probe: job " + jobId + " has its " + provider + " token in its task (" + seen.size() + " versions seen)";
                 }
                 if (System.currentTimeMillis() >= deadline) {
                     break;
@@ -102,7 +114,11 @@ public class TokenProbe {
                             + jobId
                             + " in this task within "
                             + timeoutMs
-                            + " ms (providers with an entry for the job: "
+                            + " ms (versions seen: "
+                            + seen.size()
+                            + " of "
+                            + distinct
+                            + "; providers with an entry for the job: "
                             + tokens.providers()
                             + "; deliveries to this JVM: "
                             + GatewayTokens.updates()

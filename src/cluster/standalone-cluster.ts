@@ -1,0 +1,242 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import type { Logger } from 'pino';
+import { parse as parseYaml } from 'yaml';
+import { childEnvironment } from './embedded-cluster';
+import { flinkDistributionVersion } from './flink-distribution';
+
+export interface StandaloneClusterOptions {
+  /** A Flink distribution directory (FlinkDistribution.ensure, or a user's own). */
+  home: string;
+  taskManagers: number;
+  slots: number;
+  /** Added to env.java.opts.all (after the distribution's own --add-opens list). */
+  jvmOptions?: string;
+  /** Jars added to lib/ as a user installs them (e.g. the token bridge), without touching `home`. */
+  extraLibJars?: readonly string[];
+  /** Flink configuration on top of the launcher's loopback defaults (written to config.yaml, mode 0600). */
+  flinkConfig?: Readonly<Record<string, string>>;
+  startupTimeoutMs: number;
+  log: Logger;
+  java?: string;
+}
+
+interface Member {
+  name: string;
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+/** Loopback only, small memory: a session cluster for one machine (tests, `npm start`). */
+function launcherDefaults(dir: string, restPort: number, rpcPort: number, slots: number): Record<string, string> {
+  return {
+    'jobmanager.rpc.address': '127.0.0.1',
+    'jobmanager.rpc.port': String(rpcPort),
+    'jobmanager.bind-host': '127.0.0.1',
+    'taskmanager.bind-host': '127.0.0.1',
+    'taskmanager.host': '127.0.0.1',
+    'rest.address': '127.0.0.1',
+    'rest.bind-address': '127.0.0.1',
+    'rest.port': String(restPort),
+    'jobmanager.memory.process.size': '900m',
+    'taskmanager.memory.process.size': '1024m',
+    // Streaming jobs without RocksDB need no managed memory; the heap gets it instead.
+    'taskmanager.memory.managed.size': '32m',
+    'taskmanager.numberOfTaskSlots': String(slots),
+    'parallelism.default': '1',
+    'web.upload.dir': join(dir, 'upload'),
+    'web.tmpdir': join(dir, 'tmp'),
+    'io.tmp.dirs': join(dir, 'tmp'),
+  };
+}
+
+/**
+ * A Flink session cluster as users run it: one JobManager (`bin/jobmanager.sh start-foreground`,
+ * StandaloneSessionClusterEntrypoint) and `taskManagers` TaskManagers (`bin/taskmanager.sh
+ * start-foreground`), each a separate process started by Flink's own scripts, each in its own
+ * process group (the scripts `exec` java, so the group id is the JVM's pid), stopped by group id.
+ * Everything a run writes (config.yaml, logs, pid files, uploads, temp files) lives in one private
+ * directory removed on stop; the distribution itself is never written to. ADR 0011.
+ */
+export class StandaloneCluster {
+  private stopped = false;
+  private readonly onExit = () => this.killAll('SIGKILL');
+
+  private constructor(
+    readonly restUrl: string,
+    readonly uploadDir: string,
+    readonly version: string,
+    /** The configuration directory (FLINK_CONF_DIR): Flink's CLI reads the cluster address from it. */
+    readonly confDir: string,
+    readonly dir: string,
+    readonly home: string,
+    private readonly members: Member[],
+    private readonly log: Logger,
+  ) {
+    // A parent that exits without stop() (a crashed test run) must not leave JVMs behind.
+    process.once('exit', this.onExit);
+  }
+
+  /** The environment Flink's scripts (and its CLI) need for this cluster. */
+  static scriptEnv(home: string, dir: string, java?: string): NodeJS.ProcessEnv {
+    return {
+      ...childEnvironment(),
+      FLINK_HOME: home,
+      FLINK_CONF_DIR: join(dir, 'conf'),
+      FLINK_LOG_DIR: join(dir, 'log'),
+      FLINK_PID_DIR: join(dir, 'pid'),
+      FLINK_LIB_DIR: join(dir, 'lib'),
+      ...(java ? { JAVA_RUN: java } : {}),
+    };
+  }
+
+  static async start(opts: StandaloneClusterOptions): Promise<StandaloneCluster> {
+    const version = flinkDistributionVersion(opts.home);
+    const log = opts.log.child({ component: 'flink-standalone', version });
+    const started = performance.now();
+    const dir = mkdtempSync(join(tmpdir(), `flink-jar-gateway-flink-${version}-`));
+    for (const sub of ['conf', 'log', 'pid', 'lib', 'upload', 'tmp']) mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 });
+    // lib/ as a directory of links: the distribution's jars plus the extra ones (the scripts put
+    // every *.jar of FLINK_LIB_DIR on the class path, links included).
+    for (const jar of readdirSync(join(opts.home, 'lib'))) symlinkSync(join(opts.home, 'lib', jar), join(dir, 'lib', jar));
+    for (const jar of opts.extraLibJars ?? []) symlinkSync(jar, join(dir, 'lib', basename(jar)));
+    // The log4j/logback files the scripts name are read from FLINK_CONF_DIR.
+    for (const f of readdirSync(join(opts.home, 'conf'))) {
+      if (/^(log4j|logback).*\.(properties|xml)$/.test(f)) writeFileSync(join(dir, 'conf', f), readFileSync(join(opts.home, 'conf', f)));
+    }
+    const [restPort, rpcPort] = [await freePort(), await freePort()];
+    const config: Record<string, string> = {
+      'env.java.opts.all': [shippedJavaOpts(opts.home), opts.jvmOptions ?? ''].filter(Boolean).join(' '),
+      ...launcherDefaults(dir, restPort, rpcPort, opts.slots),
+      ...(opts.flinkConfig ?? {}),
+    };
+    writeFileSync(join(dir, 'conf', 'config.yaml'), configYaml(config), { mode: 0o600 });
+    const env = StandaloneCluster.scriptEnv(opts.home, dir, opts.java);
+    const members: Member[] = [];
+    const restUrl = `http://127.0.0.1:${restPort}`;
+    const cluster = new StandaloneCluster(restUrl, join(dir, 'upload'), version, join(dir, 'conf'), dir, opts.home, members, log);
+    try {
+      members.push(launch('jobmanager', join(opts.home, 'bin', 'jobmanager.sh'), dir, env));
+      for (let i = 0; i < opts.taskManagers; i++) members.push(launch(`taskmanager-${i}`, join(opts.home, 'bin', 'taskmanager.sh'), dir, env));
+      await cluster.waitReady(opts.taskManagers, opts.startupTimeoutMs);
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    log.info({ restUrl, taskManagers: opts.taskManagers, startupMs: Math.round(performance.now() - started), dir }, 'Flink standalone session cluster ready');
+    return cluster;
+  }
+
+  /** Waits until REST answers and `taskManagers` TaskManagers are registered; fails fast if a process exits. */
+  private async waitReady(taskManagers: number, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let exited: string | undefined;
+    for (const m of this.members) void m.exited.then(() => (exited ??= m.name));
+    while (Date.now() < deadline) {
+      if (exited) throw new Error(`Flink's ${exited} exited during start-up: ${this.logTail(exited)}`);
+      try {
+        const res = await fetch(`${this.restUrl}/v1/overview`, { signal: AbortSignal.timeout(2000) });
+        if (res.ok && Number(((await res.json()) as { taskmanagers?: number }).taskmanagers) >= taskManagers) return;
+      } catch {
+        /* not listening yet */
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(`the Flink ${this.version} cluster was not ready within ${timeoutMs} ms: ${this.logTail('jobmanager')}`);
+  }
+
+  /** The last lines of a member's console output (stdout/stderr of its scripts and JVM). */
+  logTail(name: string, lines = 15): string {
+    try {
+      return readFileSync(join(this.dir, 'log', `${name}.console`), 'utf8').trim().split('\n').slice(-lines).join('\n');
+    } catch {
+      return '(no output)';
+    }
+  }
+
+  /** Stops TaskManagers, then the JobManager: SIGTERM to each process group, SIGKILL after `graceMs`. */
+  async stop(graceMs = 15_000): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    const stopOne = async (m: Member) => {
+      signalGroup(m.child, 'SIGTERM');
+      const timer = setTimeout(() => signalGroup(m.child, 'SIGKILL'), graceMs);
+      await m.exited;
+      clearTimeout(timer);
+      // Helpers the scripts started in the group (none are expected once java exits).
+      signalGroup(m.child, 'SIGKILL');
+    };
+    await Promise.all(this.members.filter((m) => m.name !== 'jobmanager').map(stopOne));
+    await Promise.all(this.members.filter((m) => m.name === 'jobmanager').map(stopOne));
+    process.removeListener('exit', this.onExit);
+    rmSync(this.dir, { recursive: true, force: true });
+    this.log.info('Flink standalone session cluster stopped');
+  }
+
+  private killAll(signal: NodeJS.Signals): void {
+    for (const m of this.members) signalGroup(m.child, signal);
+  }
+}
+
+/** Starts one script in its own process group (detached), output to log/<name>.console. */
+function launch(name: string, script: string, dir: string, env: NodeJS.ProcessEnv): Member {
+  const out = openSync(join(dir, 'log', `${name}.console`), 'a', 0o600);
+  const child = spawn('bash', [script, 'start-foreground'], { detached: true, stdio: ['ignore', out, out], env, cwd: dir });
+  closeSync(out);
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    child.once('exit', () => resolve());
+    child.once('error', () => resolve());
+  });
+  return { name, child, exited };
+}
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    /* the group is gone */
+  }
+}
+
+/**
+ * The distribution's own `env.java.opts.all` (Java 17's --add-opens list): the JVMs need it and the
+ * config.yaml written here replaces the shipped one.
+ */
+function shippedJavaOpts(home: string): string {
+  const file = join(home, 'conf', existsSync(join(home, 'conf', 'config.yaml')) ? 'config.yaml' : 'flink-conf.yaml');
+  try {
+    const doc = parseYaml(readFileSync(file, 'utf8')) as Record<string, unknown> | null;
+    const flat = doc?.['env.java.opts.all'];
+    const nested = ((doc?.env as Record<string, unknown> | undefined)?.java as Record<string, unknown> | undefined)?.opts as Record<string, unknown> | undefined;
+    return String(flat ?? nested?.all ?? '');
+  } catch {
+    return '';
+  }
+}
+
+/** Flat `key: "value"` lines (a JSON string is a valid YAML scalar); 1.20 and 2.x read them alike. */
+function configYaml(config: Record<string, string>): string {
+  const lines = ['# Written by flink-jar-gateway for a standalone session cluster; removed when it stops.'];
+  for (const [key, value] of Object.entries(config)) {
+    if (!/^[A-Za-z0-9$][A-Za-z0-9._$-]*$/.test(key)) throw new Error(`'${key}' is not a Flink configuration key`);
+    lines.push(`${key}: ${JSON.stringify(value)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** A free loopback port (closed again before Flink binds it; a clash fails start-up loudly). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
