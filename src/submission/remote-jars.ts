@@ -3,11 +3,40 @@ import { createHash } from 'node:crypto';
 import type { ArtifactFetcher, FetchedJar } from '../artifacts/artifact-fetcher';
 import type { JarCache } from '../artifacts/jar-cache';
 import { libName, nestArtifacts } from '../artifacts/nested-jar';
-import { jarEntryPoints } from '../artifacts/jar-entry-points';
+import { type JarEntryPoints, jarEntryPoints } from '../artifacts/jar-entry-points';
 import type { HandedOffJar, JarHandoff } from '../cluster/jar-handoff';
 import type { PipelinedUpload } from '../cluster/pipelined-upload';
-import type { AuditSubject } from '../audit/audit-log';
-import type { PreparedJar, RemoteJarSource } from './run-service';
+import type { AuditSubject, Verdicts } from '../audit/audit-log';
+
+/** What was fetched, for the audit log. */
+export interface ArtifactFacts {
+  uri: string;
+  sha256: string;
+  size: number;
+  version?: string;
+  verdicts: Verdicts;
+}
+
+/** A jar fetched by URI and handed to the JobManager, held until released. */
+export interface PreparedJar {
+  jarId: string;
+  /** Absolute JobManager path, as Flink's upload answers it. */
+  filename: string;
+  /** Keys added to the forwarded configuration, e.g. gateway.artifact.{uri,sha256,version}. */
+  provenance: Record<string, string>;
+  artifact: ArtifactFacts;
+  /** The jar's classes and manifest entry class (read from the local copy while it is held). */
+  entryPoints(): Promise<JarEntryPoints>;
+  /** Removes the transient jar from the JobManager; never throws. */
+  release(): Promise<void>;
+  /** Keeps the jar on the JobManager (POST /jars/fetch) and only frees the local cache hold. */
+  detach(): void;
+}
+
+/** The run pipeline's seam for remote jars (`user.artifacts.job-jar`): a URI in, a jar on the JobManager out. */
+export interface RemoteJarSource {
+  prepare(uri: string, ctx: { jobId?: string; sha256?: string; artifacts?: readonly string[]; log: Logger; audit?: AuditSubject }): Promise<PreparedJar>;
+}
 
 /**
  * The remote-jar seam of the run pipeline: fetch (policy, cache, verify) → hand the jar to the
