@@ -33,7 +33,7 @@ export class JobManagerClient {
    * Client traffic passed through (the Web UI, Flink's CLI): a pool of its own, so that however
    * many clients hold pass-through connections, the gateway's own calls and readiness still get one.
    */
-  readonly passThroughDispatcher: Dispatcher;
+  private readonly passThroughDispatcher: Dispatcher;
   private readonly origin: string;
   private readonly pathPrefix: string;
 
@@ -52,7 +52,7 @@ export class JobManagerClient {
   }
 
   /** Path on the JobManager for a gateway path such as `/v1/jars`. */
-  target(path: string): string {
+  private target(path: string): string {
     return `${this.pathPrefix}${path}`;
   }
 
@@ -105,6 +105,41 @@ export class JobManagerClient {
     }
   }
 
+  /**
+   * A client's request passed through, on the pass-through pool, answered as the JobManager answers
+   * it — except a redirect to its own https address, which is the gateway's misconfiguration
+   * (`tlsRedirect`). Only the wait for the response head is bounded (undici refreshes it while a
+   * request body is still being sent); a long response body streams for as long as it takes.
+   * Failures come back as gateway errors; an exchange aborted by `signal` rejects with the abort.
+   */
+  async forward(req: { method: string; url: string; headers: Record<string, string | string[]>; body: Readable | null; signal: AbortSignal }): Promise<Dispatcher.ResponseData> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.passThroughDispatcher.request({
+        origin: this.origin,
+        path: this.target(req.url),
+        method: req.method as Dispatcher.HttpMethod,
+        headers: req.headers,
+        body: req.body,
+        signal: req.signal,
+        headersTimeout: this.opts.requestTimeoutMs,
+      });
+    } catch (err) {
+      throw this.translate(err, `${req.method} pass-through`, this.opts.requestTimeoutMs);
+    }
+    const misconfigured = this.tlsRedirect(res.statusCode, res.headers.location);
+    if (misconfigured) {
+      res.body.resume();
+      throw misconfigured;
+    }
+    return res;
+  }
+
+  /** A failure while reading a passed-through answer, as a gateway error. */
+  answerFailure(err: unknown, operation: string): unknown {
+    return this.translate(err, operation, this.opts.requestTimeoutMs);
+  }
+
   runTimeoutMs(): number {
     return this.opts.runTimeoutMs;
   }
@@ -119,7 +154,7 @@ export class JobManagerClient {
    * (RedirectingSslHandler). That is the gateway's misconfiguration (gateway.cluster.rest-url says
    * http://), never something to forward: the client cannot and must not reach that address.
    */
-  tlsRedirect(status: number, location: string | string[] | undefined): GatewayError | undefined {
+  private tlsRedirect(status: number, location: string | string[] | undefined): GatewayError | undefined {
     if (status < 300 || status > 399 || typeof location !== 'string' || !this.baseUrl.startsWith('http:')) return undefined;
     let target: URL;
     try {

@@ -91,31 +91,15 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
     let upstream: Dispatcher.ResponseData;
     const t0 = performance.now();
     try {
-      upstream = await cluster.passThroughDispatcher.request({
-        origin: new URL(cluster.baseUrl).origin,
-        path: cluster.target(req.originalUrl),
-        method: req.method as Dispatcher.HttpMethod,
-        headers,
-        body: forwardBody ? req : null,
-        signal: abort.signal,
-        // A JobManager that accepts the connection and never answers must not hang the client.
-        // Only the wait for the response head is bounded (undici refreshes it while a request
-        // body is still being sent); a long response body streams for as long as it takes.
-        headersTimeout: cluster.requestTimeoutMs(),
-      });
+      // A JobManager that accepts the connection and never answers must not hang the client: the
+      // wait for its answer's head is bounded (and a redirect to its own https address refused).
+      upstream = await cluster.forward({ method: req.method, url: req.originalUrl, headers, body: forwardBody ? req : null, signal: abort.signal });
     } catch (err) {
       if (abort.signal.aborted) return;
-      next(cluster.translate(err, `${req.method} pass-through`, cluster.requestTimeoutMs()));
+      next(err);
       return;
     }
     onResponse?.(upstream.statusCode, (performance.now() - t0) / 1000);
-    const misconfigured = cluster.tlsRedirect(upstream.statusCode, upstream.headers.location);
-    if (misconfigured) {
-      // Never hand the client a redirect to the JobManager's own address.
-      upstream.body.resume();
-      next(misconfigured);
-      return;
-    }
     if (jobGraph && upstream.statusCode >= 200 && upstream.statusCode < 300) {
       await relayJobGraphAnswer(upstream, jobGraph, res, next);
       return;
@@ -138,7 +122,7 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
     try {
       answer = await readJobGraphAnswer(upstream);
     } catch (err) {
-      next(cluster.translate(err, 'POST /v1/jobs answer', cluster.requestTimeoutMs()));
+      next(cluster.answerFailure(err, 'POST /v1/jobs answer'));
       return;
     }
     const log: Logger = res.locals.log ?? logger;
