@@ -60,7 +60,7 @@ export interface RunServiceOptions {
   jarUriEnabled: boolean;
   remoteJars?: RemoteJarSource;
   dedupeRetentionMs: number;
-  clock?: () => number;
+  clock?: import('../clock').Clock;
   /** The job-registration hook (delegation tokens); absent in tests that do not need it. */
   registrations?: JobRegistrar;
   /**
