@@ -1,5 +1,6 @@
 /**
- * Time as the gateway's timing logic sees it (token renewal, re-obtain cooldown, the job watcher).
+ * Time as the gateway's timing logic sees it (token renewal, re-obtain cooldown, the job watcher, the run
+ * de-duplication window of `SingleFlight`): the one clock of the tree.
  * Injected everywhere so tests drive time by hand instead of sleeping.
  *
  * Two clocks, never mixed in one expression: `monotonicMs` for delays, cooldowns and grace periods

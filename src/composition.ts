@@ -23,6 +23,7 @@ import { launchCluster, type LaunchedCluster } from './cluster/launch-cluster';
 import { JarHandoff } from './cluster/jar-handoff';
 import { fetchJobStates, JobWatcher } from './cluster/job-watcher';
 import { JobManagerClient } from './cluster/jobmanager-client';
+import { coreRules } from './config/core-rules';
 import { coreOptions } from './config/options';
 import { type Configuration, OptionsRegistry } from './config/registry';
 import { secretsFingerprint } from './config/secrets-dir';
@@ -52,13 +53,16 @@ import { tokenOptions } from './tokens/token-options';
  * and each plugin's own.
  */
 export function createRegistry(plugins: readonly FsPluginDefinition[] = []): OptionsRegistry {
-  return new OptionsRegistry([
-    ...Object.values(coreOptions),
-    ...Object.values(artifactOptions),
-    ...Object.values(tokenOptions),
-    ...plugins.flatMap((p) => p.options),
-    ...tokenProvidersOf(plugins).flatMap((p) => p.options),
-  ]);
+  return new OptionsRegistry(
+    [
+      ...Object.values(coreOptions),
+      ...Object.values(artifactOptions),
+      ...Object.values(tokenOptions),
+      ...plugins.flatMap((p) => p.options),
+      ...tokenProvidersOf(plugins).flatMap((p) => p.options),
+    ],
+    [...coreRules, ...plugins.flatMap((p) => p.rules ?? []), ...tokenProvidersOf(plugins).flatMap((p) => p.rules ?? [])],
+  );
 }
 
 /**
@@ -138,7 +142,7 @@ function embeddedFlinkConfig(config: Configuration, delivery: TokenDelivery | un
   if (delivery?.secret && bridgeUrlFile) {
     out['security.delegation.token.provider.gateway.url-file'] = bridgeUrlFile;
     out['security.delegation.token.provider.gateway.secret-file'] = delivery.secret.path;
-    const poll = config.raw('security.delegation.token.provider.gateway.poll-interval');
+    const poll = config.value('security.delegation.token.provider.gateway.poll-interval');
     if (poll !== undefined) out['security.delegation.token.provider.gateway.poll-interval'] = String(poll);
     // Flink 2.1 retries a failed cycle (e.g. a push to a TaskManager that is reconnecting) after a
     // fixed 1 h by default; the bridge's cycles are cheap, so retry after one poll interval.
@@ -208,7 +212,7 @@ async function composeServices(
 ): Promise<Gateway> {
   let embedded: LaunchedCluster | undefined;
   let restUrl = config.getOptional(coreOptions.clusterRestUrl);
-  let uploadDir = config.getOptional(coreOptions.embeddedUploadDir);
+  let uploadDir = config.getOptional(coreOptions.jobManagerUploadDir);
   // The embedded cluster's token bridge learns this gateway's URL from a file in here, written
   // once the gateway listens (`listening`).
   let bridgeDir: string | undefined;
@@ -252,9 +256,6 @@ async function composeServices(
     submit: config.get(coreOptions.permissionSubmit),
     cancel: config.get(coreOptions.permissionCancel),
   });
-  if (permissions.restricted && !auth.enabled) {
-    throw new Error('gateway.auth.permission.* names principals, but no authentication is configured: set gateway.auth.tokens-file or gateway.tls.client-ca (without authentication every caller is "anonymous")');
-  }
   const policyMode = config.get(coreOptions.policyMode) as 'open' | 'fetched-only';
   const audit = AuditLog.open(config.get(coreOptions.auditLog));
   const guard = createConnectGuard({
@@ -458,9 +459,6 @@ function clusterTlsOptions(config: Configuration): { ca?: string[]; cert?: strin
   const ca = config.getOptional(coreOptions.clusterCa);
   const cert = config.getOptional(coreOptions.clusterCert);
   const key = config.getOptional(coreOptions.clusterKey);
-  if ((cert === undefined) !== (key === undefined)) {
-    throw new Error('gateway.cluster.cert and gateway.cluster.key go together: set both (a client certificate and its key) or neither');
-  }
   if (!ca && !cert) return undefined;
   return {
     ...(ca ? { ca: [...rootCertificates, readFileSync(ca, 'utf8')] } : {}),

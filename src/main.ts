@@ -1,5 +1,4 @@
 import { Server as HttpsServer } from 'node:https';
-import { exposureProblem } from './http/auth';
 import { createListener } from './http/listener';
 import type { AddressInfo } from 'node:net';
 import { builtinPlugins } from '../fs-plugins';
@@ -11,6 +10,7 @@ import { coreOptions } from './config/options';
 import { loadRaw, parseArgs } from './config/load';
 import { formatValue } from './config/types';
 import { errorsMarkdown } from './errors/docs';
+import { STARTUP_CODES, type StartupCode } from './errors/startup-codes';
 import { createLogger } from './logging';
 
 const USAGE = `Usage: flink-jar-gateway [--config <file.yaml>] [-D<key>=<value> ...]
@@ -24,8 +24,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     args = parseArgs(argv);
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
-    return 2;
+    return failed(err);
   }
   if (args.printErrorDocs) {
     process.stdout.write(errorsMarkdown());
@@ -38,9 +37,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     plugins = pluginsFor(args);
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    process.stderr.write(`flink-jar-gateway: ${code === 'GW_PLUGIN_LOAD_FAILED' ? `${code}: ` : ''}${(err as Error).message}\n`);
-    return 2;
+    return failed(err);
   }
   const registry = createRegistry(plugins);
   if (args.printConfigDocs) {
@@ -59,22 +56,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     warnings = loaded.sensitiveOnCommandLine;
     config = registry.resolve(loaded.raw, loaded.cluster);
   } catch (err) {
-    process.stderr.write(`flink-jar-gateway: ${(err as Error).message}\n`);
-    return 2;
+    return failed(err);
   }
   const logger = createLogger(config.get(coreOptions.logLevel), registry);
   for (const n of config.notices) logger.warn({ key: n.key, source: n.source }, n.message);
   for (const key of warnings) {
     logger.warn({ key }, 'a sensitive option was given with -D and is visible in the process list; use the config file or the environment instead');
-  }
-  const exposure = exposureProblem(
-    config.get(coreOptions.restBindAddress),
-    config.get(coreOptions.jarUriEnable),
-    config.getOptional(coreOptions.authTokensFile) !== undefined || config.getOptional(coreOptions.tlsClientCa) !== undefined,
-  );
-  if (exposure) {
-    process.stderr.write(`flink-jar-gateway: ${exposure}\n`);
-    return 2;
   }
   let gateway: Gateway;
   try {
@@ -84,27 +71,23 @@ export async function main(argv: readonly string[]): Promise<number> {
       return registry.resolve(reloaded.raw, reloaded.cluster);
     }, builtInTokenServices(config, logger, plugins));
   } catch (err) {
-    if ((err as { code?: string }).code === 'GW_CONFIG_INVALID') {
-      // A plugin's own settings (checked when it is created) are configuration errors too.
-      process.stderr.write(`flink-jar-gateway: ${(err as Error).message}\n`);
-      return 2;
-    }
-    if ((err as { code?: string }).code === 'GW_EMBEDDED_UNAVAILABLE') {
-      process.stderr.write(`flink-jar-gateway: ${(err as Error).message}\n`);
-    } else {
-      logger.fatal({ err }, 'start-up failed');
-    }
-    return 1;
+    // The registry checked the configuration before anything was built; what fails here is run
+    // time (the embedded cluster, a provider's first call) unless a cause says otherwise.
+    if (startupCode(err) === 'GW_STARTUP_FAILED') logger.fatal({ err }, 'start-up failed');
+    return failed(err);
   }
-  const server = createListener(config, gateway.app);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.get(coreOptions.restPort), config.get(coreOptions.restBindAddress), () => resolve());
-  }).catch(async (err: Error) => {
-    logger.fatal({ err: err.message }, 'cannot listen');
-    await gateway.close();
-    throw err;
-  });
+  let server: ReturnType<typeof createListener>;
+  try {
+    server = createListener(config, gateway.app);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.get(coreOptions.restPort), config.get(coreOptions.restBindAddress), () => resolve());
+    });
+  } catch (err) {
+    logger.fatal({ err: (err as Error).message }, 'cannot listen');
+    await gateway.close().catch(() => undefined);
+    return failed(err, 'GW_LISTEN_FAILED');
+  }
   const addr = server.address() as AddressInfo;
   const url = `${server instanceof HttpsServer ? 'https' : 'http'}://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
   gateway.listening(addr, server instanceof HttpsServer);
@@ -129,6 +112,29 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+}
+
+/**
+ * The start-up code of a failure: the first known code on its cause chain (a provider's
+ * `ConfigError` inside `GW_TOKENS_STARTUP` is a configuration problem), else `fallback`.
+ */
+function startupCode(err: unknown, fallback: StartupCode = 'GW_STARTUP_FAILED'): StartupCode {
+  const codes: StartupCode[] = [];
+  for (let e: unknown = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && code in STARTUP_CODES) codes.push(code as StartupCode);
+  }
+  return codes.includes('GW_CONFIG_INVALID') ? 'GW_CONFIG_INVALID' : (codes[0] ?? fallback);
+}
+
+/** Prints `flink-jar-gateway: <CODE>: <message>` (a ConfigError adds one line per problem) and returns the exit code. */
+function failed(err: unknown, fallback?: StartupCode): number {
+  const code = startupCode(err, fallback);
+  let e: unknown = err;
+  // Print the ConfigError itself when it is a cause: its message is the list of problems.
+  while (code === 'GW_CONFIG_INVALID' && (e as { code?: string }).code !== code && (e as { cause?: unknown }).cause) e = (e as { cause?: unknown }).cause;
+  process.stderr.write(`flink-jar-gateway: ${code}: ${e instanceof Error ? e.message : String(e)}\n`);
+  return STARTUP_CODES[code].exit;
 }
 
 /** The built-in plugins, plus the third-party ones under gateway.plugins.dir (from YAML, env or -D). */

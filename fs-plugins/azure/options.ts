@@ -1,4 +1,4 @@
-import { ConfigError, type ConfigProblem, type Configuration, type OptionDef } from '../../src/artifacts/plugin-kit';
+import type { Configuration, OptionDef } from '../../src/artifacts/plugin-kit';
 
 const section = 'Azure Blob Storage (wasbs://, abfss://)';
 
@@ -29,7 +29,7 @@ export const azureOptions = {
     description: 'Container SAS for an account in another Azure cloud or under its .dfs. host, e.g. fs.azure.sas.jars.myacct.dfs.core.windows.net.',
   },
   accountEndpoint: {
-    key: 'fs.azure.account.endpoint.<account>', type: 'string', section,
+    key: 'fs.azure.account.endpoint.<account>', type: 'url', section,
     description: 'Blob service endpoint that replaces https://<account>.blob.<cloud suffix> for the account, path-style for emulators and private proxies, e.g. http://127.0.0.1:10000/<account> (Azurite). List its host:port in gateway.artifacts.restricted-hosts.allowed when it is a private address.',
   },
 } satisfies Record<string, OptionDef>;
@@ -40,7 +40,7 @@ export const azureOptionList: readonly OptionDef[] = Object.values(azureOptions)
 export type ConfiguredSecret = { kind: 'shared-key'; key: string; accountKey: string } | { kind: 'sas'; key: string; sas: string };
 
 function text(config: Configuration, key: string): string | undefined {
-  const v = config.raw(key);
+  const v = config.value(key);
   return typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
 }
 
@@ -66,27 +66,4 @@ export function configuredSecret(config: Configuration, hosts: readonly string[]
 export function configuredEndpoint(config: Configuration, account: string): URL | undefined {
   const value = text(config, `fs.azure.account.endpoint.${account}`);
   return value === undefined ? undefined : new URL(value.replace(/\/+$/, ''));
-}
-
-/**
- * Checks what the registry cannot (it only knows "string"): endpoint overrides must be plain
- * http(s) URLs. Runs when the plugin is created, so a typo fails start-up with every problem listed.
- */
-export function validateAzureConfig(config: Configuration): void {
-  const problems: ConfigProblem[] = [];
-  for (const [key, value] of config.family(azureOptions.accountEndpoint.key)) {
-    let url: URL | undefined;
-    try {
-      url = new URL(String(value));
-    } catch {
-      problems.push({ key, source: 'configuration', message: `'${String(value)}' is not a URL (example: http://127.0.0.1:10000/myaccount)` });
-      continue;
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      problems.push({ key, source: 'configuration', message: `the endpoint must be http:// or https://, not ${url.protocol}//` });
-    } else if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
-      problems.push({ key, source: 'configuration', message: 'the endpoint must not carry a query string, fragment or user info (put a SAS into fs.azure.sas.*)' });
-    }
-  }
-  if (problems.length > 0) throw new ConfigError(problems);
 }

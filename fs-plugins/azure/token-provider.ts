@@ -1,8 +1,7 @@
 import { DefaultAzureCredential, type TokenCredential } from '@azure/identity';
 import { ContainerSASPermissions, StorageSharedKeyCredential } from '@azure/storage-blob';
 import type { Logger } from 'pino';
-import { ConfigError } from '../../src/artifacts/plugin-kit';
-import type { OptionDef } from '../../src/artifacts/plugin-kit';
+import type { ConfigRule, OptionDef } from '../../src/artifacts/plugin-kit';
 import type {
   DelegationTokenManagerCallback,
   DelegationTokenProvider,
@@ -15,6 +14,8 @@ import {
   JOB_REQUEST_PREFIX,
   JobRegistry,
   allOrNone,
+  allOrNoneRule,
+  httpsUnlessLoopback,
   jobValue,
   obtainedTokens,
   parseEndpoint,
@@ -63,12 +64,14 @@ export const azureBlobProviderOptionDefs = {
     key: providerKey(NAME, 'account-key'),
     type: 'string',
     sensitive: true,
+    check: (key: string) => (BASE64.test(key) ? undefined : 'is not a base64 account key (value not shown)'),
     section: SECTION,
     description: 'Shared key (base64) of `account-name`; signs the per-job service SAS tokens. Never leaves the gateway.',
   },
   endpoint: {
     key: providerKey(NAME, 'endpoint'),
-    type: 'string',
+    type: 'url',
+    check: httpsUnlessLoopback,
     section: SECTION,
     description:
       'Blob endpoint handed to jobs with their tokens. Default `https://<account-name>.blob.core.windows.net`; for Azurite the ' +
@@ -95,6 +98,7 @@ export const azureBlobProviderOptionDefs = {
     key: providerKey(NAME, 'permissions'),
     type: 'string',
     default: 'r',
+    check: permissionsProblem,
     section: SECTION,
     description: 'Container SAS permissions (letters of `racwdxltmeiyf`, e.g. `r` or `rl`). The same for every job.',
   },
@@ -102,6 +106,35 @@ export const azureBlobProviderOptionDefs = {
 
 /** The same options as the typed list the options registry takes. */
 export const azureBlobProviderOptions: OptionDef[] = Object.values(azureBlobProviderOptionDefs);
+
+/** What each `auth` mode needs, checked with every other option at start-up. */
+export const azureBlobProviderRules: readonly ConfigRule[] = [
+  {
+    ...allOrNoneRule([azureBlobProviderOptionDefs.accountName, azureBlobProviderOptionDefs.accountKey], 'the account and its shared key, with auth: account-key'),
+    check(config) {
+      const d = azureBlobProviderOptionDefs;
+      if (config.get(d.auth) !== 'account-key') return [];
+      return allOrNoneRule([d.accountName, d.accountKey], '').check(config);
+    },
+  },
+  {
+    keys: [azureBlobProviderOptionDefs.auth.key, azureBlobProviderOptionDefs.accountName.key, azureBlobProviderOptionDefs.accountKey.key, azureBlobProviderOptionDefs.sasLifetime.key, azureBlobProviderOptionDefs.endpoint.key],
+    description: 'user-delegation needs account-name and an https endpoint, no account-key, and a SAS lifetime of at most 7 days.',
+    check(config) {
+      const d = azureBlobProviderOptionDefs;
+      if (config.get(d.auth) !== 'user-delegation') return [];
+      const problems: { key: string; message: string }[] = [];
+      if ((config.getOptional(d.accountName) ?? '') === '') problems.push({ key: d.accountName.key, message: `is required with ${d.auth.key}: user-delegation` });
+      if ((config.getOptional(d.accountKey) ?? '') !== '') problems.push({ key: d.accountKey.key, message: `is not used with ${d.auth.key}: user-delegation; remove it` });
+      if (config.get(d.sasLifetime) > SEVEN_DAYS_MS) problems.push({ key: d.sasLifetime.key, message: 'is above 7 days, the longest a user delegation key lives' });
+      const endpoint = config.getOptional(d.endpoint);
+      if (endpoint !== undefined && new URL(endpoint).protocol !== 'https:') {
+        problems.push({ key: d.endpoint.key, message: 'must be https with user-delegation (the bearer token and the key travel on it)' });
+      }
+      return problems;
+    },
+  },
+];
 
 /** One container's entry in the payload. */
 export interface AzureBlobContainerToken {
@@ -172,13 +205,12 @@ export class AzureBlobDelegationTokenProvider implements DelegationTokenProvider
 
   init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void {
     this.callback = callback;
-    const o = readProviderOptions(NAME, azureBlobProviderOptionDefs, config);
-    const d = azureBlobProviderOptionDefs;
+    const o = readProviderOptions(NAME, azureBlobProviderOptionDefs, config, azureBlobProviderRules);
     if (o.auth === 'user-delegation') {
       this.settings = userDelegationSettings(o, this.deps);
       return;
     }
-    if (!allOrNone([d.accountName, d.accountKey], [o.accountName, o.accountKey])) {
+    if (!allOrNone([o.accountName, o.accountKey])) {
       this.log?.debug('inactive: account-name and account-key are not set');
       return;
     }
@@ -265,40 +297,17 @@ export class AzureBlobDelegationTokenProvider implements DelegationTokenProvider
 
 type AzureOptions = ParsedOptions<typeof azureBlobProviderOptionDefs>;
 
+/** `o` passed `readProviderOptions`, so the key is base64 and the mode's rules hold. */
 function accountKeySettings(o: AzureOptions): Settings {
-  const d = azureBlobProviderOptionDefs;
   const accountName = o.accountName!;
-  let credential: StorageSharedKeyCredential;
-  try {
-    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(o.accountKey!)) throw new Error('not base64');
-    credential = new StorageSharedKeyCredential(accountName, o.accountKey!);
-  } catch {
-    throw new ConfigError([{ key: d.accountKey.key, source: 'configuration', message: 'is not a base64 account key (value not shown)' }]);
-  }
+  const credential = new StorageSharedKeyCredential(accountName, o.accountKey!);
   const endpoint = endpointOf(o, accountName);
   return { ...common(o, accountName, endpoint), signer: new AccountKeySasSigner({ accountName, endpoint, permissions: permissionsOf(o) }, credential) };
 }
 
 function userDelegationSettings(o: AzureOptions, deps: AzureBlobProviderDeps): Settings {
-  const d = azureBlobProviderOptionDefs;
-  const problems: { key: string; source: string; message: string }[] = [];
-  if (o.accountName === undefined || o.accountName === '') {
-    problems.push({ key: d.accountName.key, source: 'configuration', message: `is required with ${d.auth.key}: user-delegation` });
-  }
-  if (o.accountKey !== undefined && o.accountKey !== '') {
-    problems.push({ key: d.accountKey.key, source: 'configuration', message: `is not used with ${d.auth.key}: user-delegation; remove it` });
-  }
-  if ((o.sasLifetime ?? 0) > SEVEN_DAYS_MS) {
-    problems.push({ key: d.sasLifetime.key, source: 'configuration', message: 'is above 7 days, the longest a user delegation key lives' });
-  }
-  if (problems.length > 0) throw new ConfigError(problems);
   const accountName = o.accountName!;
   const endpoint = endpointOf(o, accountName);
-  if (endpoint.protocol !== 'https:') {
-    throw new ConfigError([
-      { key: d.endpoint.key, source: 'configuration', message: 'must be https with user-delegation (the bearer token and the key travel on it)' },
-    ]);
-  }
   const credential = deps.azureCredential ?? new DefaultAzureCredential();
   const signer = new UserDelegationSasSigner({ accountName, endpoint, permissions: permissionsOf(o) }, credential, deps.ca);
   return { ...common(o, accountName, endpoint), signer };
@@ -313,20 +322,24 @@ function endpointOf(o: AzureOptions, accountName: string): URL {
 }
 
 function permissionsOf(o: AzureOptions): ContainerSASPermissions {
-  const key = azureBlobProviderOptionDefs.permissions.key;
-  let permissions: ContainerSASPermissions;
+  return ContainerSASPermissions.parse(o.permissions ?? 'r');
+}
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/** The `permissions` option's check: letters the SDK knows, granting something. */
+function permissionsProblem(text: string): string | undefined {
   try {
-    permissions = ContainerSASPermissions.parse(o.permissions ?? 'r');
+    return ContainerSASPermissions.parse(text).toString() === '' ? 'grants nothing; use e.g. r' : undefined;
   } catch (err) {
-    throw new ConfigError([{ key, source: 'configuration', message: (err as Error).message }]);
+    return (err as Error).message;
   }
-  if (permissions.toString() === '') throw new ConfigError([{ key, source: 'configuration', message: 'grants nothing; use e.g. r' }]);
-  return permissions;
 }
 
 /** The `azure-blob` provider for the composition root. */
 export const azureBlobTokenProvider: BuiltInTokenProvider = {
   serviceName: NAME,
   options: azureBlobProviderOptions,
+  rules: azureBlobProviderRules,
   create: (deps) => new AzureBlobDelegationTokenProvider(deps),
 };

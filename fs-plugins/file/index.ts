@@ -1,6 +1,6 @@
 import { ConfigError, type FsPluginDefinition } from '../../src/artifacts/plugin-kit';
 import { LocalFileSystem, resolveAllowedDirs } from './local-file-system';
-import { fileOptions } from './options';
+import { fileOptions, fileRules } from './options';
 
 export { LocalFileSystem } from './local-file-system';
 export { fileOptions } from './options';
@@ -13,14 +13,12 @@ export const filePlugin: FsPluginDefinition = {
   name: 'file',
   schemes: ['file'],
   options: Object.values(fileOptions),
+  rules: fileRules,
   create: ({ config }) => {
     if (!config.get(fileOptions.enabled)) return new LocalFileSystem(undefined);
-    const configured = config.getOptional(fileOptions.allowedDirs) ?? [];
     const key = fileOptions.allowedDirs.key;
-    if (configured.length === 0) {
-      throw new ConfigError([{ key, source: 'configuration', message: `required when ${fileOptions.enabled.key} is true` }]);
-    }
-    const { dirs, problems } = resolveAllowedDirs(configured);
+    // `fileRules` checked these at resolve time; a directory removed since then still fails here.
+    const { dirs, problems } = resolveAllowedDirs(config.getOptional(fileOptions.allowedDirs) ?? []);
     if (problems.length > 0) throw new ConfigError(problems.map((message) => ({ key, source: 'configuration', message })));
     return new LocalFileSystem(dirs);
   },

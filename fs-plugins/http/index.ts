@@ -1,4 +1,4 @@
-import { ConfigError, redactUri, type FsPluginDefinition, type PluginContext } from '../../src/artifacts/plugin-kit';
+import { redactUri, type FsPluginDefinition, type PluginContext } from '../../src/artifacts/plugin-kit';
 import { createGuardedDispatcher, hasProxy, proxySettingsFrom } from './guarded-dispatcher';
 import { HttpFileSystem } from './http-file-system';
 import { httpOptions } from './options';
@@ -42,21 +42,9 @@ export function createHttpFileSystem(ctx: PluginContext, env: NodeJS.ProcessEnv 
   return new HttpFileSystem({ dispatcher, guard, settings, log, checkTargetsBeforeProxy: hasProxy(proxy) });
 }
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-/** Header names must be HTTP tokens and values must not break lines; problems name the header, never its value. */
+/** Header names are lower-cased once; the option's check (`headerProblems`) refused bad ones at start-up. */
 function validHeaders(raw: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  const problems: string[] = [];
-  for (const [name, value] of Object.entries(raw)) {
-    if (!TOKEN.test(name)) problems.push(`'${name}' is not a valid header name`);
-    else if (/[\r\n\0]/.test(value)) problems.push(`the value of '${name}' contains a line break or NUL`);
-    else out[name.toLowerCase()] = value;
-  }
-  if (problems.length > 0) {
-    throw new ConfigError(problems.map((message) => ({ key: httpOptions.headers.key, source: 'configuration', message })));
-  }
-  return out;
+  return Object.fromEntries(Object.entries(raw).map(([name, value]) => [name.toLowerCase(), value]));
 }
 
 /**

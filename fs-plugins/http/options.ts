@@ -9,7 +9,7 @@ export const httpOptions = {
     description: 'Allow plain http:// jar URIs and redirects to http:// (Flink\'s key). Off by default: https:// only.',
   } satisfies OptionDef<'boolean'>,
   headers: {
-    key: 'user.artifacts.http-headers', type: 'map', sensitive: true, section: SECTION,
+    key: 'user.artifacts.http-headers', type: 'map', sensitive: true, section: SECTION, check: headerProblems,
     description:
       'Headers added to every request to the jar URI\'s own origin (scheme, host and port), in Flink\'s map syntax ' +
       '(Authorization:Bearer <token>,X-Api-Key:<key>). Never sent to another origin after a redirect.',
@@ -37,3 +37,15 @@ export const httpOptions = {
       'user.artifacts.fetch-timeout bounds the whole download.',
   } satisfies OptionDef<'duration'>,
 };
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Header names must be HTTP tokens and values must not break lines; problems name the header, never its value. */
+function headerProblems(headers: Record<string, string>): string[] {
+  const problems: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (!TOKEN.test(name)) problems.push(`'${name}' is not a valid header name`);
+    else if (/[\r\n\0]/.test(value)) problems.push(`the value of '${name}' contains a line break or NUL`);
+  }
+  return problems;
+}

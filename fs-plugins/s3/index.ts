@@ -1,5 +1,5 @@
 import type { FsPluginDefinition } from '../../src/artifacts/plugin-kit';
-import { S3Settings, s3Options } from './options';
+import { S3Settings, s3Options, s3Rules } from './options';
 import { S3FileSystem } from './s3-file-system';
 import { s3TokenProvider } from './token-provider';
 
@@ -16,13 +16,14 @@ export { S3_JOB_ROLE_ARN_KEY, S3DelegationTokenProvider, s3ProviderOptions, type
  * (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), web identity tokens (EKS IRSA), EKS pod identity and
  * ECS container credentials, SSO and ~/.aws profile files, and EC2 instance metadata.
  *
- * Option values are checked once, in `create`: a half key pair or a malformed endpoint fails
- * start-up with `GW_CONFIG_INVALID`.
+ * Option values are checked by the options registry (`s3Rules`, the `url` type of the endpoints):
+ * a half key pair or a malformed endpoint fails start-up with `GW_CONFIG_INVALID`.
  */
 export const s3Plugin: FsPluginDefinition = {
   name: 's3',
   schemes: ['s3', 's3a', 's3p'],
   options: Object.values(s3Options),
+  rules: s3Rules,
   create(ctx) {
     return new S3FileSystem({
       settings: new S3Settings(ctx.config),

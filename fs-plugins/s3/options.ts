@@ -1,4 +1,4 @@
-import { ConfigError, option, type ConfigProblem, type Configuration, type OptionDef } from '../../src/artifacts/plugin-kit';
+import { option, type ConfigRule, type Configuration, type OptionDef } from '../../src/artifacts/plugin-kit';
 
 const section = 'S3 plugin';
 
@@ -16,7 +16,7 @@ export const s3Options = {
     description: 'Secret access key paired with s3.access-key.',
   }),
   endpoint: option({
-    key: 's3.endpoint', type: 'string', section,
+    key: 's3.endpoint', type: 'url', section,
     description: 'Endpoint of an S3-compatible store, e.g. http://127.0.0.1:9000 (MinIO, Ceph). Unset = AWS S3. A private endpoint must also be listed in gateway.artifacts.restricted-hosts.allowed.',
   }),
   pathStyle: option({
@@ -36,10 +36,34 @@ export const s3Options = {
     description: 'Secret access key for one bucket, paired with fs.s3a.bucket.<bucket>.access.key.',
   }),
   bucketEndpoint: option({
-    key: 'fs.s3a.bucket.<bucket>.endpoint', type: 'string', section,
+    key: 'fs.s3a.bucket.<bucket>.endpoint', type: 'url', section,
     description: 'Endpoint for one bucket, overriding s3.endpoint.',
   }),
 };
+
+const BUCKET_KEY = /^fs\.s3a\.bucket\.(.+)\.(access\.key|secret\.key|endpoint)$/;
+
+/** Whether `key` of `config` holds a non-blank value. */
+const isSet = (config: Configuration, key: string) => nonEmpty(config.value(key)) !== undefined;
+
+/**
+ * The key pairs go together, globally and per bucket: a lone access key id would be signed with
+ * another pair's secret (or silently fall back to the default chain).
+ */
+export const s3Rules: readonly ConfigRule[] = [
+  {
+    keys: [s3Options.accessKey.key, s3Options.secretKey.key, s3Options.bucketAccessKey.key, s3Options.bucketSecretKey.key],
+    description: 'each access key is set together with its secret key (globally and per bucket), or neither.',
+    check(config) {
+      const pairs: [string, string][] = [[s3Options.accessKey.key, s3Options.secretKey.key]];
+      const buckets = new Set(config.keys().map((k) => BUCKET_KEY.exec(k)?.[1]).filter((b): b is string => b !== undefined));
+      for (const b of buckets) pairs.push([`fs.s3a.bucket.${b}.access.key`, `fs.s3a.bucket.${b}.secret.key`]);
+      return pairs
+        .filter(([access, secret]) => isSet(config, access) !== isSet(config, secret))
+        .map(([access, secret]) => ({ key: isSet(config, access) ? secret : access, message: `set both ${access} and ${secret}, or neither` }));
+    },
+  },
+];
 
 export interface StaticCredentials {
   accessKeyId: string;
@@ -57,15 +81,13 @@ export interface BucketTarget {
   credentials?: StaticCredentials;
 }
 
-const BUCKET_KEY = /^fs\.s3a\.bucket\.(.+)\.(access\.key|secret\.key|endpoint)$/;
-
 interface BucketOverride {
   accessKey?: string;
   secretKey?: string;
   endpoint?: string;
 }
 
-/** Reads and checks the plugin's options once; `forBucket` answers per bucket. */
+/** Reads the plugin's options once (checked by the registry: url types, `s3Rules`); `forBucket` answers per bucket. */
 export class S3Settings {
   private readonly global: BucketOverride;
   private readonly buckets = new Map<string, BucketOverride>();
@@ -73,7 +95,7 @@ export class S3Settings {
   private readonly region: string | undefined;
 
   constructor(config: Configuration) {
-    const str = (def: OptionDef<'string'>) => nonEmpty(config.getOptional(def));
+    const str = (def: OptionDef<'string'> | OptionDef<'url'>) => nonEmpty(config.value(def.key) ?? def.default);
     this.global = { accessKey: str(s3Options.accessKey), secretKey: str(s3Options.secretKey), endpoint: str(s3Options.endpoint) };
     this.pathStyle = config.get(s3Options.pathStyle);
     this.region = str(s3Options.region);
@@ -81,13 +103,12 @@ export class S3Settings {
       const m = BUCKET_KEY.exec(key);
       if (!m) continue;
       const entry = this.buckets.get(m[1]!) ?? {};
-      const value = nonEmpty(config.raw(key));
+      const value = nonEmpty(config.value(key));
       if (m[2] === 'access.key') entry.accessKey = value;
       else if (m[2] === 'secret.key') entry.secretKey = value;
       else entry.endpoint = value;
       this.buckets.set(m[1]!, entry);
     }
-    this.validate();
   }
 
   forBucket(bucket: string): BucketTarget {
@@ -105,34 +126,6 @@ export class S3Settings {
       target.credentials = { accessKeyId: pair.accessKey, secretAccessKey: pair.secretKey };
     }
     return target;
-  }
-
-  private validate(): void {
-    const problems: ConfigProblem[] = [];
-    const pair = (access: string, secret: string, o: BucketOverride) => {
-      if ((o.accessKey === undefined) !== (o.secretKey === undefined)) {
-        problems.push({ key: o.accessKey === undefined ? access : secret, source: 's3 plugin', message: `set both ${access} and ${secret}, or neither` });
-      }
-    };
-    const endpoint = (key: string, text: string | undefined) => {
-      if (text === undefined) return;
-      let url: URL | undefined;
-      try {
-        url = new URL(text);
-      } catch {
-        // reported below
-      }
-      if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search) {
-        problems.push({ key, source: 's3 plugin', message: `'${text}' is not an http(s) endpoint such as http://127.0.0.1:9000 (no credentials or query)` });
-      }
-    };
-    pair(s3Options.accessKey.key, s3Options.secretKey.key, this.global);
-    endpoint(s3Options.endpoint.key, this.global.endpoint);
-    for (const [bucket, o] of this.buckets) {
-      pair(`fs.s3a.bucket.${bucket}.access.key`, `fs.s3a.bucket.${bucket}.secret.key`, o);
-      endpoint(`fs.s3a.bucket.${bucket}.endpoint`, o.endpoint);
-    }
-    if (problems.length > 0) throw new ConfigError(problems);
   }
 }
 

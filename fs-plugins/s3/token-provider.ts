@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { OptionDef } from '../../src/artifacts/plugin-kit';
+import type { ConfigRule, OptionDef } from '../../src/artifacts/plugin-kit';
 import type {
   DelegationTokenManagerCallback,
   DelegationTokenProvider,
@@ -13,6 +13,8 @@ import {
   JobRegistry,
   PROVIDER_TIMEOUT_DEFAULT_MS,
   allOrNone,
+  allOrNoneRule,
+  httpsUnlessLoopback,
   earliest,
   jobValue,
   obtainedTokens,
@@ -53,7 +55,8 @@ export const s3ProviderOptionDefs = {
   },
   endpoint: {
     key: providerKey(NAME, 'endpoint'),
-    type: 'string',
+    type: 'url',
+    check: httpsUnlessLoopback,
     section: SECTION,
     description: 'STS endpoint. Default `https://sts.<region>.amazonaws.com`; plain http only for loopback (a local test server).',
   },
@@ -87,6 +90,9 @@ export const s3ProviderOptionDefs = {
 
 /** The same options as the typed list the options registry takes. */
 export const s3ProviderOptions: OptionDef[] = Object.values(s3ProviderOptionDefs);
+
+/** The IAM user's key pair is set as a whole or not at all. */
+export const s3ProviderRules: readonly ConfigRule[] = [allOrNoneRule([s3ProviderOptionDefs.accessKey, s3ProviderOptionDefs.secretKey], 'the IAM user\'s key pair')];
 
 /** One job's entry in the payload. */
 export interface S3JobCredentials {
@@ -150,8 +156,8 @@ export class S3DelegationTokenProvider implements DelegationTokenProvider {
   init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void {
     this.callback = callback;
     const d = s3ProviderOptionDefs;
-    const o = readProviderOptions(NAME, d, config);
-    if (!allOrNone([d.accessKey, d.secretKey], [o.accessKey, o.secretKey])) {
+    const o = readProviderOptions(NAME, d, config, s3ProviderRules);
+    if (!allOrNone([o.accessKey, o.secretKey])) {
       this.log?.debug('inactive: access-key and secret-key are not set');
       return;
     }
@@ -256,5 +262,6 @@ export function sessionName(jobId: string): string {
 export const s3TokenProvider: BuiltInTokenProvider = {
   serviceName: NAME,
   options: s3ProviderOptions,
+  rules: s3ProviderRules,
   create: (deps) => new S3DelegationTokenProvider(deps),
 };

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { LookupFunction } from 'node:net';
 import type { Logger } from 'pino';
 import type { Configuration } from '../config/registry';
-import type { OptionDef } from '../config/types';
+import type { ConfigRule, OptionDef } from '../config/types';
 import type { fetchError } from './fetch-error';
 import type { BuiltInTokenProvider } from '../tokens/providers/provider-support';
 
@@ -116,6 +116,11 @@ export interface FsPluginDefinition {
   /** Lower-case URI schemes this plugin serves, e.g. ['s3', 's3a', 's3p']. */
   schemes: readonly string[];
   options: readonly OptionDef[];
+  /**
+   * Rules across the plugin's options (a key pair, a mode that needs another key), evaluated by the
+   * options registry with every other problem at start-up; `create` may then trust its options.
+   */
+  rules?: readonly ConfigRule[];
   create(ctx: PluginContext): FileSystem;
   /**
    * The plugin's delegation-token provider, if its store issues short-lived credentials per job

@@ -12,7 +12,7 @@ export { errorChain, findGatewayError, specificErrorCode } from './error-chain';
 export { guardedConnector, trustedCa } from './guarded-connector';
 export { GatewayError, isGatewayError } from '../errors/gateway-error';
 export { ConfigError, type Configuration, type ConfigProblem } from '../config/registry';
-export { option, type OptionDef } from '../config/types';
+export { option, parseUrl, type ConfigRule, type OptionDef } from '../config/types';
 export { gatewayVersion } from '../project-root';
 // A plugin's delegation-token provider (FsPluginDefinition.tokenProvider) is written against the
 // token SPI and the providers' shared helpers; they are part of the plugin API too.

@@ -36,7 +36,7 @@ const MANIFEST = 'manifest.json';
 const NAME = /^[a-z0-9][a-z0-9._-]*$/;
 // RFC 3986 scheme syntax, lower-case only: the registry looks schemes up as `URL.protocol` gives them.
 const SCHEME = /^[a-z][a-z0-9+.-]*$/;
-const OPTION_TYPES: Record<OptionType, true> = { string: true, int: true, double: true, boolean: true, duration: true, memory: true, map: true, list: true, enum: true };
+const OPTION_TYPES: Record<OptionType, true> = { string: true, int: true, double: true, boolean: true, duration: true, memory: true, map: true, list: true, enum: true, url: true };
 
 /**
  * Loads every third-party filesystem plugin under `dir` (the value of `gateway.plugins.dir`): each

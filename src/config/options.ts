@@ -1,5 +1,10 @@
 import { option, type OptionDef, type OptionValueMap } from './types';
 
+/** A permission list's entries: `token:<name>`, `cert:<subject CN>` or `*`; one message per bad entry. */
+function principalEntries(entries: readonly string[]): string[] {
+  return entries.filter((e) => e !== '*' && !/^(token|cert):.+$/.test(e)).map((e) => `'${e}' is not a principal (use token:<name>, cert:<subject CN> or *)`);
+}
+
 /**
  * The gateway's own options. Plugins declare theirs next to their code and the composition root
  * merges them into one registry (see `OptionsRegistry`). Keys follow Flink's names wherever Flink
@@ -27,7 +32,7 @@ export const coreOptions = {
     description: 'With authentication on: how many requests without credentials (the open probe routes, GET /config) may be in progress at once; more get 503 with Retry-After. Authenticated callers are not counted, so an unauthenticated flood cannot take their JobManager connections.',
   }),
   clusterRestUrl: option({
-    key: 'gateway.cluster.rest-url', type: 'string', section: 'Cluster',
+    key: 'gateway.cluster.rest-url', type: 'url', section: 'Cluster',
     description: 'REST URL of an existing JobManager to front, e.g. http://127.0.0.1:8082. When unset, the gateway launches the embedded Flink session cluster (needs Java 17 and Maven).',
   }),
   clusterFlinkConf: option({
@@ -36,13 +41,13 @@ export const coreOptions = {
   }),
   clusterRequestTimeout: option({
     key: 'gateway.cluster.request-timeout', type: 'duration', default: 60_000, min: 1, section: 'Cluster',
-    description: 'Timeout of gateway-originated JobManager calls other than run/plan (upload, delete, list).',
+    description: 'Timeout of each gateway-originated JobManager call other than run/plan and jar uploads (delete, list, job status, cancel, the start-up probes). A jar upload to the JobManager is not bounded by it: it takes as long as the jar needs, and a stalled one is cut by the connection\'s inactivity timeout (a client\'s own upload also by gateway.http.request-timeout).',
   }),
   clusterRunTimeout: option({
     key: 'gateway.cluster.run-timeout', type: 'duration', default: 600_000, min: 1, section: 'Cluster',
     description: 'How long a run or plan may take on the JobManager (Flink\'s web.timeout default, and the operator\'s submission timeout).',
   }),
-  embeddedUploadDir: option({
+  jobManagerUploadDir: option({
     key: 'web.upload.dir', type: 'string', section: 'Cluster',
     description: 'The JobManager\'s web.upload.dir as seen by the gateway (jars live in <dir>/flink-web-upload). For the embedded cluster, defaults to a fresh temporary directory that is removed on exit.',
   }),
@@ -87,15 +92,15 @@ export const coreOptions = {
     description: 'File of "<principal> <sha256-hex of the token>" lines; requests must send "Authorization: Bearer <token>". Tokens are stored hashed; the file is re-read when it changes. Health, readiness and GET /config stay open.',
   }),
   permissionRead: option({
-    key: 'gateway.auth.permission.read', type: 'list', default: ['*'], section: 'Security',
+    key: 'gateway.auth.permission.read', type: 'list', default: ['*'], section: 'Security', check: principalEntries,
     description: 'Principals that may read: every GET/HEAD (job and cluster state, the Web UI, jar lists, gateway status), except the GET routes that act (plan, yarn-cancel). Entries "token:<name>" (a gateway.auth.tokens-file line), "cert:<subject CN>" or "*" (every authenticated caller), separated by ";".',
   }),
   permissionSubmit: option({
-    key: 'gateway.auth.permission.submit', type: 'list', default: ['*'], section: 'Security',
+    key: 'gateway.auth.permission.submit', type: 'list', default: ['*'], section: 'Security', check: principalEntries,
     description: 'Principals that may submit: upload, fetch, plan, run and delete jars, and POST /v1/jobs. Same entry syntax as gateway.auth.permission.read.',
   }),
   permissionCancel: option({
-    key: 'gateway.auth.permission.cancel', type: 'list', default: ['*'], section: 'Security',
+    key: 'gateway.auth.permission.cancel', type: 'list', default: ['*'], section: 'Security', check: principalEntries,
     description: 'Principals that may control running jobs and the cluster: cancel, stop (with savepoint), trigger savepoints and checkpoints, rescale, and every other call that changes state (including DELETE /cluster). Same entry syntax as gateway.auth.permission.read.',
   }),
   policyMode: option({

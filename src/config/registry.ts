@@ -1,4 +1,4 @@
-import type { OptionDef, OptionType, OptionValueMap } from './types';
+import type { ConfigRule, OptionDef, OptionType, OptionValueMap } from './types';
 import { formatValue, parseMap, parseValue } from './types';
 
 export interface ConfigProblem {
@@ -51,8 +51,19 @@ export class OptionsRegistry {
   /** Deprecated key → its option. */
   private readonly deprecated = new Map<string, OptionDef>();
 
-  constructor(defs: Iterable<OptionDef>, private readonly ownedPrefixes: readonly string[] = OWNED_PREFIXES) {
+  private readonly rules: ConfigRule[] = [];
+
+  constructor(defs: Iterable<OptionDef>, rules: Iterable<ConfigRule> = [], private readonly ownedPrefixes: readonly string[] = OWNED_PREFIXES) {
     for (const def of defs) this.add(def);
+    for (const rule of rules) this.addRule(rule);
+  }
+
+  /** A rule across options; its keys must be declared (a rule about an unknown key is a typo). */
+  addRule(rule: ConfigRule): void {
+    for (const key of rule.keys) {
+      if (!this.lookup(key) && !this.templates.some((t) => t.def.key === key)) throw new Error(`rule '${rule.description}' names ${key}, which is not declared`);
+    }
+    this.rules.push(rule);
   }
 
   add(def: OptionDef): void {
@@ -93,8 +104,12 @@ export class OptionsRegistry {
     return def ? def.sensitive === true : looksSensitive(key);
   }
 
-  /** Validates raw entries, collecting every problem, and returns the resolved configuration. */
-  resolve(input: Map<string, RawEntry>, cluster: ReadonlyMap<string, string> = new Map()): Configuration {
+  /**
+   * Validates raw entries — each value, each option's own check, then every rule — collecting every
+   * problem (`ConfigError`), and returns the resolved configuration. `files: false` skips the rules
+   * that read the files the options name (for checking a configuration meant for another machine).
+   */
+  resolve(input: Map<string, RawEntry>, cluster: ReadonlyMap<string, string> = new Map(), opts: { files?: boolean } = {}): Configuration {
     const problems: ConfigProblem[] = [];
     const notices: ConfigProblem[] = [];
     const values = new Map<string, unknown>();
@@ -115,14 +130,43 @@ export class OptionsRegistry {
         }
         continue;
       }
+      let value: unknown;
       try {
-        values.set(key, parseValue(def, entry.value));
+        value = parseValue(def, entry.value);
       } catch (err) {
-        problems.push({ key, source: entry.source, message: (err as Error).message });
+        // The parsers quote the value they refuse; a sensitive one is never echoed.
+        problems.push({ key, source: entry.source, message: def.sensitive ? 'invalid value (not shown: the option is sensitive)' : (err as Error).message });
+        continue;
+      }
+      values.set(key, value);
+      for (const message of asList(def.check?.(value as never))) problems.push({ key, source: entry.source, message });
+    }
+    const config = new Configuration(this, values, notices, Object.fromEntries(cluster));
+    problems.push(...this.checkRules(config, raw, problems, opts.files !== false));
+    if (problems.length > 0) throw new ConfigError(problems);
+    return config;
+  }
+
+  /**
+   * Evaluates every rule on the values that parsed. A rule about an option whose value is already
+   * reported as bad is skipped: its verdict would rest on a value the operator must change anyway.
+   */
+  private checkRules(config: Configuration, raw: Map<string, RawEntry>, known: readonly ConfigProblem[], files: boolean): ConfigProblem[] {
+    const out: ConfigProblem[] = [];
+    for (const rule of this.rules) {
+      if (rule.reads === 'files' && !files) continue;
+      const matchers = rule.keys.map((k) => templateToRegExp(k) ?? new RegExp(`^${k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+      if (known.some((p) => matchers.some((m) => m.test(p.key)))) continue;
+      for (const { key, message } of rule.check(config)) {
+        out.push({ key, source: raw.get(key)?.source ?? 'not set', message });
       }
     }
-    if (problems.length > 0) throw new ConfigError(problems);
-    return new Configuration(this, values, notices, Object.fromEntries(cluster));
+    return out;
+  }
+
+  /** Every rule, for the generated docs. */
+  allRules(): readonly ConfigRule[] {
+    return this.rules;
   }
 
   /**
@@ -206,8 +250,17 @@ export class OptionsRegistry {
       }
       lines.push('');
     }
+    if (this.rules.length > 0) {
+      lines.push('## Rules across options', '', 'Checked at start with the values above; each broken rule is reported with the other problems.', '');
+      for (const rule of this.rules) lines.push(`- ${rule.keys.map((k) => `\`${k}\``).join(', ')}: ${rule.description}`);
+      lines.push('');
+    }
     return lines.join('\n');
   }
+}
+
+function asList(result: string | readonly string[] | undefined): readonly string[] {
+  return result === undefined ? [] : typeof result === 'string' ? [result] : result;
 }
 
 const SENSITIVE_HINT = /(secret|password|passwd|token|credential|private[-_.]?key|access[-_.]?key|account\.key|sas|authorization|http[-_.]headers?|http\.header)/i;
@@ -270,8 +323,8 @@ export class Configuration {
     return (this.values.has(def.key) ? this.values.get(def.key) : def.default) as OptionValueMap[T] | undefined;
   }
 
-  /** Raw read of any key (declared or not), as parsed. */
-  raw(key: string): unknown {
+  /** Read of any key (declared or not) as parsed: typed for a declared option, a string otherwise; unset = undefined. */
+  value(key: string): unknown {
     return this.values.get(key);
   }
 

@@ -1,8 +1,10 @@
+import type { Configuration } from './registry';
+
 /**
  * Flink-style option types. Values arrive as strings (YAML scalars, env vars, `-D` flags) and are
  * parsed the way Flink parses them, so a key means the same thing in a Flink config file and here.
  */
-export type OptionType = 'string' | 'int' | 'double' | 'boolean' | 'duration' | 'memory' | 'map' | 'list' | 'enum';
+export type OptionType = 'string' | 'int' | 'double' | 'boolean' | 'duration' | 'memory' | 'map' | 'list' | 'enum' | 'url';
 
 export interface OptionValueMap {
   string: string;
@@ -17,6 +19,8 @@ export interface OptionValueMap {
   map: Record<string, string>;
   list: string[];
   enum: string;
+  /** an absolute URL as written (trimmed), checked by `parseUrl` */
+  url: string;
 }
 
 export interface OptionDef<T extends OptionType = OptionType> {
@@ -34,6 +38,15 @@ export interface OptionDef<T extends OptionType = OptionType> {
   /** Lower bound for `int`/`double`/`duration`/`memory`. */
   min?: number;
   max?: number;
+  /** For `url` options: the protocols accepted, default `http:` and `https:`. */
+  protocols?: readonly string[];
+  /**
+   * What the type cannot say about one value (an entry's syntax, a file that must be readable):
+   * returns what is wrong — one message, or one per bad entry — or nothing. Runs on values that
+   * were set (defaults are trusted), at resolve time, with every other problem. Method syntax on
+   * purpose: it keeps `OptionDef<'list'>` assignable to `OptionDef`.
+   */
+  check?(value: OptionValueMap[T]): string | readonly string[] | undefined;
   /** Section heading in the generated docs. */
   section: string;
   /**
@@ -41,6 +54,26 @@ export interface OptionDef<T extends OptionType = OptionType> {
    * naming the key to use instead; when both are set in the same source, this key wins.
    */
   deprecatedKeys?: readonly string[];
+}
+
+/**
+ * A rule across options (a key pair that goes together, a mode that needs another option), declared
+ * next to its options — core, an fs-plugin, a token provider — and evaluated by the registry when
+ * the configuration is resolved, so its problems are reported with every other one.
+ */
+export interface ConfigRule {
+  /** The options the rule relates (exact keys or `<name>` templates). */
+  keys: readonly string[];
+  /** One sentence for docs/configuration.md. */
+  description: string;
+  /**
+   * `files`: the rule reads files or directories the options name (a certificate, the tokens file,
+   * a private directory). Such rules run at start-up and on every reload, and are skipped by
+   * callers that only validate values on another machine (the manifest tests: paths inside a pod).
+   */
+  reads?: 'files';
+  /** What is wrong, each naming the key the operator should change (its source is added). */
+  check(config: Configuration): readonly { key: string; message: string }[];
 }
 
 /** Declares one option; the generic ties `default` to `type`. */
@@ -198,6 +231,9 @@ export function parseValue<T extends OptionType>(def: OptionDef<T>, raw: unknown
     case 'list':
       value = Array.isArray(raw) ? raw.map(String) : text.split(';').map((s) => s.trim()).filter(Boolean);
       break;
+    case 'url':
+      value = parseUrl(text, def.protocols, def.sensitive === true);
+      break;
     case 'enum': {
       const v = text.trim();
       if (!def.values?.includes(v)) throw new Error(`'${text}' is not one of ${def.values?.join(', ')}`);
@@ -210,6 +246,33 @@ export function parseValue<T extends OptionType>(def: OptionDef<T>, raw: unknown
     if (def.max !== undefined && value > def.max) throw new Error(`${text} is above the maximum ${def.max}`);
   }
   return value as OptionValueMap[T];
+}
+
+const DEFAULT_PROTOCOLS = ['http:', 'https:'] as const;
+
+/**
+ * Checks a `url` option's value: absolute, one of `protocols`, and a plain endpoint — no user info
+ * (credentials have their own, sensitive options; in a URL they would end up in logs), no query
+ * and no fragment (nothing appends to them correctly). Returns the text as written, trimmed.
+ * Messages never echo user info, nor the value of a sensitive option.
+ */
+export function parseUrl(text: string, protocols: readonly string[] = DEFAULT_PROTOCOLS, sensitive = false): string {
+  const trimmed = text.trim();
+  const allowed = protocols.map((p) => `${p}//`).join(' or ');
+  let url: URL | undefined;
+  try {
+    // Without `scheme://`, WHATWG URL reads `host:8081` (or `user:pw@host`) as a scheme and a path.
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed)) url = new URL(trimmed);
+  } catch {
+    // reported below
+  }
+  if (url === undefined) {
+    throw new Error(`${sensitive || trimmed.includes('@') ? 'the value' : `'${trimmed}'`} is not an absolute URL (example: ${protocols[0] ?? 'https:'}//host:port)`);
+  }
+  if (!protocols.includes(url.protocol)) throw new Error(`must be a ${allowed} URL, not ${url.protocol}//`);
+  if (url.username !== '' || url.password !== '') throw new Error('must not carry user info (user:password@); credentials go into their own options');
+  if (url.search !== '' || url.hash !== '') throw new Error('must not carry a query string or fragment');
+  return trimmed;
 }
 
 function stringMap(raw: object): Record<string, string> {

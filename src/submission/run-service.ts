@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { Clock } from '../clock';
 import { type AuditLog, type AuditOutcome, type AuditSubject, outcomeOf } from '../audit/audit-log';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
@@ -33,7 +34,7 @@ export interface RunServiceOptions {
   jarUriEnabled: boolean;
   remoteJars?: RemoteJarSource;
   dedupeRetentionMs: number;
-  clock?: () => number;
+  clock?: Clock;
   /** The job-registration hook (delegation tokens); absent in tests that do not need it. */
   registrations?: JobRegistrar;
   /** `gateway.policy.mode` (run-policy.ts). */
@@ -74,7 +75,7 @@ export class RunService {
   constructor(private readonly opts: RunServiceOptions) {
     this.flights = new SingleFlight(opts.dedupeRetentionMs, opts.clock);
     this.policy = new RunPolicy(opts.policyMode ?? 'open');
-    this.submitter = new JobSubmitter(opts.cluster, opts.claims !== undefined, opts.clock);
+    this.submitter = new JobSubmitter(opts.cluster, opts.claims !== undefined, opts.clock ? () => opts.clock!.monotonicMs() : undefined);
   }
 
   async run(jarId: string, request: JarRequest, query: string, log: Logger, caller?: Caller, route: RunRoute = 'run'): Promise<{ outcome: RunOutcome; shared: boolean }> {

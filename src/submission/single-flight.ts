@@ -1,4 +1,4 @@
-export type Clock = () => number;
+import { type Clock, systemClock } from '../clock';
 
 /**
  * Runs are single-flight by jobId: while a run is in flight, or after it was accepted (for
@@ -12,7 +12,8 @@ export class SingleFlight<T> {
 
   constructor(
     private readonly retentionMs: number,
-    private readonly clock: Clock = () => performance.now(),
+    /** The gateway's one clock; retention is a delay, so only its monotonic side is read. */
+    private readonly clock: Pick<Clock, 'monotonicMs'> = systemClock,
     private readonly maxAccepted = 100_000,
   ) {}
 
@@ -27,7 +28,7 @@ export class SingleFlight<T> {
     this.inflight.set(key, p);
     try {
       const value = await p;
-      this.accepted.set(key, { value, at: this.clock() });
+      this.accepted.set(key, { value, at: this.clock.monotonicMs() });
       return { value, shared: false };
     } finally {
       this.inflight.delete(key);
@@ -35,7 +36,7 @@ export class SingleFlight<T> {
   }
 
   private prune(): void {
-    const cutoff = this.clock() - this.retentionMs;
+    const cutoff = this.clock.monotonicMs() - this.retentionMs;
     // Map iteration is insertion order, i.e. oldest first.
     for (const [k, v] of this.accepted) {
       if (v.at >= cutoff && this.accepted.size <= this.maxAccepted) break;

@@ -12,7 +12,7 @@ export function providerConfig(config: Configuration, serviceName: string, kind:
   const prefix = `${kind === 'provider' ? PROVIDER_PREFIX : RECEIVER_PREFIX}.${serviceName}.`;
   const read = (key: string): string | undefined => {
     const def = config.registry.lookup(key);
-    const value = config.raw(key);
+    const value = config.value(key);
     if (def) return value === undefined ? (def.default === undefined ? undefined : formatValue(def, def.default)) : formatValue(def, value);
     return value === undefined ? undefined : String(value);
   };
@@ -24,7 +24,7 @@ export function providerConfig(config: Configuration, serviceName: string, kind:
 
 /** `security.delegation.token.provider.<name>.enabled`, default true; the same key switches the receiver. */
 export function isProviderEnabled(config: Configuration, serviceName: string): boolean {
-  const value = config.raw(`${PROVIDER_PREFIX}.${serviceName}.enabled`);
+  const value = config.value(`${PROVIDER_PREFIX}.${serviceName}.enabled`);
   if (value === undefined) return true;
   // Declared as a boolean template, so the registry has already parsed (and validated) it.
   return value === true || value === 'true';

@@ -178,7 +178,7 @@ describe('azure plugin specifics', () => {
   });
 
   it('chooses DefaultAzureCredential when neither an account key nor a SAS is configured (not testable against Azurite)', () => {
-    const config = new OptionsRegistry(azurePlugin.options).resolve(rawOf({ [`fs.azure.sas.other.${HOST}`]: 'sv=x&sig=y' }));
+    const config = new OptionsRegistry(azurePlugin.options, azurePlugin.rules).resolve(rawOf({ [`fs.azure.sas.other.${HOST}`]: 'sv=x&sig=y' }));
     const loc = parseAzureUri(new URL(`wasbs://jars@${HOST}/dir/app.jar`));
     const auth = resolveAzureAuth(config, loc, () => ({ getToken: async () => null }));
     expect(auth.kind).toBe('default-azure-credential');
@@ -188,7 +188,7 @@ describe('azure plugin specifics', () => {
   });
 
   it('prefers the account key over a container SAS, as Hadoop does', () => {
-    const config = new OptionsRegistry(azurePlugin.options).resolve(
+    const config = new OptionsRegistry(azurePlugin.options, azurePlugin.rules).resolve(
       rawOf({ [`fs.azure.sas.jars.${HOST}`]: 'sv=x&sig=y', [`fs.azure.account.key.${DFS_HOST}`]: ACCT.key }),
     );
     const auth = resolveAzureAuth(config, parseAzureUri(new URL(`wasbs://jars@${HOST}/a.jar`)), () => fail('not needed'));

@@ -17,7 +17,7 @@ const LARGE_SIZE = 32 * 1024 * 1024;
 function fileFs(settings: Record<string, string>): FileSystem {
   const raw = new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
   return filePlugin.create({
-    config: new OptionsRegistry(filePlugin.options).resolve(raw),
+    config: new OptionsRegistry(filePlugin.options, filePlugin.rules).resolve(raw),
     log: pino({ level: 'silent' }),
     guard: createConnectGuard({ enabled: true, allowed: [] }),
   });

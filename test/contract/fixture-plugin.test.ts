@@ -22,7 +22,7 @@ const WRONG_TOKEN = `wrong-token-${randomBytes(8).toString('hex')}`;
 function fixtureFs(plugin: FsPluginDefinition, settings: Record<string, string>): FileSystem {
   const raw = new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
   return plugin.create({
-    config: new OptionsRegistry(plugin.options).resolve(raw),
+    config: new OptionsRegistry(plugin.options, plugin.rules).resolve(raw),
     log: pino({ level: 'silent' }),
     guard: createConnectGuard({ enabled: true, allowed: [] }),
     errors: fetchError,

@@ -34,7 +34,7 @@ const opened: FileSystem[] = [];
 function httpFs(settings: Record<string, string>, opts: BuildOptions): FileSystem {
   const raw = new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
   const ctx: PluginContext = {
-    config: new OptionsRegistry(httpPlugin.options).resolve(raw),
+    config: new OptionsRegistry(httpPlugin.options, httpPlugin.rules).resolve(raw),
     log: pino({ level: 'silent' }),
     guard: createConnectGuard({ enabled: opts.guardEnabled ?? true, allowed: opts.allowed }),
     ca: opts.ca,

@@ -12,7 +12,7 @@ import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 export function pluginFileSystem(plugin: FsPluginDefinition, settings: Record<string, string>, allowed: string[]): FileSystem {
   const raw = new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
   return plugin.create({
-    config: new OptionsRegistry(plugin.options).resolve(raw),
+    config: new OptionsRegistry(plugin.options, plugin.rules).resolve(raw),
     log: pino({ level: 'silent' }),
     guard: createConnectGuard({ enabled: true, allowed }),
   });

@@ -157,7 +157,7 @@ describe('s3 plugin specifics', () => {
     expect((await make(byName, [`localhost:${server.port}`]).stat(new URL('s3://jars-a/a.jar'), signal())).size).toBe(8);
   });
 
-  it('a half key pair fails create() with GW_CONFIG_INVALID naming the missing key', () => {
+  it('a half key pair or a bad endpoint fails the plugin options (rules and url type) with GW_CONFIG_INVALID naming the key', () => {
     for (const [settings, missing] of [
       [{ 's3.access-key': A.accessKeyId }, 's3.secret-key'],
       [{ 'fs.s3a.bucket.jars-b.secret.key': B.secretAccessKey }, 'fs.s3a.bucket.jars-b.access.key'],

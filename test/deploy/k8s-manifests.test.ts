@@ -90,7 +90,8 @@ function loadGatewayConfig(): { keys: string[]; config: Configuration; args: str
     }
     const cli = parseArgs([...args, `-D${coreOptions.secretsDir.key}=${secretDir}`]);
     const raw = loadRaw(registry, cli, env).raw;
-    return { keys: [...raw.keys()].filter((k) => k !== coreOptions.secretsDir.key), config: registry.resolve(raw), args: gateway.args, env };
+    // The manifests name files inside the pod (certificates, the tokens file): check values and rules, not files.
+    return { keys: [...raw.keys()].filter((k) => k !== coreOptions.secretsDir.key), config: registry.resolve(raw, new Map(), { files: false }), args: gateway.args, env };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -369,7 +370,7 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
   it('web.upload.dir is the same path in both containers, on one shared emptyDir, with the jar cache on the same mount (hard links)', () => {
     const { config } = loadGatewayConfig();
     const uploadDir = flinkConf['web.upload.dir']!;
-    expect(config.getOptional(coreOptions.embeddedUploadDir)).toBe(uploadDir);
+    expect(config.getOptional(coreOptions.jobManagerUploadDir)).toBe(uploadDir);
     const mountFor = (c: K8sObject, path: string) =>
       ((c.volumeMounts as K8sObject[] | undefined) ?? []).filter((m) => path === m.mountPath || path.startsWith(`${m.mountPath}/`)).sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
     const jmMount = mountFor(main, uploadDir);

@@ -58,7 +58,7 @@ const raw = (settings: Record<string, string>) => new Map<string, RawEntry>(Obje
 
 function azureFs(settings: Record<string, string>, allowed: string[], credential: TokenCredential): FileSystem {
   return new AzureFileSystem(
-    { config: new OptionsRegistry(azurePlugin.options).resolve(raw(settings)), log: pino({ level: 'silent' }), guard: createConnectGuard({ enabled: true, allowed }) },
+    { config: new OptionsRegistry(azurePlugin.options, azurePlugin.rules).resolve(raw(settings)), log: pino({ level: 'silent' }), guard: createConnectGuard({ enabled: true, allowed }) },
     () => credential,
   );
 }

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
-import { ConfigError } from '../../config/registry';
-import type { OptionDef } from '../../config/types';
+import type { ConfigRule, OptionDef } from '../../config/types';
 import type {
   DelegationTokenManagerCallback,
   DelegationTokenProvider,
@@ -15,6 +14,8 @@ import {
   JobRegistry,
   PROVIDER_TIMEOUT_DEFAULT_MS,
   allOrNone,
+  allOrNoneRule,
+  httpsUnlessLoopback,
   displayUrl,
   earliest,
   jobValue,
@@ -41,7 +42,8 @@ export const OAUTH2_JOB_SCOPE_KEY = `${JOB_REQUEST_PREFIX}.${NAME}.scope`;
 export const oauth2ProviderOptionDefs = {
   tokenEndpoint: {
     key: providerKey(NAME, 'token-endpoint'),
-    type: 'string',
+    type: 'url',
+    check: httpsUnlessLoopback,
     section: SECTION,
     description:
       'Token endpoint of the authorization server (https; plain http only for loopback). With `client-id` and `client-secret` it ' +
@@ -63,6 +65,7 @@ export const oauth2ProviderOptionDefs = {
   scope: {
     key: providerKey(NAME, 'scope'),
     type: 'string',
+    check: (scope: string) => scopeTokens(scope).filter((t) => !SCOPE_TOKEN.test(t)).map((t) => `'${t}' is not a valid scope token`),
     section: SECTION,
     description: 'Scope (space-separated) requested for jobs that do not ask for one. Unset = no `scope` parameter (the server\'s default).',
   },
@@ -86,6 +89,11 @@ export const oauth2ProviderOptionDefs = {
 
 /** The same options as the typed list the options registry takes. */
 export const oauth2ProviderOptions: OptionDef[] = Object.values(oauth2ProviderOptionDefs);
+
+/** The client is configured as a whole or not at all. */
+export const oauth2ProviderRules: readonly ConfigRule[] = [
+  allOrNoneRule([oauth2ProviderOptionDefs.tokenEndpoint, oauth2ProviderOptionDefs.clientId, oauth2ProviderOptionDefs.clientSecret], 'the OAuth client'),
+];
 
 /** One job's entry in the payload. */
 export interface OAuth2JobToken {
@@ -164,18 +172,12 @@ export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
   init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void {
     this.callback = callback;
     const d = oauth2ProviderOptionDefs;
-    const o = readProviderOptions(NAME, d, config);
-    if (!allOrNone([d.tokenEndpoint, d.clientId, d.clientSecret], [o.tokenEndpoint, o.clientId, o.clientSecret])) {
+    const o = readProviderOptions(NAME, d, config, oauth2ProviderRules);
+    if (!allOrNone([o.tokenEndpoint, o.clientId, o.clientSecret])) {
       this.log?.debug('inactive: token-endpoint, client-id and client-secret are not set');
       return;
     }
-    let defaultScope: string | undefined;
-    if (o.scope !== undefined && o.scope.trim() !== '') {
-      const tokens = scopeTokens(o.scope);
-      const bad = tokens.find((t) => !SCOPE_TOKEN.test(t));
-      if (bad !== undefined) throw new ConfigError([{ key: d.scope.key, source: 'configuration', message: `'${bad}' is not a valid scope token` }]);
-      defaultScope = tokens.join(' ');
-    }
+    const defaultScope = o.scope !== undefined && o.scope.trim() !== '' ? scopeTokens(o.scope).join(' ') : undefined;
     this.settings = {
       endpoint: parseEndpoint(d.tokenEndpoint.key, o.tokenEndpoint!),
       clientId: o.clientId!,
@@ -338,5 +340,6 @@ function parseJsonObject(text: string): Record<string, unknown> | undefined {
 export const oauth2TokenProvider: BuiltInTokenProvider = {
   serviceName: NAME,
   options: oauth2ProviderOptions,
+  rules: oauth2ProviderRules,
   create: (deps) => new OAuth2DelegationTokenProvider(deps),
 };

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { ConfigError, type ConfigProblem } from '../../config/registry';
-import { parseValue, type OptionDef, type OptionValueMap } from '../../config/types';
+import { ConfigError, OptionsRegistry, type RawEntry } from '../../config/registry';
+import { parseUrl, type ConfigRule, type OptionDef, type OptionValueMap } from '../../config/types';
 import type { DelegationTokenProvider, JobConfiguration, ObtainedDelegationTokens, ProviderConfig } from '../spi';
 
 /** Root of every provider's options (Flink's `DelegationTokenProvider.CONFIG_PREFIX`). */
@@ -33,6 +33,11 @@ export interface ProviderDeps {
 export interface BuiltInTokenProvider {
   serviceName: string;
   options: readonly OptionDef[];
+  /**
+   * Rules across the provider's options, evaluated by the options registry at start-up with every
+   * other problem, and again by `readProviderOptions` in `init` (a provider built outside the gateway).
+   */
+  rules?: readonly ConfigRule[];
   create(deps?: ProviderDeps): DelegationTokenProvider;
 }
 
@@ -74,46 +79,49 @@ export type ParsedOptions<D extends OptionDefs> = {
 };
 
 /**
- * Reads a provider's declared options through its `ProviderConfig` (raw strings), parses each with
- * the registry's parser and applies defaults. Every bad value is reported at once (`ConfigError`,
- * `GW_CONFIG_INVALID`), as at gateway start-up; the value of a sensitive option is never echoed.
+ * Reads a provider's declared options through its `ProviderConfig` (raw strings) with the options
+ * registry itself — the same parsing, item checks and `rules` the gateway's start-up applies — and
+ * applies defaults. So a provider built outside the gateway (a test, another host) gets the same
+ * verdicts; every problem is reported at once (`ConfigError`, `GW_CONFIG_INVALID`), and the value of
+ * a sensitive option is never echoed.
  */
-export function readProviderOptions<D extends OptionDefs>(serviceName: string, defs: D, config: ProviderConfig): ParsedOptions<D> {
+export function readProviderOptions<D extends OptionDefs>(serviceName: string, defs: D, config: ProviderConfig, rules: readonly ConfigRule[] = []): ParsedOptions<D> {
   const prefix = `${PROVIDER_CONFIG_PREFIX}.${serviceName}.`;
-  const out: Record<string, unknown> = {};
-  const problems: ConfigProblem[] = [];
-  for (const [name, def] of Object.entries(defs)) {
+  const raw = new Map<string, RawEntry>();
+  for (const def of Object.values(defs)) {
     if (!def.key.startsWith(prefix)) throw new Error(`option ${def.key} is not under ${prefix}`);
-    const raw = config.get(def.key.slice(prefix.length));
-    if (raw === undefined || raw.trim() === '') {
-      out[name] = def.default;
-      continue;
-    }
-    try {
-      out[name] = parseValue(def, raw);
-    } catch (err) {
-      const message = def.sensitive ? 'invalid value (not shown: the option is sensitive)' : (err as Error).message;
-      problems.push({ key: def.key, source: 'configuration', message });
-    }
+    const value = config.get(def.key.slice(prefix.length));
+    if (value !== undefined && value.trim() !== '') raw.set(def.key, { value, source: 'configuration' });
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  const resolved = new OptionsRegistry(Object.values(defs), rules, []).resolve(raw);
+  const out: Record<string, unknown> = {};
+  for (const [name, def] of Object.entries(defs)) out[name] = resolved.getOptional(def);
   return out as ParsedOptions<D>;
 }
 
+const isSet = (v: unknown) => v !== undefined && v !== '';
+
 /**
- * Whether a group of options is configured: false when none is set, true when all are, and a
- * `ConfigError` naming the missing ones when only some are (a half key pair fails start-up).
+ * Whether a group of options is configured: false when none is set, true when all are. A half-set
+ * group is a configuration problem that `allOrNoneRule` reports at resolve time; here it counts as
+ * not configured.
  */
-export function allOrNone(defs: readonly OptionDef[], values: readonly unknown[]): boolean {
-  const set = values.map((v) => v !== undefined && v !== '');
-  if (!set.includes(true)) return false;
-  if (!set.includes(false)) return true;
-  const given = defs.filter((_, i) => set[i]).map((d) => d.key);
-  throw new ConfigError(
-    defs
-      .filter((_, i) => !set[i])
-      .map((d) => ({ key: d.key, source: 'configuration', message: `must be set together with ${given.join(', ')}` })),
-  );
+export function allOrNone(values: readonly unknown[]): boolean {
+  return values.length > 0 && values.every(isSet);
+}
+
+/** A rule: the options of a group are set together or not at all (a half key pair fails start-up). */
+export function allOrNoneRule(defs: readonly OptionDef[], what: string): ConfigRule {
+  return {
+    keys: defs.map((d) => d.key),
+    description: `set all or none (${what}).`,
+    check(config) {
+      const set = defs.map((d) => isSet(config.getOptional(d)));
+      if (!set.includes(true) || !set.includes(false)) return [];
+      const given = defs.filter((_, i) => set[i]).map((d) => d.key);
+      return defs.filter((_, i) => !set[i]).map((d) => ({ key: d.key, message: `must be set together with ${given.join(', ')}` }));
+    },
+  };
 }
 
 /** A job configuration value, trimmed; `undefined` when absent or blank. */
@@ -130,29 +138,28 @@ export function splitList(text: string): string[] {
 }
 
 /**
- * An endpoint option: an absolute http(s) URL. Plain http is allowed only to loopback hosts
- * (test servers, a local sidecar): elsewhere the tokens, and for OAuth the client secret, would
- * cross the network in clear.
+ * The item check of a provider's endpoint option (type `url`): plain http is allowed only to
+ * loopback hosts (test servers, a local sidecar): elsewhere the tokens, and for OAuth the client
+ * secret, would cross the network in clear.
+ */
+export function httpsUnlessLoopback(text: string): string | undefined {
+  const url = new URL(text);
+  return url.protocol === 'http:' && !isLoopback(url.hostname) ? `must use https:// (plain http is allowed only for loopback hosts, not ${url.hostname})` : undefined;
+}
+
+/**
+ * An endpoint as a URL: the option's value (already checked by the registry) or a default built
+ * from other options (`https://sts.<region>.amazonaws.com`), which gets the same checks here.
  */
 export function parseEndpoint(key: string, text: string): URL {
-  let url: URL;
+  let problem: string | undefined;
   try {
-    url = new URL(text);
-  } catch {
-    throw new ConfigError([{ key, source: 'configuration', message: `'${text}' is not an absolute URL` }]);
+    problem = httpsUnlessLoopback(parseUrl(text));
+  } catch (err) {
+    problem = (err as Error).message;
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new ConfigError([{ key, source: 'configuration', message: `must be an https:// URL, not ${url.protocol}` }]);
-  }
-  if (url.username !== '' || url.password !== '') {
-    throw new ConfigError([{ key, source: 'configuration', message: 'must not carry credentials in the URL; use the client options' }]);
-  }
-  if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
-    throw new ConfigError([
-      { key, source: 'configuration', message: `must use https:// (plain http is allowed only for loopback hosts, not ${url.hostname})` },
-    ]);
-  }
-  return url;
+  if (problem !== undefined) throw new ConfigError([{ key, source: 'configuration', message: problem }]);
+  return new URL(text.trim());
 }
 
 function isLoopback(hostname: string): boolean {

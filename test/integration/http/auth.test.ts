@@ -106,8 +106,9 @@ describe('exposure rule and mutual TLS (the CLI)', () => {
   it('refuses to start on a non-loopback address with jar URIs on and no authentication', async () => {
     const r = await runProcess(process.execPath, [bin, '-Drest.bind-address=0.0.0.0', '-Dweb.submit.jar-uri.enable=true', '-Dgateway.cluster.rest-url=http://127.0.0.1:9'], { timeoutMs: 20_000 });
     expect(r.status).toBe(2);
-    expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/refusing to start: .*gateway\.auth\.tokens-file/);
+    // The header line with the code, then the one problem.
+    expect(r.stderr.trim().split('\n')).toHaveLength(2);
+    expect(r.stderr).toMatch(/^flink-jar-gateway: GW_CONFIG_INVALID: .*\n {2}- rest\.bind-address \(from -D\): refusing to start: .*gateway\.auth\.tokens-file/);
   });
 
   it('serves HTTPS and takes the client certificate\'s CN as the principal', async () => {

@@ -58,7 +58,7 @@ describe('the cluster\'s Flink configuration (gateway.cluster.flink-conf)', () =
     expect(config.get(coreOptions.restPort)).toBe(8081);
     expect(config.get(coreOptions.restBindAddress)).toBe('127.0.0.1');
     // web.upload.dir is a path on the JobManager's filesystem, not necessarily shared with the gateway.
-    expect(config.getOptional(coreOptions.embeddedUploadDir)).toBeUndefined();
+    expect(config.getOptional(coreOptions.jobManagerUploadDir)).toBeUndefined();
     // The cluster's configuration as the JobManager has it, for the jobs' effective configuration.
     expect(config.cluster).toMatchObject({ 'rest.port': '8082', 'web.upload.dir': '/opt/flink/uploads', 'pipeline.jars': 'file:///a.jar;file:///b.jar', 's3.secret-key': 'CLUSTER-SECRET' });
     // Flink keys the gateway does not use are reported, not refused.

@@ -58,7 +58,7 @@ describe('option namespaces: Flink owns user.artifacts.*', () => {
 
   it('accepts Flink keys it does not use (1.17\'s user.artifacts.base.dir, a future FLIP-613 key) and reports them, instead of failing start-up', () => {
     const config = registry().resolve(raw({ 'user.artifacts.base.dir': '/opt/flink/artifacts', 'user.artifacts.http.header': 'X:1', 'user.artifacts.job-jar.cache': 'true' }));
-    expect(config.raw('user.artifacts.base.dir')).toBe('/opt/flink/artifacts');
+    expect(config.value('user.artifacts.base.dir')).toBe('/opt/flink/artifacts');
     expect(config.notices.map((n) => n.key)).toEqual(['user.artifacts.base.dir', 'user.artifacts.http.header', 'user.artifacts.job-jar.cache']);
     expect(config.notices[0]!.message).toMatch(/not an option the gateway uses; kept for Flink and ignored here/);
   });

@@ -33,7 +33,7 @@ describe('options registry', () => {
 
   it('keeps unknown keys outside its namespaces (a shared Flink config file)', () => {
     const c = createRegistry().resolve(raw({ 'taskmanager.numberOfTaskSlots': '4' }));
-    expect(c.raw('taskmanager.numberOfTaskSlots')).toBe('4');
+    expect(c.value('taskmanager.numberOfTaskSlots')).toBe('4');
   });
 
   it('parses Flink durations and memory sizes', () => {

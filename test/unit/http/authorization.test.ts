@@ -1,3 +1,4 @@
+import { createRegistry } from '../../../src/composition';
 import { actionsOf, isJobGraphSubmission, Permissions } from '../../../src/http/authorization';
 
 const actions = (method: string, path: string) => [...actionsOf(method, path)].sort().join('+');
@@ -54,7 +55,8 @@ describe('Permissions', () => {
     expect(new Permissions({ read: ['*'], submit: ['*'], cancel: ['*'] }).restricted).toBe(false);
   });
 
-  it('refuses entries that are not principals', () => {
-    expect(() => new Permissions({ read: ['*'], submit: ['ci'], cancel: ['*'] })).toThrow(/gateway\.auth\.permission\.submit: 'ci' is not a principal/);
+  it('refuses entries that are not principals (the option\'s check, at resolve time)', () => {
+    const raw = new Map([['gateway.auth.permission.submit', { value: 'ci;token:ok', source: '-D' }]]);
+    expect(() => createRegistry().resolve(raw)).toThrow(/gateway\.auth\.permission\.submit \(from -D\): 'ci' is not a principal/);
   });
 });

@@ -2,7 +2,7 @@ import { SingleFlight } from '../../../src/submission/single-flight';
 
 describe('SingleFlight (runs by jobId)', () => {
   it('shares an in-flight run', async () => {
-    const sf = new SingleFlight<string>(1000, () => 0);
+    const sf = new SingleFlight<string>(1000, { monotonicMs: () => 0 });
     let calls = 0;
     let release!: (v: string) => void;
     const fn = () => {
@@ -19,7 +19,7 @@ describe('SingleFlight (runs by jobId)', () => {
 
   it('remembers an accepted run for the retention period, on the injected clock', async () => {
     let now = 0;
-    const sf = new SingleFlight<number>(1000, () => now);
+    const sf = new SingleFlight<number>(1000, { monotonicMs: () => now });
     let calls = 0;
     const fn = async () => ++calls;
     await sf.run('job', fn);
@@ -30,7 +30,7 @@ describe('SingleFlight (runs by jobId)', () => {
   });
 
   it('forgets failures so that a retry really retries', async () => {
-    const sf = new SingleFlight<string>(1000, () => 0);
+    const sf = new SingleFlight<string>(1000, { monotonicMs: () => 0 });
     await expect(sf.run('job', async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
     expect(await sf.run('job', async () => 'ok')).toEqual({ value: 'ok', shared: false });
   });

@@ -64,7 +64,7 @@ describe('token manager start-up (loading providers and receivers)', () => {
     expect(() => tokenConfig({ 'security.delegation.token.provider.b.enabled': 'yes' })).toThrow(ConfigError);
     expect(() => tokenConfig({ 'security.delegation.tokens.renewal.time-ratio': '1.5' })).toThrow(/above the maximum 1/);
     expect(() => tokenConfig({ 'security.delegation.tokens.renewal.time-ratio': 'three quarters' })).toThrow(/not a number/);
-    expect(tokenConfig({ 'security.delegation.tokens.renewal.time-ratio': '0.5' }).raw('security.delegation.tokens.renewal.time-ratio')).toBe(0.5);
+    expect(tokenConfig({ 'security.delegation.tokens.renewal.time-ratio': '0.5' }).value('security.delegation.tokens.renewal.time-ratio')).toBe(0.5);
   });
 
   it('row 4: with security.delegation.tokens.enabled false, the manager is a no-op and loads nothing', async () => {
@@ -98,7 +98,8 @@ describe('token manager start-up (loading providers and receivers)', () => {
 
   it('gives each provider its own view of the configuration, defaults included', async () => {
     const { providers, receivers } = pairs('oauth2');
-    await create(providers, receivers, { 'security.delegation.token.provider.oauth2.token-endpoint': 'https://idp/token', 's3.endpoint': 'http://s3' }).promise;
+    const client = { 'security.delegation.token.provider.oauth2.client-id': 'gw', 'security.delegation.token.provider.oauth2.client-secret': 'shh' };
+    await create(providers, receivers, { 'security.delegation.token.provider.oauth2.token-endpoint': 'https://idp/token', ...client, 's3.endpoint': 'http://s3' }).promise;
     const cfg = providers[0]!.config!;
     expect(cfg.get('token-endpoint')).toBe('https://idp/token');
     expect(cfg.get('enabled')).toBe('true');
