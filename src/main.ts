@@ -91,7 +91,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const addr = server.address() as AddressInfo;
   const url = `${server instanceof HttpsServer ? 'https' : 'http'}://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
   gateway.listening(addr, server instanceof HttpsServer);
-  logger.info({ url, jobManager: gateway.cluster.baseUrl, embedded: Boolean(gateway.embedded) }, 'flink-jar-gateway ready');
+  logger.info({ url, jobManager: gateway.cluster.baseUrl, launched: config.getOptional(coreOptions.clusterRestUrl) === undefined }, 'flink-jar-gateway ready');
   // One line on stdout for scripts and tests, independent of the log level.
   process.stdout.write(`GATEWAY_URL=${url}\n`);
 

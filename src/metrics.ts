@@ -51,6 +51,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** One finished fetch (the fetcher's onFetch): its duration, the bytes downloaded, a cache hit or miss. */
+  readonly observeFetch = (plugin: string, result: 'done' | 'cached' | 'failed', seconds: number, bytes: number): void => {
+    this.fetchDuration.observe({ plugin, result }, seconds);
+    if (bytes > 0) this.fetchBytes.inc({ plugin }, bytes);
+    if (result !== 'failed') this.cache.inc({ result: result === 'cached' ? 'hit' : 'miss' });
+  };
+
   constructor(gauges: {
     fetchQueueDepth: () => number;
     cacheEntries: () => number;

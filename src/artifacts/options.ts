@@ -1,6 +1,8 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Configuration } from '../config/registry';
 import { option, type OptionDef } from '../config/types';
+import type { ZipLimits } from './zip-bounds';
 
 const section = 'Remote jars';
 
@@ -89,3 +91,30 @@ export const artifactOptions = {
     description: 'Flink\'s extra application-mode artifacts. Not used by the gateway yet; accepted so a shared Flink config file loads.',
   }),
 } satisfies Record<string, OptionDef>;
+
+/** One set of zip-structure bounds for uploads and fetched jars alike. */
+export function zipLimitsOf(config: Configuration): ZipLimits {
+  return {
+    maxEntries: config.get(artifactOptions.maxZipEntries),
+    maxCentralDirectorySize: config.get(artifactOptions.maxCentralDirectorySize),
+    maxManifestSize: config.get(artifactOptions.maxManifestSize),
+  };
+}
+
+/** The fetcher's limits and policy, as configured. */
+export function fetchSettings(config: Configuration) {
+  return {
+    allowedSchemes: config.get(artifactOptions.allowedSchemes),
+    maxBytes: config.get(artifactOptions.maxSize),
+    zipLimits: zipLimitsOf(config),
+    timeoutMs: config.get(artifactOptions.fetchTimeout),
+    retries: config.get(artifactOptions.fetchRetries),
+    progressIntervalMs: config.get(artifactOptions.progressInterval),
+  };
+}
+
+/** `gateway.artifacts.handoff`, with `auto` decided: shared-dir when the JobManager's upload dir is known. */
+export function handoffModeOf(config: Configuration, uploadDir: string | undefined): 'upload' | 'shared-dir' {
+  const setting = config.get(artifactOptions.handoff);
+  return (setting === 'auto' ? (uploadDir ? 'shared-dir' : 'upload') : setting) as 'upload' | 'shared-dir';
+}

@@ -1,5 +1,9 @@
+import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
+import { rootCertificates } from 'node:tls';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import { coreOptions } from '../config/options';
+import type { Configuration } from '../config/registry';
 import { GatewayError } from '../errors/gateway-error';
 import { isWebSubmitDisabled, summariseFlinkErrors } from './flink-errors';
 
@@ -223,4 +227,23 @@ function tlsProblem(code: string): string | undefined {
   }
   if (code.startsWith('ERR_SSL_') || code === 'EPROTO') return 'use https:// in gateway.cluster.rest-url exactly when the JobManager has security.ssl.rest.enabled: true';
   return undefined;
+}
+
+/**
+ * The client's options for the JobManager at `baseUrl`, as configured: its timeouts, and TLS on the
+ * gateway → JobManager hop when the JobManager's REST speaks it — extra trusted CAs
+ * (`gateway.cluster.ca`, on top of the system's) and a client certificate for a JobManager that
+ * requires one (the options registry checked that the files load).
+ */
+export function jobManagerClientOptions(config: Configuration, baseUrl: string): JobManagerClientOptions {
+  const ca = config.getOptional(coreOptions.clusterCa);
+  const cert = config.getOptional(coreOptions.clusterCert);
+  const key = config.getOptional(coreOptions.clusterKey);
+  const tls = ca || (cert && key) ? { ...(ca ? { ca: [...rootCertificates, readFileSync(ca, 'utf8')] } : {}), ...(cert && key ? { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') } : {}) } : undefined;
+  return {
+    baseUrl,
+    requestTimeoutMs: config.get(coreOptions.clusterRequestTimeout),
+    runTimeoutMs: config.get(coreOptions.clusterRunTimeout),
+    ...(tls ? { dispatcher: JobManagerClient.pool(tls), passThroughDispatcher: JobManagerClient.pool(tls) } : {}),
+  };
 }

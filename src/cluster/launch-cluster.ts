@@ -34,7 +34,9 @@ export interface LaunchOptions {
  * (gateway.embedded.flink-home) — run with Flink's scripts as separate JobManager and TaskManager
  * processes. ADR 0011 says what each is for.
  */
-export async function launchCluster(opts: LaunchOptions): Promise<LaunchedCluster> {
+export async function launchCluster(options: LaunchOptions): Promise<LaunchedCluster> {
+  // Jobs that bundle the token bridge's API anyway still see the cluster's registry.
+  const opts = { ...options, flinkConfig: { 'classloader.parent-first-patterns.additional': 'dev.flinkjargateway.tokens.', ...options.flinkConfig } };
   const { config, log } = opts;
   const version = config.getOptional(coreOptions.embeddedFlinkVersion);
   const ownHome = config.getOptional(coreOptions.embeddedFlinkHome);

@@ -42,3 +42,20 @@ export function secretsFingerprint(dir: string): string {
     return 'unreadable';
   }
 }
+
+/**
+ * Polls a secrets directory and calls `onChange` when it changed (Kubernetes swaps Secret volumes
+ * atomically through symlinks, which file watchers miss). Returns the function that stops it.
+ */
+export function watchSecretsDir(dir: string, intervalMs: number, onChange: () => void): () => void {
+  let last = secretsFingerprint(dir);
+  const timer = setInterval(() => {
+    const now = secretsFingerprint(dir);
+    if (now !== last) {
+      last = now;
+      onChange();
+    }
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -3,6 +3,8 @@ import { readFileSync, statSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
+import { coreOptions } from '../config/options';
+import type { Configuration } from '../config/registry';
 import { GatewayError } from '../errors/gateway-error';
 import { isLoopbackAddress } from './loopback';
 
@@ -163,4 +165,15 @@ export class Authenticator {
 export function exposureProblem(bindAddress: string, jarUriEnabled: boolean, authEnabled: boolean): string | undefined {
   if (isLoopbackAddress(bindAddress) || !jarUriEnabled || authEnabled) return undefined;
   return `refusing to start: rest.bind-address is ${bindAddress} (not loopback) with web.submit.jar-uri.enable: true and no authentication; set gateway.auth.tokens-file or gateway.tls.client-ca, or bind 127.0.0.1`;
+}
+
+/** The authenticator's options, as configured (bearer tokens from gateway.auth.tokens-file, client certificates). */
+export function authOptionsOf(config: Configuration, log: Logger): AuthOptions {
+  const tokensFile = config.getOptional(coreOptions.authTokensFile);
+  return {
+    ...(tokensFile ? { tokensFile } : {}),
+    mutualTls: config.getOptional(coreOptions.tlsClientCa) !== undefined,
+    maxAnonymousPassThrough: config.get(coreOptions.httpMaxAnonymousRequests),
+    log,
+  };
 }

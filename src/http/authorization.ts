@@ -1,5 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AuditLog } from '../audit/audit-log';
+import { coreOptions } from '../config/options';
+import type { Configuration } from '../config/registry';
 import { GatewayError } from '../errors/gateway-error';
 import { pathViews } from './canonical-path';
 
@@ -185,4 +187,9 @@ export function authorization(deps: AuthorizationDeps) {
     }
     next();
   };
+}
+
+/** The permission lists, as configured (`gateway.auth.permission.*`). */
+export function permissionListsOf(config: Configuration): Record<Action, readonly string[]> {
+  return { read: config.get(coreOptions.permissionRead), submit: config.get(coreOptions.permissionSubmit), cancel: config.get(coreOptions.permissionCancel) };
 }

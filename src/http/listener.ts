@@ -38,3 +38,20 @@ export function listenerTimeouts(config: Configuration): { requestTimeout: numbe
   // Node checks both bounds on this interval (default 30 s, which would stretch a 20 s bound to 50 s).
   return { requestTimeout, headersTimeout, keepAliveTimeout: 65_000, connectionsCheckingInterval: Math.min(1_000, headersTimeout) };
 }
+
+/**
+ * Drains `server`: requests in flight finish; a keep-alive connection is closed as soon as it goes
+ * idle (not after its idle timeout); whatever is still open after `drainMs` is cut.
+ */
+export function drainServer(server: Server, drainMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const sweep = setInterval(() => server.closeIdleConnections(), 100);
+    const deadline = setTimeout(() => server.closeAllConnections(), drainMs);
+    server.close(() => {
+      clearInterval(sweep);
+      clearTimeout(deadline);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

@@ -1,3 +1,4 @@
+import type { Configuration } from '../config/registry';
 import { option, type OptionDef } from '../config/types';
 
 const section = 'Delegation tokens';
@@ -78,3 +79,13 @@ export const tokenOptions = {
     description: 'How long a registered job must have been absent from /v1/jobs/overview before it counts as gone.',
   }),
 } satisfies Record<string, OptionDef>;
+
+/** The job watcher's timing, as configured. */
+export function watcherSettings(config: Configuration) {
+  return {
+    intervalMs: config.get(tokenOptions.watchInterval),
+    maxBackoffMs: config.get(tokenOptions.watchMaxBackoff),
+    missingReads: config.get(tokenOptions.watchMissingReads),
+    missingGraceMs: config.get(tokenOptions.watchMissingGrace),
+  };
+}
