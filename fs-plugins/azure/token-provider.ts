@@ -1,18 +1,10 @@
 import { DefaultAzureCredential, type TokenCredential } from '@azure/identity';
 import { ContainerSASPermissions, StorageSharedKeyCredential } from '@azure/storage-blob';
-import type { Logger } from 'pino';
 import type { ConfigRule, OptionDef } from '../../src/artifacts/plugin-kit';
-import type {
-  DelegationTokenManagerCallback,
-  DelegationTokenProvider,
-  JobConfiguration,
-  ObtainedDelegationTokens,
-  ProviderConfig,
-  JobContext,
-} from '../../src/artifacts/plugin-kit';
+import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../../src/artifacts/plugin-kit';
 import {
   JOB_REQUEST_PREFIX,
-  JobRegistry,
+  JobScopedProvider,
   allOrNone,
   allOrNoneRule,
   httpsUnlessLoopback,
@@ -188,52 +180,31 @@ const START_SKEW_MS = 5 * 60_000;
  * - Without `account-name` and `account-key` (account-key mode) the provider stays inactive, and a
  *   job that asks for containers is rejected with a message naming the options to set.
  */
-export class AzureBlobDelegationTokenProvider implements DelegationTokenProvider {
-  readonly serviceName = NAME;
+export class AzureBlobDelegationTokenProvider extends JobScopedProvider<readonly string[], Settings> {
   readonly jobRequestKeys = [AZURE_BLOB_JOB_CONTAINERS_KEY];
-  private settings: Settings | undefined;
-  private callback: DelegationTokenManagerCallback | undefined;
-  private readonly jobs = new JobRegistry<readonly string[]>((a, b) => a.join(';') === b.join(';'));
-  private closed = false;
-  private readonly now: () => number;
-  private readonly log: Logger | undefined;
 
   constructor(private readonly deps: AzureBlobProviderDeps = {}) {
-    this.now = deps.now ?? Date.now;
-    this.log = deps.log?.child({ provider: NAME });
+    super(NAME, deps, (a, b) => a.join(';') === b.join(';'), 'job registered for Azure Blob SAS tokens');
   }
 
-  init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void {
-    this.callback = callback;
+  protected configure(config: ProviderConfig): Settings | undefined {
     const o = readProviderOptions(NAME, azureBlobProviderOptionDefs, config, azureBlobProviderRules);
-    if (o.auth === 'user-delegation') {
-      this.settings = userDelegationSettings(o, this.deps);
-      return;
-    }
+    if (o.auth === 'user-delegation') return userDelegationSettings(o, this.deps);
     if (!allOrNone([o.accountName, o.accountKey])) {
       this.log?.debug('inactive: account-name and account-key are not set');
-      return;
+      return undefined;
     }
-    this.settings = accountKeySettings(o);
-  }
-
-  delegationTokensRequired(): boolean {
-    return this.settings !== undefined && this.jobs.size > 0;
+    return accountKeySettings(o);
   }
 
   /**
-   * Validates the job's container request against the allow-list, records it, then asks for an
-   * early cycle. A job that asks for nothing is not tracked (and an earlier request is dropped).
+   * The job's containers, each on the allow-list. A job that asks for nothing is not tracked (and an
+   * earlier request is dropped).
    */
-  registerJob(jobId: string, jobConfiguration: JobConfiguration, context: JobContext = { principal: 'anonymous' }): void {
-    if (this.closed) throw new Error('the azure-blob provider is closed');
+  protected stateFor(jobConfiguration: JobConfiguration, context: JobContext, s: Settings | undefined): readonly string[] | undefined {
     const requested = jobValue(jobConfiguration, AZURE_BLOB_JOB_CONTAINERS_KEY);
-    if (requested === undefined) {
-      this.jobs.delete(jobId);
-      return;
-    }
+    if (requested === undefined) return undefined;
     const containers = splitList(requested);
-    const s = this.settings;
     if (s === undefined) {
       throw new Error(
         `the job asks for Azure Blob containers (${AZURE_BLOB_JOB_CONTAINERS_KEY}) but the gateway has no account configured ` +
@@ -248,22 +219,15 @@ export class AzureBlobDelegationTokenProvider implements DelegationTokenProvider
           `${refused.length === 1 ? 'it' : 'them'} to ${azureBlobProviderOptionDefs.allowedContainers.key}`,
       );
     }
-    // Record first, then ask: the cycle the callback schedules must see this job (SPI ordering rule).
-    if (this.jobs.put(jobId, containers)) {
-      this.log?.info({ jobId, containers }, 'job registered for Azure Blob SAS tokens');
-      this.callback?.reobtainDelegationTokens();
-    }
+    return containers;
   }
 
-  unregisterJob(jobId: string): void {
-    this.jobs.delete(jobId);
+  protected describe(containers: readonly string[]): Record<string, unknown> {
+    return { containers };
   }
 
-  async obtainDelegationTokens(): Promise<ObtainedDelegationTokens> {
-    if (this.closed) throw new Error('the azure-blob provider is closed');
-    const s = this.settings;
-    if (s === undefined) throw new Error('the azure-blob provider is not configured; it has no tokens to obtain');
-    const snapshot = this.jobs.snapshot();
+  /** One SAS per container of every job, from one signing window per cycle. */
+  protected async obtainFor(s: Settings, snapshot: ReadonlyMap<string, readonly string[]>): Promise<ObtainedDelegationTokens> {
     const jobs: AzureBlobTokens['jobs'] = {};
     let validUntil: number | undefined;
     if (snapshot.size > 0) {
@@ -279,18 +243,11 @@ export class AzureBlobDelegationTokenProvider implements DelegationTokenProvider
       }
       if (Object.keys(jobs).length > 0) validUntil = window.expiresOn.getTime();
     }
-    const payload: AzureBlobTokens = {
-      version: 1,
-      accountName: s.accountName,
-      blobEndpoint: s.endpoint.href.replace(/\/+$/, ''),
-      jobs,
-    };
+    const payload: AzureBlobTokens = { version: 1, accountName: s.accountName, blobEndpoint: s.endpoint.href.replace(/\/+$/, ''), jobs };
     return obtainedTokens(payload, validUntil);
   }
 
-  close(): void {
-    this.closed = true;
-    this.jobs.clear();
+  protected override async release(): Promise<void> {
     this.settings?.signer.close();
   }
 }

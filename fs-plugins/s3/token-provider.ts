@@ -1,16 +1,8 @@
-import type { Logger } from 'pino';
 import type { ConfigRule, OptionDef } from '../../src/artifacts/plugin-kit';
-import type {
-  DelegationTokenManagerCallback,
-  DelegationTokenProvider,
-  JobConfiguration,
-  ObtainedDelegationTokens,
-  ProviderConfig,
-  JobContext,
-} from '../../src/artifacts/plugin-kit';
+import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../../src/artifacts/plugin-kit';
 import {
   JOB_REQUEST_PREFIX,
-  JobRegistry,
+  JobScopedProvider,
   PROVIDER_TIMEOUT_DEFAULT_MS,
   allOrNone,
   allOrNoneRule,
@@ -133,114 +125,93 @@ interface JobState {
  *   for a role is then rejected, naming the options to set. Only static keys are supported (no AWS
  *   default credential chain).
  */
-export class S3DelegationTokenProvider implements DelegationTokenProvider {
-  readonly serviceName = NAME;
+export class S3DelegationTokenProvider extends JobScopedProvider<JobState, Settings> {
   readonly jobRequestKeys = [S3_JOB_ROLE_ARN_KEY];
-  private sts: Sts | undefined;
-  private region = 'us-east-1';
-  private durationSeconds = 3600;
-  private allowed = new PrincipalAllowList([]);
-  private callback: DelegationTokenManagerCallback | undefined;
-  private readonly jobs = new JobRegistry<JobState>((a, b) => a.roleArn === b.roleArn);
-  private closed = false;
-  private readonly now: () => number;
-  private readonly log: Logger | undefined;
-  private readonly ca: string | undefined;
 
   constructor(deps: ProviderDeps = {}) {
-    this.now = deps.now ?? Date.now;
-    this.log = deps.log?.child({ provider: NAME });
-    this.ca = deps.ca;
+    super(NAME, deps, (a, b) => a.roleArn === b.roleArn, 'job registered for AWS session credentials');
   }
 
-  init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void {
-    this.callback = callback;
+  protected configure(config: ProviderConfig): Settings | undefined {
     const d = s3ProviderOptionDefs;
     const o = readProviderOptions(NAME, d, config, s3ProviderRules);
     if (!allOrNone([o.accessKey, o.secretKey])) {
       this.log?.debug('inactive: access-key and secret-key are not set');
-      return;
+      return undefined;
     }
-    this.region = o.region ?? 'us-east-1';
-    this.durationSeconds = Math.round((o.duration ?? 3_600_000) / 1000);
-    this.allowed = new PrincipalAllowList(o.allowedRoleArns ?? []);
-    this.sts = new Sts({
-      endpoint: parseEndpoint(d.endpoint.key, o.endpoint ?? `https://sts.${this.region}.amazonaws.com`),
-      region: this.region,
-      credentials: { accessKeyId: o.accessKey!, secretAccessKey: o.secretKey! },
-      timeoutMs: o.timeout ?? PROVIDER_TIMEOUT_DEFAULT_MS,
-      ...(this.ca === undefined ? {} : { ca: this.ca }),
-    });
+    const region = o.region ?? 'us-east-1';
+    return {
+      region,
+      durationSeconds: Math.round((o.duration ?? 3_600_000) / 1000),
+      allowed: new PrincipalAllowList(o.allowedRoleArns ?? []),
+      sts: new Sts({
+        endpoint: parseEndpoint(d.endpoint.key, o.endpoint ?? `https://sts.${region}.amazonaws.com`),
+        region,
+        credentials: { accessKeyId: o.accessKey!, secretAccessKey: o.secretKey! },
+        timeoutMs: o.timeout ?? PROVIDER_TIMEOUT_DEFAULT_MS,
+        ...(this.ca === undefined ? {} : { ca: this.ca }),
+      }),
+    };
   }
 
-  delegationTokensRequired(): boolean {
-    return this.sts !== undefined && this.jobs.size > 0;
-  }
-
-  /** Validates the requested role (if any), records the job, then asks for an early cycle. */
-  registerJob(jobId: string, jobConfiguration: JobConfiguration, context: JobContext = { principal: 'anonymous' }): void {
-    if (this.closed) throw new Error('the s3 provider is closed');
+  /** The requested role (it must be on the allow-list), else the cluster's session. */
+  protected stateFor(jobConfiguration: JobConfiguration, context: JobContext, s: Settings | undefined): JobState | undefined {
     const roleArn = jobValue(jobConfiguration, S3_JOB_ROLE_ARN_KEY);
-    if (this.sts === undefined) {
-      if (roleArn === undefined) return;
+    if (s === undefined) {
+      if (roleArn === undefined) return undefined;
       throw new Error(
         `the job asks for the IAM role '${roleArn}' (${S3_JOB_ROLE_ARN_KEY}) but the gateway has no AWS credentials for STS ` +
           `(set ${s3ProviderOptionDefs.accessKey.key} and ${s3ProviderOptionDefs.secretKey.key})`,
       );
     }
-    if (roleArn !== undefined && !this.allowed.allows(context.principal, roleArn)) {
+    if (roleArn !== undefined && !s.allowed.allows(context.principal, roleArn)) {
       throw new Error(
         `the IAM role '${roleArn}' (${S3_JOB_ROLE_ARN_KEY}) is not allowed for jobs; an administrator can add it to ` +
           s3ProviderOptionDefs.allowedRoleArns.key,
       );
     }
-    // Record first, then ask: the cycle the callback schedules must see this job (SPI ordering rule).
-    if (this.jobs.put(jobId, roleArn === undefined ? {} : { roleArn })) {
-      this.log?.info({ jobId, roleArn }, 'job registered for AWS session credentials');
-      this.callback?.reobtainDelegationTokens();
-    }
+    return roleArn === undefined ? {} : { roleArn };
   }
 
-  unregisterJob(jobId: string): void {
-    this.jobs.delete(jobId);
+  protected describe(state: JobState): Record<string, unknown> {
+    return { roleArn: state.roleArn };
   }
 
-  async obtainDelegationTokens(): Promise<ObtainedDelegationTokens> {
-    if (this.closed) throw new Error('the s3 provider is closed');
-    const sts = this.sts;
-    if (sts === undefined) throw new Error('the s3 provider is not configured; it has no tokens to obtain');
-    const snapshot = this.jobs.snapshot();
-    const needsSession = [...snapshot.values()].some((s) => s.roleArn === undefined);
-    const session = needsSession ? this.withContext(sts.getSessionToken(this.durationSeconds), 'GetSessionToken for the cluster') : undefined;
+  /** One cluster session shared by the jobs without a role; one AssumeRole per job with one. */
+  protected async obtainFor(s: Settings, snapshot: ReadonlyMap<string, JobState>): Promise<ObtainedDelegationTokens> {
+    const needsSession = [...snapshot.values()].some((st) => st.roleArn === undefined);
+    const session = needsSession ? withContext(s.sts.getSessionToken(s.durationSeconds), 'GetSessionToken for the cluster') : undefined;
     const entries = await Promise.all(
       [...snapshot].map(async ([jobId, state]): Promise<[string, S3JobCredentials]> => {
         if (state.roleArn === undefined) return [jobId, toJson(await session!)];
-        const c = await this.withContext(
-          sts.assumeRole(state.roleArn, sessionName(jobId), this.durationSeconds),
-          `AssumeRole of '${state.roleArn}' for job ${jobId}`,
-        );
+        const c = await withContext(s.sts.assumeRole(state.roleArn, sessionName(jobId), s.durationSeconds), `AssumeRole of '${state.roleArn}' for job ${jobId}`);
         return [jobId, { ...toJson(c), roleArn: state.roleArn }];
       }),
     );
     // A job unregistered while STS was answering gets nothing.
     const jobs = Object.fromEntries(entries.filter(([jobId]) => this.jobs.has(jobId)));
-    const payload: S3Tokens = { version: 1, region: this.region, jobs };
+    const payload: S3Tokens = { version: 1, region: s.region, jobs };
     const validUntil = earliest(Object.values(jobs).map((j) => Date.parse(j.expiration)));
     return obtainedTokens(payload, validUntil);
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    this.jobs.clear();
-    await this.sts?.close();
+  protected override async release(): Promise<void> {
+    await this.settings?.sts.close();
   }
+}
 
-  private async withContext<T>(p: Promise<T>, what: string): Promise<T> {
-    try {
-      return await p;
-    } catch (err) {
-      throw new Error(`${what} failed: ${(err as Error).message}`, { cause: err });
-    }
+interface Settings {
+  sts: Sts;
+  region: string;
+  durationSeconds: number;
+  allowed: PrincipalAllowList;
+}
+
+async function withContext<T>(p: Promise<T>, what: string): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    throw new Error(`${what} failed: ${(err as Error).message}`, { cause: err });
   }
 }
 

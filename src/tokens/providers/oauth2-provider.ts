@@ -1,17 +1,9 @@
-import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import type { ConfigRule, OptionDef } from '../../config/types';
-import type {
-  DelegationTokenManagerCallback,
-  DelegationTokenProvider,
-  JobConfiguration,
-  ObtainedDelegationTokens,
-  ProviderConfig,
-  JobContext,
-} from '../spi';
+import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../spi';
 import {
   JOB_REQUEST_PREFIX,
-  JobRegistry,
+  JobScopedProvider,
   PROVIDER_TIMEOUT_DEFAULT_MS,
   allOrNone,
   allOrNoneRule,
@@ -120,6 +112,7 @@ interface Settings {
   allowed: PrincipalAllowList;
   defaultTtlMs: number;
   timeoutMs: number;
+  dispatcher: Agent;
 }
 
 /** A job's effective scope; '' = no scope parameter. */
@@ -150,35 +143,23 @@ const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
  * - Without `token-endpoint`, `client-id` and `client-secret` the provider stays inactive; a job that
  *   asks for a scope is then rejected, naming the options to set.
  */
-export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
-  readonly serviceName = NAME;
+export class OAuth2DelegationTokenProvider extends JobScopedProvider<JobState, Settings> {
   readonly jobRequestKeys = [OAUTH2_JOB_SCOPE_KEY];
-  private settings: Settings | undefined;
-  private dispatcher: Agent | undefined;
   private readonly controller = new AbortController();
-  private callback: DelegationTokenManagerCallback | undefined;
-  private readonly jobs = new JobRegistry<JobState>((a, b) => a.scope === b.scope);
-  private closed = false;
-  private readonly now: () => number;
-  private readonly log: Logger | undefined;
-  private readonly ca: string | undefined;
 
   constructor(deps: ProviderDeps = {}) {
-    this.now = deps.now ?? Date.now;
-    this.log = deps.log?.child({ provider: NAME });
-    this.ca = deps.ca;
+    super(NAME, deps, (a, b) => a.scope === b.scope, 'job registered for OAuth2 access tokens');
   }
 
-  init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void {
-    this.callback = callback;
+  protected configure(config: ProviderConfig): Settings | undefined {
     const d = oauth2ProviderOptionDefs;
     const o = readProviderOptions(NAME, d, config, oauth2ProviderRules);
     if (!allOrNone([o.tokenEndpoint, o.clientId, o.clientSecret])) {
       this.log?.debug('inactive: token-endpoint, client-id and client-secret are not set');
-      return;
+      return undefined;
     }
     const defaultScope = o.scope !== undefined && o.scope.trim() !== '' ? scopeTokens(o.scope).join(' ') : undefined;
-    this.settings = {
+    return {
       endpoint: parseEndpoint(d.tokenEndpoint.key, o.tokenEndpoint!),
       clientId: o.clientId!,
       clientSecret: o.clientSecret!,
@@ -186,60 +167,42 @@ export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
       allowed: new PrincipalAllowList(o.allowedScopes ?? []),
       defaultTtlMs: o.defaultTtl ?? 3_600_000,
       timeoutMs: o.timeout ?? PROVIDER_TIMEOUT_DEFAULT_MS,
+      dispatcher: new Agent({ connections: 4, keepAliveTimeout: 10_000, ...(this.ca === undefined ? {} : { connect: { ca: this.ca } }) }),
     };
-    this.dispatcher = new Agent({ connections: 4, keepAliveTimeout: 10_000, ...(this.ca === undefined ? {} : { connect: { ca: this.ca } }) });
   }
 
-  delegationTokensRequired(): boolean {
-    return this.settings !== undefined && this.jobs.size > 0;
-  }
-
-  /** Validates the requested scope (if any), records the job, then asks for an early cycle. */
-  registerJob(jobId: string, jobConfiguration: JobConfiguration, context: JobContext = { principal: 'anonymous' }): void {
-    if (this.closed) throw new Error('the oauth2 provider is closed');
+  /** The requested scope (each token on the allow-list), else the default scope. */
+  protected stateFor(jobConfiguration: JobConfiguration, context: JobContext, s: Settings | undefined): JobState | undefined {
     const requested = jobValue(jobConfiguration, OAUTH2_JOB_SCOPE_KEY);
-    const s = this.settings;
     if (s === undefined) {
-      if (requested === undefined) return;
+      if (requested === undefined) return undefined;
       throw new Error(
         `the job asks for an OAuth scope (${OAUTH2_JOB_SCOPE_KEY}) but the gateway has no OAuth client configured ` +
           `(set ${oauth2ProviderOptionDefs.tokenEndpoint.key}, ${oauth2ProviderOptionDefs.clientId.key} and ` +
           `${oauth2ProviderOptionDefs.clientSecret.key})`,
       );
     }
-    let scope = s.defaultScope ?? '';
-    if (requested !== undefined) {
-      const tokens = scopeTokens(requested);
-      const refused = tokens.filter((t) => !s.allowed.allows(context.principal, t));
-      if (refused.length > 0) {
-        throw new Error(
-          `the OAuth scope ${refused.map((t) => `'${t}'`).join(', ')} (${OAUTH2_JOB_SCOPE_KEY}) is not allowed for jobs; an ` +
-            `administrator can add it to ${oauth2ProviderOptionDefs.allowedScopes.key}`,
-        );
-      }
-      scope = tokens.join(' ');
+    if (requested === undefined) return { scope: s.defaultScope ?? '' };
+    const tokens = scopeTokens(requested);
+    const refused = tokens.filter((t) => !s.allowed.allows(context.principal, t));
+    if (refused.length > 0) {
+      throw new Error(
+        `the OAuth scope ${refused.map((t) => `'${t}'`).join(', ')} (${OAUTH2_JOB_SCOPE_KEY}) is not allowed for jobs; an ` +
+          `administrator can add it to ${oauth2ProviderOptionDefs.allowedScopes.key}`,
+      );
     }
-    // Record first, then ask: the cycle the callback schedules must see this job (SPI ordering rule).
-    if (this.jobs.put(jobId, { scope })) {
-      this.log?.info({ jobId, scope }, 'job registered for OAuth2 access tokens');
-      this.callback?.reobtainDelegationTokens();
-    }
+    return { scope: tokens.join(' ') };
   }
 
-  unregisterJob(jobId: string): void {
-    this.jobs.delete(jobId);
+  protected describe(state: JobState): Record<string, unknown> {
+    return { scope: state.scope };
   }
 
-  async obtainDelegationTokens(): Promise<ObtainedDelegationTokens> {
-    if (this.closed) throw new Error('the oauth2 provider is closed');
-    const s = this.settings;
-    if (s === undefined) throw new Error('the oauth2 provider is not configured; it has no tokens to obtain');
-    const snapshot = this.jobs.snapshot();
+  /** One token per distinct scope, shared by the jobs that asked for it. */
+  protected async obtainFor(s: Settings, snapshot: ReadonlyMap<string, JobState>): Promise<ObtainedDelegationTokens> {
     const byScope = new Map<string, Promise<OAuth2JobToken>>();
     for (const { scope } of snapshot.values()) if (!byScope.has(scope)) byScope.set(scope, this.fetchToken(s, scope));
-    const entries = await Promise.all(
-      [...snapshot].map(async ([jobId, { scope }]) => [jobId, await byScope.get(scope)!] as const),
-    );
+    const entries = await Promise.all([...snapshot].map(async ([jobId, { scope }]) => [jobId, await byScope.get(scope)!] as const));
     // A job unregistered while the server was answering gets nothing.
     const jobs = Object.fromEntries(entries.filter(([jobId]) => this.jobs.has(jobId)));
     const payload: OAuth2Tokens = { version: 1, jobs };
@@ -247,11 +210,9 @@ export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
     return obtainedTokens(payload, validUntil);
   }
 
-  close(): Promise<void> | void {
-    this.closed = true;
-    this.jobs.clear();
+  protected override async release(): Promise<void> {
     this.controller.abort(new Error('the oauth2 provider was closed'));
-    return this.dispatcher?.close().catch(() => undefined);
+    await this.settings?.dispatcher.close().catch(() => undefined);
   }
 
   /** One client-credentials request. Errors name the endpoint and status, never the secret. */
@@ -263,7 +224,7 @@ export class OAuth2DelegationTokenProvider implements DelegationTokenProvider {
     let status: number;
     let text: string;
     try {
-      const res = await this.dispatcher!.request({
+      const res = await s.dispatcher.request({
         origin: s.endpoint.origin,
         path: `${s.endpoint.pathname}${s.endpoint.search}`,
         method: 'POST',

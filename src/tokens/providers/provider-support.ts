@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { ConfigError, OptionsRegistry, type RawEntry } from '../../config/registry';
 import { parseUrl, type ConfigRule, type OptionDef, type OptionValueMap } from '../../config/types';
-import type { DelegationTokenProvider, JobConfiguration, ObtainedDelegationTokens, ProviderConfig } from '../spi';
+import type { DelegationTokenManagerCallback, DelegationTokenProvider, JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../spi';
 
 /** Root of every provider's options (Flink's `DelegationTokenProvider.CONFIG_PREFIX`). */
 export const PROVIDER_CONFIG_PREFIX = 'security.delegation.token.provider';
@@ -278,4 +278,92 @@ export async function readLimited(body: Dispatcher.ResponseData['body'], maxByte
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The frame every built-in provider shares: one state per registered job, the manager's callback,
+ * the closed flag, and the SPI's ordering rule (record the job, then ask for a cycle). A provider
+ * says how it configures itself (`configure`: undefined = inactive), what a job asks of it
+ * (`stateFor`: throws to refuse the job, undefined = nothing to track) and how it obtains tokens for
+ * the jobs it tracks (`obtainFor`).
+ */
+export abstract class JobScopedProvider<S, C> implements DelegationTokenProvider {
+  abstract readonly jobRequestKeys: readonly string[];
+  protected settings: C | undefined;
+  protected readonly jobs: JobRegistry<S>;
+  protected readonly now: () => number;
+  protected readonly log: Logger | undefined;
+  /** PEM CA bundle for the provider's outbound https; undefined = system CAs. */
+  protected readonly ca: string | undefined;
+  private callback: DelegationTokenManagerCallback | undefined;
+  private closed = false;
+
+  constructor(
+    readonly serviceName: string,
+    deps: ProviderDeps,
+    sameState: (a: S, b: S) => boolean,
+    /** The info line when a job's state is recorded or changed. */
+    private readonly registeredMessage: string,
+  ) {
+    this.jobs = new JobRegistry<S>(sameState);
+    this.now = deps.now ?? Date.now;
+    this.log = deps.log?.child({ provider: serviceName });
+    this.ca = deps.ca;
+  }
+
+  /** The provider's settings from its options; undefined leaves it inactive. */
+  protected abstract configure(config: ProviderConfig): C | undefined;
+  /** What the job asks for, checked against the allow-lists (throw to refuse); undefined: nothing to track. */
+  protected abstract stateFor(jobConfiguration: JobConfiguration, context: JobContext, settings: C | undefined): S | undefined;
+  /** Tokens for the jobs in `jobs` (a snapshot); skip a job that `this.jobs` no longer has when the answer comes. */
+  protected abstract obtainFor(settings: C, jobs: ReadonlyMap<string, S>): Promise<ObtainedDelegationTokens>;
+  /** The fields of the registered-job log line. */
+  protected abstract describe(state: S): Record<string, unknown>;
+
+  init(config: ProviderConfig, callback: DelegationTokenManagerCallback): void {
+    this.callback = callback;
+    this.settings = this.configure(config);
+  }
+
+  delegationTokensRequired(): boolean {
+    return this.settings !== undefined && this.jobs.size > 0;
+  }
+
+  registerJob(jobId: string, jobConfiguration: JobConfiguration, context: JobContext = { principal: 'anonymous' }): void {
+    this.ensureOpen();
+    const state = this.stateFor(jobConfiguration, context, this.settings);
+    if (state === undefined) {
+      this.jobs.delete(jobId);
+      return;
+    }
+    // Record first, then ask: the cycle the callback schedules must see this job (SPI ordering rule).
+    if (this.jobs.put(jobId, state)) {
+      this.log?.info({ jobId, ...this.describe(state) }, this.registeredMessage);
+      this.callback?.reobtainDelegationTokens();
+    }
+  }
+
+  unregisterJob(jobId: string): void {
+    this.jobs.delete(jobId);
+  }
+
+  async obtainDelegationTokens(): Promise<ObtainedDelegationTokens> {
+    this.ensureOpen();
+    const settings = this.settings;
+    if (settings === undefined) throw new Error(`the ${this.serviceName} provider is not configured; it has no tokens to obtain`);
+    return this.obtainFor(settings, this.jobs.snapshot());
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.jobs.clear();
+    await this.release();
+  }
+
+  /** Releases what the settings hold (connection pools, signers) at close. */
+  protected async release(): Promise<void> {}
+
+  private ensureOpen(): void {
+    if (this.closed) throw new Error(`the ${this.serviceName} provider is closed`);
+  }
 }
