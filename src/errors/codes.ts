@@ -163,6 +163,10 @@ export const ERROR_CODES = {
     status: 404,
     template: 'The JobManager does not accept jars over REST (its configuration has web.submit.enable: false), so the {operation} call has no handler there. Set web.submit.enable: true on the cluster; the gateway\'s jar routes need it.',
   },
+  GW_CLUSTER_NOT_READY: {
+    status: 503,
+    template: 'The JobManager cannot take the {operation} call yet (HTTP 503: {flinkMessage}); it is starting or electing a leader. Retry shortly: Flink\'s clients retry a 503 by themselves.',
+  },
   GW_CLUSTER_ERROR: { status: 502, template: 'The JobManager failed the {operation} call with HTTP {status}: {flinkMessage}' },
   GW_INTERNAL_ERROR: { status: 500, template: 'Internal gateway error (request id {requestId}); the details are in the gateway log.' },
 } as const satisfies Record<string, ErrorSpec>;

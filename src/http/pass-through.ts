@@ -104,8 +104,10 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
       await relayJobGraphAnswer(upstream, jobGraph, res, next);
       return;
     }
-    // writeHead, not res.set: Express would append a charset to the upstream content type.
-    res.writeHead(upstream.statusCode, responseHeaders(upstream.headers));
+    // writeHead, not res.set: Express would append a charset to the upstream content type. A 503
+    // (the JobManager electing a leader) says when to retry, as the gateway's own 503s do.
+    const headers503 = upstream.statusCode === 503 && upstream.headers['retry-after'] === undefined ? { 'retry-after': '5' } : {};
+    res.writeHead(upstream.statusCode, { ...responseHeaders(upstream.headers), ...headers503 });
     try {
       await pipeline(upstream.body, res);
     } catch (err) {

@@ -159,7 +159,9 @@ describe('pipelined upload hand-off on the real embedded Flink', () => {
     const name = names[2]!;
     const uploads = uploadsStarted();
     const r = await withPlan(originProxy, firstGet({ kind: 'reset', afterBytes: 3 * MiB }), () => run(gw, placeholder, uriOf(`/jobs/${name}`)));
-    expect(r.status).toBe(200);
+    // Seen once under load in CI as a 503 (cause unknown): say what the gateway logged if it recurs.
+    if (r.status !== 200) console.log('reset mid-body run failed; gateway warnings:', JSON.stringify(gw.logs.filter((l) => Number(l.level) >= 40).slice(-10)));
+    expect({ status: r.status, errors: r.body.errors }).toEqual({ status: 200, errors: undefined });
     expect(getsOf(`/jobs/${name}`)).toBe(2);
     expect(uploadsStarted() - uploads).toBe(2); // the aborted pipelined one, then the one from the cache
     expect(handedLine(r.jobId)).toMatchObject({ pipelined: false, fromCache: false });

@@ -16,7 +16,7 @@ const MISSING_GRACE_MS = 1_500;
 /** Flink's answer while its dispatcher has no leader yet (EndpointNotStartedException → 503, one element). */
 const LEADER_ELECTION = JSON.stringify({ errors: ['Service temporarily unavailable due to an ongoing leader election. Please refresh.'] });
 /** Every code a failed submission may end with: a clear, documented gateway error. */
-const CLEAR = new Set<string>(['GW_CLUSTER_UNAVAILABLE', 'GW_CLUSTER_TIMEOUT', 'GW_CLUSTER_ERROR', 'GW_CLUSTER_BAD_RESPONSE']);
+const CLEAR = new Set<string>(['GW_CLUSTER_UNAVAILABLE', 'GW_CLUSTER_NOT_READY', 'GW_CLUSTER_TIMEOUT', 'GW_CLUSTER_ERROR', 'GW_CLUSTER_BAD_RESPONSE']);
 
 /** Figures for the closing line. */
 const figures = { submissions: 0, succeeded: 0, cleanErrors: 0, rolledBack: 0, keptThenDropped: 0, registrationsLeaked: 0, registrationsLost: 0, passThroughClean: 0, hangs: 0 };
@@ -24,6 +24,7 @@ const figures = { submissions: 0, succeeded: 0, cleanErrors: 0, rolledBack: 0, k
 interface Answer {
   status: number;
   body: Record<string, unknown>;
+  retryAfter?: string;
 }
 
 /** One HTTP call with a bound: a gateway that does not answer within `timeoutMs` is a hang, and fails the test. */
@@ -35,7 +36,8 @@ async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, bo
       ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
     });
     const text = await res.body.text();
-    return { status: res.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+    const retryAfter = res.headers['retry-after'];
+    return { status: res.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) };
   } catch (err) {
     if ((err as Error).name === 'TimeoutError') {
       figures.hangs++;
@@ -158,6 +160,8 @@ describe('JobManager faults between the gateway and the real embedded Flink', ()
     }
     const code = cleanError(r);
     expect({ code, clear: CLEAR.has(code), errors: r.body.errors }).toMatchObject({ code, clear: true });
+    // Every 503 says when to retry (Flink's RestClusterClient retries 503s; issue 16).
+    if (r.status === 503) expect(r.retryAfter).toMatch(/^\d+$/);
     figures.cleanErrors++;
     return { status: r.status, code };
   }
@@ -197,7 +201,8 @@ describe('JobManager faults between the gateway and the real embedded Flink', ()
   });
 
   it.each<[string, number, string, Fault]>([
-    ['503 (leader election, in Flink\'s envelope)', 502, 'GW_CLUSTER_ERROR', { kind: 'status', status: 503, body: LEADER_ELECTION }],
+    ['503 (leader election, in Flink\'s envelope)', 503, 'GW_CLUSTER_NOT_READY', { kind: 'status', status: 503, body: LEADER_ELECTION }],
+    ['503 (a proxy in front of it, text body)', 503, 'GW_CLUSTER_NOT_READY', { kind: 'status', status: 503 }],
     ['502 (a proxy in front of it, text body)', 502, 'GW_CLUSTER_ERROR', { kind: 'status', status: 502 }],
     ['504 (a proxy in front of it, text body)', 502, 'GW_CLUSTER_ERROR', { kind: 'status', status: 504 }],
   ])('JobManager answers the run with %s → %i %s, registration rolled back', async (_what, status, code, fault) => {
@@ -238,7 +243,7 @@ describe('JobManager faults between the gateway and the real embedded Flink', ()
     await proxy.resume();
     proxy.setPlan((req) => (isRun(req) ? { kind: 'status', status: 503, body: LEADER_ELECTION } : { kind: 'pass' }));
     const retry1 = await submit(jobId);
-    expect(retry1).toEqual({ status: 502, code: 'GW_CLUSTER_ERROR' });
+    expect(retry1).toEqual({ status: 503, code: 'GW_CLUSTER_NOT_READY' });
     await expectRolledBack(jobId);
     expect(provider.unregistered.filter((j) => j === jobId)).toHaveLength(2);
 
@@ -310,6 +315,10 @@ describe('JobManager faults between the gateway and the real embedded Flink', ()
     // Accepted and never answered: bounded by gateway.cluster.request-timeout.
     proxy.setPlan((req) => (isProbe(req) ? { kind: 'blackhole' } : { kind: 'pass' }));
     await probe('/v1/jobs/overview', { status: 504, code: 'GW_CLUSTER_TIMEOUT' });
+    // A JobManager electing a leader answers 503: passed through as it is, with a Retry-After.
+    proxy.setPlan((req) => (isProbe(req) ? { kind: 'status', status: 503, body: LEADER_ELECTION } : { kind: 'pass' }));
+    const electing = await call('GET', `${gw.url}/v1/jobs/overview?probe=1`);
+    expect({ status: electing.status, retryAfter: electing.retryAfter }).toEqual({ status: 503, retryAfter: '5' });
     // Back: the real answer.
     proxy.setPlan(() => ({ kind: 'pass' }));
     const ok = await call('GET', `${gw.url}/v1/jobs/overview?probe=1`);
