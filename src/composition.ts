@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
@@ -10,7 +9,7 @@ import { FetchProgress } from './artifacts/fetch-progress';
 import { FetchQueue } from './artifacts/fetch-queue';
 import type { FsPluginDefinition, PluginContext } from './artifacts/fs-plugin';
 import { JarCache } from './artifacts/jar-cache';
-import { artifactOptions, fetchSettings, handoffModeOf, zipLimitsOf } from './artifacts/options';
+import { artifactOptions, caBundleOf, fetchSettings, handoffModeOf, zipLimitsOf } from './artifacts/options';
 import { PluginRegistry } from './artifacts/plugin-registry';
 import { UriAllowList } from './artifacts/uri-allow-list';
 import { AuditLog } from './audit/audit-log';
@@ -100,8 +99,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     // Remote jars: policy, plugins (each created now, so a bad setting fails start-up), cache, fetcher, hand-off.
     const allowList = new UriAllowList(config.get(artifactOptions.allowedUris));
     const guard = createConnectGuard({ allowList, enabled: config.get(artifactOptions.disallowRestrictedHosts), allowed: config.get(artifactOptions.restrictedHostsAllowed) });
-    const caPath = config.getOptional(artifactOptions.caBundle);
-    const ca = caPath ? readFileSync(caPath, 'utf8') : undefined;
+    const ca = caBundleOf(config);
     const ctxFor = (current: Configuration) => (p: FsPluginDefinition) => ({ config: current, log: logger.child({ plugin: p.name }), guard, errors: fetchError, ...(ca ? { ca } : {}) });
     const pluginRegistry = resources.adopt(new PluginRegistry(plugins, ctxFor(config)), (r) => r.close());
     for (const p of plugins) pluginRegistry.fileSystemFor(p.schemes[0]!);

@@ -4,6 +4,7 @@ import { Transform, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { crc32 } from 'node:zlib';
 import { GatewayError } from '../errors/gateway-error';
+import { whenRoom } from '../stream-room';
 import type { FileSystem, ObjectStat } from './fs-plugin';
 import { redactUri } from './uri';
 
@@ -48,13 +49,7 @@ class Meter extends Transform {
       done(null, chunk);
       return;
     }
-    const go = () => {
-      tee.off('drain', go);
-      tee.off('close', go);
-      done(null, chunk);
-    };
-    tee.on('drain', go);
-    tee.on('close', go);
+    whenRoom(tee, () => done(null, chunk));
   }
 
   /** The store checksum's mismatch, if any. */

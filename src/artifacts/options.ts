@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Configuration } from '../config/registry';
@@ -117,4 +118,10 @@ export function fetchSettings(config: Configuration) {
 export function handoffModeOf(config: Configuration, uploadDir: string | undefined): 'upload' | 'shared-dir' {
   const setting = config.get(artifactOptions.handoff);
   return (setting === 'auto' ? (uploadDir ? 'shared-dir' : 'upload') : setting) as 'upload' | 'shared-dir';
+}
+
+/** The PEM text of `gateway.artifacts.ca-bundle` (the plugins' and token providers' extra CAs), if set. */
+export function caBundleOf(config: Configuration): string | undefined {
+  const path = config.getOptional(artifactOptions.caBundle);
+  return path ? readFileSync(path, 'utf8') : undefined;
 }

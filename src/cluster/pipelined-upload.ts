@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { whenRoom } from '../stream-room';
 import { MultipartJarBody } from './multipart-jar-body';
 
 /** What an upload gives back: something on the JobManager that can be removed again. */
@@ -51,13 +52,7 @@ export class PipelinedUpload<T extends Releasable> extends Writable {
       done();
       return;
     }
-    const go = () => {
-      stream.off('drain', go);
-      stream.off('close', go);
-      done();
-    };
-    stream.on('drain', go);
-    stream.on('close', go);
+    whenRoom(stream, () => done());
   }
 
   override _destroy(error: Error | null, done: (error?: Error | null) => void): void {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { ConfigError } from './registry';
+import { readFlatYaml } from './yaml-file';
 
 /** The option naming the cluster's own Flink configuration (a file, or Flink's conf directory). */
 export const CLUSTER_FLINK_CONF_KEY = 'gateway.cluster.flink-conf';
@@ -31,13 +31,19 @@ export interface ClusterFlinkConfig {
  */
 export function readClusterFlinkConfig(pathOrDir: string): ClusterFlinkConfig {
   const path = resolveFile(pathOrDir);
+  if (basename(path) !== 'flink-conf.yaml') {
+    // Flink flattens every mapping and reads lists as ';'-separated values.
+    const entries = new Map<string, string>();
+    for (const [k, v] of readFlatYaml(path, CLUSTER_FLINK_CONF_KEY)) entries.set(k, Array.isArray(v) ? v.map(String).join(';') : v === null || v === undefined ? '' : String(v));
+    return { path, entries };
+  }
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw problem(path, `cannot read the file: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw problem(path, `cannot read the file: ${(err as Error).message}`);
   }
-  return { path, entries: basename(path) === 'flink-conf.yaml' ? parseLegacy(text) : parseStandard(text, path) };
+  return { path, entries: parseLegacy(text) };
 }
 
 function resolveFile(pathOrDir: string): string {
@@ -50,26 +56,6 @@ function resolveFile(pathOrDir: string): string {
   if (!isDir) return pathOrDir;
   for (const name of ['config.yaml', 'flink-conf.yaml']) if (existsSync(join(pathOrDir, name))) return join(pathOrDir, name);
   throw problem(pathOrDir, 'the directory holds neither config.yaml nor flink-conf.yaml');
-}
-
-function parseStandard(text: string, path: string): Map<string, string> {
-  let doc: unknown;
-  try {
-    doc = parseYaml(text);
-  } catch (err) {
-    throw problem(path, `not valid YAML: ${(err as Error).message}`);
-  }
-  const out = new Map<string, string>();
-  flatten(doc, '', out);
-  return out;
-}
-
-function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) flatten(v, prefix ? `${prefix}.${k}` : k, out);
-  } else if (prefix !== '') {
-    out.set(prefix, Array.isArray(value) ? value.map(String).join(';') : value === null || value === undefined ? '' : String(value));
-  }
 }
 
 /** Flink 1.x's GlobalConfiguration: the text before '#', split at the first ': '. */

@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { parseArgs as nodeParseArgs } from 'node:util';
-import { parse as parseYaml } from 'yaml';
 import type { OptionsRegistry, RawEntry } from './registry';
 import { ConfigError } from './registry';
 import { CLUSTER_FLINK_CONF_KEY, JOBMANAGER_OWN_KEYS, readClusterFlinkConfig } from './cluster-flink-config';
 import { readSecretsDir, SECRETS_DIR_KEY } from './secrets-dir';
+import { readFlatYaml } from './yaml-file';
 
 export interface CliArgs {
   configFile?: string;
@@ -61,36 +60,9 @@ export function envNameFor(key: string): string {
   return 'FLINK_GATEWAY_' + key.toUpperCase().replace(/[.\-<>]/g, '_');
 }
 
-/** Flattens nested YAML (Flink 2's config.yaml allows both `a.b: 1` and `a: {b: 1}`). */
-function flatten(obj: unknown, prefix: string, out: Map<string, unknown>): void {
-  if (obj !== null && typeof obj === 'object' && !Array.isArray(obj)) {
-    for (const [k, v] of Object.entries(obj as Record<string, unknown>)) {
-      const key = prefix ? `${prefix}.${k}` : k;
-      // A map-typed option may legitimately be written as a YAML mapping; callers see the object.
-      if (v !== null && typeof v === 'object' && !Array.isArray(v) && key.endsWith('headers')) out.set(key, v);
-      else flatten(v, key, out);
-    }
-  } else {
-    out.set(prefix, obj);
-  }
-}
-
+/** The gateway's own YAML file. A map-typed option may be written as a YAML mapping; it stays one value. */
 function readGatewayYaml(configFile: string): Map<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(configFile, 'utf8');
-  } catch (err) {
-    throw new ConfigError([{ key: '--config', source: configFile, message: `cannot read the file: ${(err as Error).message}` }]);
-  }
-  let doc: unknown;
-  try {
-    doc = parseYaml(text);
-  } catch (err) {
-    throw new ConfigError([{ key: '--config', source: configFile, message: `not valid YAML: ${(err as Error).message}` }]);
-  }
-  const flat = new Map<string, unknown>();
-  if (doc !== null && doc !== undefined) flatten(doc, '', flat);
-  return flat;
+  return readFlatYaml(configFile, '--config', (key) => key.endsWith('headers'));
 }
 
 export interface LoadResult {

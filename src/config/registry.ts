@@ -34,9 +34,16 @@ export interface RawEntry {
 const OWNED_PREFIXES = ['gateway.', 'web.submit.jar-uri.'] as const;
 const FLINK_ARTIFACT_PREFIX = 'user.artifacts.';
 
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The keys a declared key stands for: itself, or every key matching its `<name>` template. */
+function keyPattern(key: string): RegExp {
+  return templateToRegExp(key) ?? new RegExp(`^${escapeRegExp(key)}$`);
+}
+
 function templateToRegExp(key: string): RegExp | undefined {
   if (!key.includes('<')) return undefined;
-  const parts = key.split(/<[^>]+>/).map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  const parts = key.split(/<[^>]+>/).map(escapeRegExp);
   return new RegExp(`^${parts.join('(.+?)')}$`);
 }
 
@@ -155,7 +162,7 @@ export class OptionsRegistry {
     const out: ConfigProblem[] = [];
     for (const rule of this.rules) {
       if (rule.reads === 'files' && !files) continue;
-      const matchers = rule.keys.map((k) => templateToRegExp(k) ?? new RegExp(`^${k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+      const matchers = rule.keys.map(keyPattern);
       if (known.some((p) => matchers.some((m) => m.test(p.key)))) continue;
       for (const { key, message } of rule.check(config)) {
         out.push({ key, source: raw.get(key)?.source ?? 'not set', message });

@@ -70,15 +70,18 @@ export class JobSubmitter {
       const app = (res.body as { applicationId?: unknown }).applicationId;
       return { jobid: (res.body as { jobid: string }).jobid, ...(typeof app === 'string' ? { applicationId: app } : {}) };
     }
-    if (res.status === 400 && (await this.jobExists(s.jobId))) {
-      // An earlier attempt of this very request reached the JobManager (before a gateway restart, say).
-      if (s.claim === 'retry' || !this.claimsKept) {
-        log.info('JobManager already has this jobId from an earlier attempt of this request; treating the run as accepted');
-        return { jobid: s.jobId };
-      }
-      throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId: s.jobId });
-    }
+    if (res.status === 400 && (await this.jobExists(s.jobId))) return this.earlierAttempt(s, { jobid: s.jobId }, log);
     throw this.failure('run', res);
+  }
+
+  /**
+   * Flink refused a job id it has: an earlier attempt of this very request reached the JobManager
+   * (before a gateway restart, say), whose result `outcome` is; under any other request, a conflict.
+   */
+  private earlierAttempt(s: Submission, outcome: RunOutcome, log: Logger): RunOutcome {
+    if (s.claim !== 'retry' && this.claimsKept) throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId: s.jobId });
+    log.info('JobManager already has this jobId from an earlier attempt of this request; treating the run as accepted');
+    return outcome;
   }
 
   /**
@@ -104,10 +107,7 @@ export class JobSubmitter {
     }
     // The JobManager has no such route (older than the version the gateway learnt): as Flink answers.
     if (res.status === 404 && !res.notJson && /Not found/.test(summariseFlinkErrors(res.body))) throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: `/v1/jars/${s.jarId}/run-application` });
-    if (res.status === 400 && (await this.jobExists(s.jobId))) {
-      if (s.claim === 'retry' || !this.claimsKept) return { jobid: s.jobId, applicationid };
-      throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId: s.jobId });
-    }
+    if (res.status === 400 && (await this.jobExists(s.jobId))) return this.earlierAttempt(s, { jobid: s.jobId, applicationid }, log);
     throw this.failure('run', res);
   }
 

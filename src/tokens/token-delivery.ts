@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { artifactOptions } from '../artifacts/options';
+import { artifactOptions, caBundleOf } from '../artifacts/options';
 import type { FsPluginDefinition } from '../artifacts/fs-plugin';
 import type { Configuration } from '../config/registry';
 import type { TokenBridgeDeps } from '../http/token-bridge-route';
@@ -33,8 +33,7 @@ export interface TokenServices {
  * tokens for registered jobs); a job asking an unconfigured one for something is rejected.
  */
 export function builtInTokenServices(config: Configuration, logger: Logger, plugins: readonly FsPluginDefinition[]): TokenServices {
-  const caPath = config.getOptional(artifactOptions.caBundle);
-  const ca = caPath ? readFileSync(caPath, 'utf8') : undefined;
+  const ca = caBundleOf(config);
   const log = logger.child({ component: 'tokens' });
   return { providers: tokenProvidersOf(plugins).map((p) => p.create({ log, ...(ca ? { ca } : {}) })) };
 }

@@ -3,6 +3,7 @@ import type { Readable, Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { JarHandoff } from '../../../src/cluster/jar-handoff';
+import { whenRoom } from '../../../src/stream-room';
 import type { JobManagerClient, JsonResponse } from '../../../src/cluster/jobmanager-client';
 
 const MiB = 1024 * 1024;
@@ -61,18 +62,7 @@ function fakeCluster(opts: { delayMs?: number; refuse?: boolean } = {}) {
 }
 
 /** Writes as the download's meter does: the next chunk only once the tee has room ('drain'). */
-const put = (pipe: Writable, c: Buffer): Promise<void> =>
-  pipe.write(c)
-    ? Promise.resolve()
-    : new Promise((resolve) => {
-        const go = () => {
-          pipe.off('drain', go);
-          pipe.off('close', go);
-          resolve();
-        };
-        pipe.on('drain', go);
-        pipe.on('close', go);
-      });
+const put = (pipe: Writable, c: Buffer): Promise<void> => (pipe.write(c) ? Promise.resolve() : new Promise((resolve) => whenRoom(pipe, resolve)));
 
 const isPending = async (p: Promise<unknown>) => (await Promise.race([p.then(() => false), sleep(50).then(() => true)])) === true;
 
