@@ -20,8 +20,12 @@ import { JobManagerClient, jobManagerClientOptions } from './cluster/jobmanager-
 import { launchCluster } from './cluster/launch-cluster';
 import { coreRules } from './config/core-rules';
 import { coreOptions } from './config/options';
-import { type Configuration, OptionsRegistry } from './config/registry';
+import { ConfigError, type Configuration, OptionsRegistry } from './config/registry';
 import { watchSecretsDir } from './config/secrets-dir';
+import { HaCoordinator } from './ha/ha-coordinator';
+import { haOptions, haStoreOf } from './ha/ha-options';
+import { ZooKeeperSession } from './ha/zookeeper';
+import { ZooKeeperJobClaims, ZooKeeperRegistrationStore } from './ha/zookeeper-store';
 import { createApp } from './http/app';
 import { Authenticator, authOptionsOf } from './http/auth';
 import { Permissions, permissionListsOf } from './http/authorization';
@@ -30,7 +34,7 @@ import { Metrics } from './metrics';
 import { projectRoot } from './project-root';
 import { JobClaims } from './submission/job-claims';
 import { JobRegistrations } from './submission/job-registrations';
-import { RegistrationStore } from './submission/registration-store';
+import { FileRegistrationStore, type RegistrationStore } from './submission/registration-store';
 import { RemoteJars } from './submission/remote-jars';
 import { RunService } from './submission/run-service';
 import { type UnregisteredJobsPolicy, UnregisteredJobs } from './submission/unregistered-jobs';
@@ -47,7 +51,7 @@ export { builtInTokenServices, type TokenServices } from './tokens/token-deliver
 export function createRegistry(plugins: readonly FsPluginDefinition[] = []): OptionsRegistry {
   const providers = tokenProvidersOf(plugins);
   return new OptionsRegistry(
-    [...Object.values(coreOptions), ...Object.values(artifactOptions), ...Object.values(tokenOptions), ...plugins.flatMap((p) => p.options), ...providers.flatMap((p) => p.options)],
+    [...Object.values(coreOptions), ...Object.values(artifactOptions), ...Object.values(tokenOptions), ...Object.values(haOptions), ...plugins.flatMap((p) => p.options), ...providers.flatMap((p) => p.options)],
     [...coreRules, ...plugins.flatMap((p) => p.rules ?? []), ...providers.flatMap((p) => p.rules ?? [])],
   );
 }
@@ -110,9 +114,25 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const fetches = new FetchProgress();
     const slots = new FetchQueue(config.get(artifactOptions.maxConcurrentFetches), config.get(artifactOptions.fetchQueueSize));
     const shutdown = resources.adopt(new AbortController(), (c) => c.abort());
-    const store = config.get(tokenOptions.enabled) ? resources.adopt(new RegistrationStore(tokenStoreDir(config), tokenLog), (s) => s.flush().catch((err: unknown) => tokenLog.error({ err }, 'cannot write the job-registration store'))) : undefined;
-    await store?.init();
-    const registrations = new JobRegistrations({ tokens, ...(store ? { store } : {}), isSensitive: jobSecretRule(config.registry, tokens.jobRequestKeys()), cluster: config.cluster, log: tokenLog });
+    // One replica: registrations and claims in files of its own; an HA cluster's gateways: in its ZooKeeper (ADR 0012).
+    const ha = haStoreOfConfig(config);
+    const haLog = logger.child({ component: 'ha' });
+    const zookeeper = ha.kind === 'zookeeper' ? resources.adopt(new ZooKeeperSession(ha.settings, haLog), (z) => z.close()) : undefined;
+    let coordinator: HaCoordinator | undefined;
+    const store: RegistrationStore | undefined = !config.get(tokenOptions.enabled)
+      ? undefined
+      : zookeeper
+        ? new ZooKeeperRegistrationStore(zookeeper, haLog)
+        : resources.adopt(new FileRegistrationStore(tokenStoreDir(config), tokenLog), (s) => s.flush().catch((err: unknown) => tokenLog.error({ err }, 'cannot write the job-registration store')));
+    if (!zookeeper) await store?.init();
+    const registrations = new JobRegistrations({
+      tokens,
+      ...(store ? { store } : {}),
+      isSensitive: jobSecretRule(config.registry, tokens.jobRequestKeys()),
+      cluster: config.cluster,
+      log: tokenLog,
+      ...(zookeeper ? { active: () => coordinator?.isLeading() ?? false } : {}),
+    });
     const metrics = new Metrics({
       fetchQueueDepth: () => slots.queued,
       cacheEntries: () => cache.stats().entries,
@@ -132,7 +152,9 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const policyMode = config.get(coreOptions.policyMode) as 'open' | 'fetched-only';
     const runs = new RunService({
       cluster,
-      claims: new JobClaims({ dir: tokenStoreDir(config), retentionMs: JOB_CLAIM_RETENTION_MS, log: logger.child({ component: 'job-claims' }) }),
+      claims: zookeeper
+        ? new ZooKeeperJobClaims(zookeeper, { retentionMs: JOB_CLAIM_RETENTION_MS })
+        : new JobClaims({ dir: tokenStoreDir(config), retentionMs: JOB_CLAIM_RETENTION_MS, log: logger.child({ component: 'job-claims' }) }),
       jarUriEnabled: config.get(coreOptions.jarUriEnable),
       ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff, cache) } : {}),
       dedupeRetentionMs: config.get(coreOptions.runDedupeRetention),
@@ -163,11 +185,18 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
       clusterVersion: new ClusterVersion(cluster, logger.child({ component: 'cluster-version' }), config.getOptional(coreOptions.clusterFlinkVersion)),
     });
 
-    // Register the stored jobs again, then obtain tokens (the first cycle covers them), then follow the jobs.
-    await registrations.restore(() => fetchJobStates(cluster));
-    await tokens.start();
     const watcher = store ? resources.adopt(new JobWatcher({ cluster, jobs: registrations, ...(unregistered ? { discovery: unregistered } : {}), ...watcherSettings(config), log: logger.child({ component: 'job-watcher' }) }), (w) => w.stop()) : undefined;
-    watcher?.start();
+    if (zookeeper && store instanceof ZooKeeperRegistrationStore) {
+      // HA: only while its JobManager leads does this gateway register the stored jobs, obtain tokens and follow the jobs.
+      coordinator = resources.adopt(new HaCoordinator({ session: zookeeper, store, registrations, tokens, cluster, ...(watcher ? { watcher } : {}), readStates: () => fetchJobStates(cluster), log: haLog }), (c) => c.stop());
+      await coordinator.start();
+    } else {
+      if (zookeeper) await zookeeper.start();
+      // Register the stored jobs again, then obtain tokens (the first cycle covers them), then follow the jobs.
+      await registrations.restore(() => fetchJobStates(cluster));
+      await tokens.start();
+      watcher?.start();
+    }
     const owned = resources.move();
     return {
       app,
@@ -196,5 +225,14 @@ function reconfigurePlugins(registry: PluginRegistry, ctxFor: () => (plugin: FsP
     logger.info({ dir }, 'secret files changed; filesystem plugins will use the new credentials');
   } catch (err) {
     logger.error({ dir, err: (err as Error).message }, 'secret files changed but the configuration is invalid; keeping the previous credentials');
+  }
+}
+
+/** gateway.ha.store against the cluster's Flink configuration; a mismatch is a configuration problem (exit 2). */
+function haStoreOfConfig(config: Configuration): ReturnType<typeof haStoreOf> {
+  try {
+    return haStoreOf(config.get(haOptions.store), config.cluster);
+  } catch (err) {
+    throw new ConfigError([{ key: haOptions.store.key, source: "gateway.ha.store and the cluster's Flink configuration", message: (err as Error).message }]);
   }
 }

@@ -1,17 +1,25 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { childEnvironment } from './embedded-cluster';
+import { freePort, signalGroup } from './process-group';
 import { flinkDistributionVersion } from './flink-distribution';
 
 export interface StandaloneClusterOptions {
   /** A Flink distribution directory (FlinkDistribution.ensure, or a user's own). */
   home: string;
   taskManagers: number;
+  /**
+   * JobManager processes (default 1). More than one needs Flink's HA settings in `flinkConfig`
+   * (`high-availability.type` and its storage): each gets its own REST and RPC port as dynamic
+   * properties (`-D`) on Flink's script, everything else from the one config.yaml.
+   */
+  jobManagers?: number;
+  /** Flink configuration of JobManager `i` only (dynamic properties on its script), e.g. where its token bridge pulls from. */
+  jobManagerConfig?: (i: number) => Readonly<Record<string, string>>;
   slots: number;
   /** Added to env.java.opts.all (after the distribution's own --add-opens list). */
   jvmOptions?: string;
@@ -28,7 +36,14 @@ interface Member {
   name: string;
   child: ChildProcess;
   exited: Promise<void>;
+  /** What the script was started with (a JobManager restarts with the same). */
+  script: string;
+  args: string[];
 }
+
+/** The member name of JobManager `i` ('jobmanager' for the first, as with one). */
+const jobManagerName = (i: number) => (i === 0 ? 'jobmanager' : `jobmanager-${i}`);
+const isJobManager = (m: Member) => m.name === 'jobmanager' || m.name.startsWith('jobmanager-');
 
 /** Loopback only, small memory: a session cluster for one machine (tests, `npm start`). */
 function launcherDefaults(dir: string, restPort: number, rpcPort: number, slots: number): Record<string, string> {
@@ -66,7 +81,8 @@ export class StandaloneCluster {
   private readonly onExit = () => this.killAll('SIGKILL');
 
   private constructor(
-    readonly restUrl: string,
+    /** Every JobManager's REST URL, in start order; `restUrl` is the first. */
+    readonly restUrls: readonly string[],
     readonly uploadDir: string,
     readonly version: string,
     /** The configuration directory (FLINK_CONF_DIR): Flink's CLI reads the cluster address from it. */
@@ -74,10 +90,16 @@ export class StandaloneCluster {
     readonly dir: string,
     readonly home: string,
     private readonly members: Member[],
+    private readonly env: NodeJS.ProcessEnv,
     private readonly log: Logger,
   ) {
     // A parent that exits without stop() (a crashed test run) must not leave JVMs behind.
     process.once('exit', this.onExit);
+  }
+
+  /** The first JobManager's REST URL (the only one without HA). */
+  get restUrl(): string {
+    return this.restUrls[0]!;
   }
 
   /** The environment Flink's scripts (and its CLI) need for this cluster. */
@@ -107,45 +129,83 @@ export class StandaloneCluster {
     for (const f of readdirSync(join(opts.home, 'conf'))) {
       if (/^(log4j|logback).*\.(properties|xml)$/.test(f)) writeFileSync(join(dir, 'conf', f), readFileSync(join(opts.home, 'conf', f)));
     }
-    const [restPort, rpcPort] = [await freePort(), await freePort()];
+    const jobManagers = opts.jobManagers ?? 1;
+    const ports: { rest: number; rpc: number }[] = [];
+    for (let i = 0; i < jobManagers; i++) ports.push({ rest: await freePort(), rpc: await freePort() });
     const config: Record<string, string> = {
       'env.java.opts.all': [shippedJavaOpts(opts.home), opts.jvmOptions ?? ''].filter(Boolean).join(' '),
-      ...launcherDefaults(dir, restPort, rpcPort, opts.slots),
+      ...launcherDefaults(dir, ports[0]!.rest, ports[0]!.rpc, opts.slots),
       ...(opts.flinkConfig ?? {}),
     };
+    if (jobManagers > 1 && !config['high-availability.type'] && !config['high-availability']) throw new Error('more than one JobManager needs high-availability.type in flinkConfig');
     writeFileSync(join(dir, 'conf', 'config.yaml'), configYaml(config), { mode: 0o600 });
     const env = StandaloneCluster.scriptEnv(opts.home, dir, opts.java);
     const members: Member[] = [];
-    const restUrl = `http://127.0.0.1:${restPort}`;
-    const cluster = new StandaloneCluster(restUrl, join(dir, 'upload'), version, join(dir, 'conf'), dir, opts.home, members, log);
+    const restUrls = ports.map((p) => `http://127.0.0.1:${p.rest}`);
+    const cluster = new StandaloneCluster(restUrls, join(dir, 'upload'), version, join(dir, 'conf'), dir, opts.home, members, env, log);
     try {
-      members.push(launch('jobmanager', join(opts.home, 'bin', 'jobmanager.sh'), dir, env));
-      for (let i = 0; i < opts.taskManagers; i++) members.push(launch(`taskmanager-${i}`, join(opts.home, 'bin', 'taskmanager.sh'), dir, env));
+      ports.forEach((p, i) => {
+        // With HA the RPC port is high-availability.jobmanager.port (default: any port); fixed here so each is known.
+        const ports = jobManagers > 1 ? { 'rest.port': String(p.rest), 'jobmanager.rpc.port': String(p.rpc), 'high-availability.jobmanager.port': String(p.rpc) } : {};
+        const own = Object.entries({ ...ports, ...(opts.jobManagerConfig?.(i) ?? {}) }).flatMap(([k, v]) => ['-D', `${k}=${v}`]);
+        members.push(launch(jobManagerName(i), join(opts.home, 'bin', 'jobmanager.sh'), own, dir, env));
+      });
+      for (let i = 0; i < opts.taskManagers; i++) members.push(launch(`taskmanager-${i}`, join(opts.home, 'bin', 'taskmanager.sh'), [], dir, env));
       await cluster.waitReady(opts.taskManagers, opts.startupTimeoutMs);
     } catch (err) {
       await cluster.stop();
       throw err;
     }
-    log.info({ restUrl, taskManagers: opts.taskManagers, startupMs: Math.round(performance.now() - started), dir }, 'Flink standalone session cluster ready');
+    log.info({ restUrls, taskManagers: opts.taskManagers, startupMs: Math.round(performance.now() - started), dir }, 'Flink standalone session cluster ready');
     return cluster;
   }
 
-  /** Waits until REST answers and `taskManagers` TaskManagers are registered; fails fast if a process exits. */
-  private async waitReady(taskManagers: number, timeoutMs: number): Promise<void> {
+  /**
+   * Waits until every JobManager's REST answers (a standby's too: it serves the leader's view) and
+   * `taskManagers` TaskManagers are registered; fails fast if a process exits.
+   */
+  private async waitReady(taskManagers: number, timeoutMs: number, urls: readonly string[] = this.restUrls): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     let exited: string | undefined;
     for (const m of this.members) void m.exited.then(() => (exited ??= m.name));
+    const ready = new Set<string>();
     while (Date.now() < deadline) {
       if (exited) throw new Error(`Flink's ${exited} exited during start-up: ${this.logTail(exited)}`);
-      try {
-        const res = await fetch(`${this.restUrl}/v1/overview`, { signal: AbortSignal.timeout(2000) });
-        if (res.ok && Number(((await res.json()) as { taskmanagers?: number }).taskmanagers) >= taskManagers) return;
-      } catch {
-        /* not listening yet */
+      for (const url of urls.filter((u) => !ready.has(u))) {
+        try {
+          const res = await fetch(`${url}/v1/overview`, { signal: AbortSignal.timeout(2000) });
+          if (res.ok && Number(((await res.json()) as { taskmanagers?: number }).taskmanagers) >= taskManagers) ready.add(url);
+        } catch {
+          /* not listening yet */
+        }
       }
+      if (ready.size === urls.length) return;
       await new Promise((r) => setTimeout(r, 250));
     }
     throw new Error(`the Flink ${this.version} cluster was not ready within ${timeoutMs} ms: ${this.logTail('jobmanager')}`);
+  }
+
+  /** The JVM's pid of JobManager `i` (its scripts exec java, so it is the group id too). */
+  jobManagerPid(i: number): number | undefined {
+    return this.members.find((m) => m.name === jobManagerName(i))?.child.pid;
+  }
+
+  /** Kills JobManager `i`'s process group with SIGKILL (a crash, as a pod's death) and waits for it to exit. */
+  async killJobManager(i: number): Promise<void> {
+    const m = this.members.find((x) => x.name === jobManagerName(i));
+    if (!m) throw new Error(`no JobManager ${i}`);
+    signalGroup(m.child, 'SIGKILL');
+    await m.exited;
+  }
+
+  /** Starts JobManager `i` again (after killJobManager) with its ports; resolves once its REST answers. */
+  async restartJobManager(i: number, timeoutMs = 120_000): Promise<void> {
+    const at = this.members.findIndex((x) => x.name === jobManagerName(i));
+    const old = this.members[at];
+    if (!old) throw new Error(`no JobManager ${i}`);
+    if (old.child.exitCode === null && old.child.signalCode === null) throw new Error(`JobManager ${i} is still running`);
+    this.members[at] = launch(old.name, old.script, old.args, this.dir, this.env);
+    await this.waitReady(0, timeoutMs, [this.restUrls[i]!]);
   }
 
   /** The last lines of a member's console output (stdout/stderr of its scripts and JVM). */
@@ -169,8 +229,8 @@ export class StandaloneCluster {
       // Helpers the scripts started in the group (none are expected once java exits).
       signalGroup(m.child, 'SIGKILL');
     };
-    await Promise.all(this.members.filter((m) => m.name !== 'jobmanager').map(stopOne));
-    await Promise.all(this.members.filter((m) => m.name === 'jobmanager').map(stopOne));
+    await Promise.all(this.members.filter((m) => !isJobManager(m)).map(stopOne));
+    await Promise.all(this.members.filter(isJobManager).map(stopOne));
     process.removeListener('exit', this.onExit);
     rmSync(this.dir, { recursive: true, force: true });
     this.log.info('Flink standalone session cluster stopped');
@@ -182,26 +242,18 @@ export class StandaloneCluster {
 }
 
 /** Starts one script in its own process group (detached), output to log/<name>.console. */
-function launch(name: string, script: string, dir: string, env: NodeJS.ProcessEnv): Member {
+function launch(name: string, script: string, args: string[], dir: string, env: NodeJS.ProcessEnv): Member {
   const out = openSync(join(dir, 'log', `${name}.console`), 'a', 0o600);
-  const child = spawn('bash', [script, 'start-foreground'], { detached: true, stdio: ['ignore', out, out], env, cwd: dir });
+  const child = spawn('bash', [script, 'start-foreground', ...args], { detached: true, stdio: ['ignore', out, out], env, cwd: dir });
   closeSync(out);
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     child.once('exit', () => resolve());
     child.once('error', () => resolve());
   });
-  return { name, child, exited };
+  return { name, child, exited, script, args };
 }
 
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    /* the group is gone */
-  }
-}
 
 /**
  * The distribution's own `env.java.opts.all` (Java 17's --add-opens list): the JVMs need it and the
@@ -227,16 +279,4 @@ function configYaml(config: Record<string, string>): string {
     lines.push(`${key}: ${JSON.stringify(value)}`);
   }
   return `${lines.join('\n')}\n`;
-}
-
-/** A free loopback port (closed again before Flink binds it; a clash fails start-up loudly). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }

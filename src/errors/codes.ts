@@ -167,6 +167,10 @@ export const ERROR_CODES = {
     status: 503,
     template: 'The JobManager cannot take the {operation} call yet (HTTP 503: {flinkMessage}); it is starting or electing a leader. Retry shortly: Flink\'s clients retry a 503 by themselves.',
   },
+  GW_HA_STORE_UNAVAILABLE: {
+    status: 503,
+    template: 'The gateways\' shared store ({store}) cannot be reached, so the {operation} cannot be recorded where every replica sees it: {reason}. Retry shortly: Flink\'s clients retry a 503 by themselves.',
+  },
   GW_CLUSTER_ERROR: { status: 502, template: 'The JobManager failed the {operation} call with HTTP {status}: {flinkMessage}' },
   GW_INTERNAL_ERROR: { status: 500, template: 'Internal gateway error (request id {requestId}); the details are in the gateway log.' },
 } as const satisfies Record<string, ErrorSpec>;

@@ -55,6 +55,13 @@ export function sortedEntries(config: Readonly<Record<string, string>>): [string
   return Object.entries(config).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
+/** Where claims live: this process (and its file), or a store shared by the replicas (src/ha/). */
+export interface JobClaimBook {
+  claim(jobId: string, principal: string, fingerprint: string): ClaimResult | Promise<ClaimResult>;
+  release(jobId: string): void | Promise<void>;
+  flush(): Promise<void>;
+}
+
 export interface JobClaimsOptions {
   /** A private directory of the gateway's (job-claims.json lives there); absent: in memory only. */
   dir?: string;
@@ -68,7 +75,7 @@ export interface JobClaimsOptions {
 const FILE = 'job-claims.json';
 
 /** The claims, in memory and (with `dir`) in one small file rewritten atomically on change. */
-export class JobClaims {
+export class JobClaims implements JobClaimBook {
   private readonly claims = new Map<string, Claim>();
   private readonly now: () => number;
   private writing: Promise<void> | undefined;

@@ -54,6 +54,12 @@ export interface JobRegistrationsOptions {
   wallClock?: () => number;
   /** Timers for the re-registration retries after a restart (injected in tests). */
   clock?: Clock;
+  /**
+   * Whether this gateway obtains the tokens: always with one replica; in an HA cluster only while
+   * its JobManager leads (src/ha/). A gateway that does not registers a job only to let the
+   * providers check it (their allow-lists), stores it for the leader's gateway and drops it again.
+   */
+  active?: () => boolean;
 }
 
 /** A stored job whose re-registration at start was refused, retried with backoff. */
@@ -66,6 +72,8 @@ export interface PendingRestore {
 }
 
 const RESTORE_RETRY_FIRST_MS = 1_000;
+/** How long a stored registration whose run has not been answered yet counts as being submitted (the run timeout's default). */
+const SUBMITTING_GRACE_MS = 10 * 60_000;
 const RESTORE_RETRY_MAX_MS = 5 * 60_000;
 
 /** A copy of the job's configuration without any sensitive value: that is all a provider sees or the store keeps. */
@@ -108,10 +116,13 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
   /** Who each registered job is registered for and how it came to be (docs/adr/0010). */
   private readonly origins = new Map<string, { principal: string; source: RegistrationSource; submittedBy?: string }>();
 
+  private readonly active: () => boolean;
+
   constructor(private readonly opts: JobRegistrationsOptions) {
     this.enabled = opts.tokens.status().enabled;
     this.now = opts.wallClock ?? Date.now;
     this.clock = opts.clock ?? systemClock;
+    this.active = opts.active ?? (() => true);
   }
 
   /** Jobs waiting for a re-registration retry, for the status route and the metrics. */
@@ -122,7 +133,8 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
   async register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger, principal = 'anonymous'): Promise<void> {
     if (!this.enabled) return;
     const configuration = redactConfiguration({ ...this.opts.cluster, ...flinkConfiguration }, this.opts.isSensitive);
-    const earlier = this.jobs.has(jobId);
+    // An earlier attempt's registration, here or (HA) stored by another replica.
+    const earlier = this.jobs.has(jobId) || this.opts.store?.get(jobId) !== undefined;
     // A registration is never changed by a later request: only an identical one (a retry) may
     // register the same id again, so nobody can switch a running job's tokens to theirs.
     const known = this.configurations.get(jobId) ?? (this.opts.store?.get(jobId) ? canonical(this.opts.store.get(jobId)!.configuration) : undefined);
@@ -151,13 +163,32 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     const provenance: Record<string, string> = {};
     for (const [k, v] of Object.entries(configuration)) if (k.startsWith(PROVENANCE_PREFIX)) provenance[k] = v;
     try {
-      await this.opts.store.put({ jobId, principal, configuration, provenance, registeredAt: new Date(registeredAt).toISOString() });
+      await this.opts.store.put({ jobId, principal, configuration, provenance, registeredAt: new Date(registeredAt).toISOString(), ...(this.opts.store.shared ? { submitted: false } : {}) });
     } catch (err) {
       // Without the record a gateway restart would silently strip the job of its tokens: refuse now.
-      log.error({ err, dir: this.opts.store.dir }, 'cannot persist the job registration; the job was not started');
+      log.error({ err, store: this.opts.store.where }, 'cannot persist the job registration; the job was not started');
       await this.rollback(jobId, log);
       throw err;
     }
+    await this.handOverIfStandby(jobId, log);
+  }
+
+  /** A gateway that does not obtain tokens keeps nothing once the registration is stored: the leader's gateway takes it from the store. */
+  private async handOverIfStandby(jobId: string, log: Logger): Promise<void> {
+    if (this.active()) return;
+    this.dropLocal(jobId);
+    await this.opts.tokens.unregisterJob(jobId);
+    log.info("job registration stored for the leading JobManager's gateway, which obtains its tokens");
+  }
+
+  /** Forgets a job here only (no store change, providers told by the caller). */
+  private dropLocal(jobId: string): void {
+    this.pending.get(jobId)?.timer.cancel();
+    this.pending.delete(jobId);
+    this.jobs.delete(jobId);
+    this.configurations.delete(jobId);
+    this.origins.delete(jobId);
+    this.retrying.delete(jobId);
   }
 
   async rollback(jobId: string, log: Logger): Promise<void> {
@@ -176,6 +207,11 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
   submitted(jobId: string): void {
     this.submitting.delete(jobId);
     this.retrying.delete(jobId);
+    const rec = this.opts.store?.get(jobId);
+    if (rec?.submitted === false) {
+      const { submitted: _answered, ...done } = rec;
+      this.opts.store!.put(done).catch((err: unknown) => this.opts.log.warn({ jobId, err: (err as Error).message }, 'cannot mark the stored registration as submitted; the leader follows it once its grace has passed'));
+    }
   }
 
   watchedJobs(): string[] {
@@ -219,8 +255,10 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     try {
       await this.opts.store?.put({ jobId, configuration, provenance: {}, registeredAt: new Date(registeredAt).toISOString(), ...origin });
     } catch (err) {
-      log.error({ err, dir: this.opts.store?.dir }, 'cannot persist the registration of a job the gateway did not submit; it stays registered (a restart discovers it again)');
+      log.error({ err, store: this.opts.store?.where }, 'cannot persist the registration of a job the gateway did not submit; it stays registered (a restart discovers it again)');
+      return;
     }
+    await this.handOverIfStandby(jobId, log);
   }
 
   /**
@@ -243,7 +281,9 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     for (const rec of stored) {
       const log = this.opts.log.child({ jobId: rec.jobId });
       const state = states?.get(rec.jobId);
-      if (states && (state === undefined || GLOBALLY_TERMINAL.has(state))) {
+      // Another replica may be submitting it right now (HA): not listed yet is not gone yet.
+      const beingSubmitted = store.shared && rec.submitted === false && this.now() - Date.parse(rec.registeredAt) < SUBMITTING_GRACE_MS && state === undefined;
+      if (states && !beingSubmitted && (state === undefined || GLOBALLY_TERMINAL.has(state))) {
         // Providers may hold state of the previous process (files, say): let them clean it up.
         await this.forget(rec.jobId, log);
         log.info({ state: state ?? 'unknown to the JobManager' }, 'stored job registration dropped: the job is no longer running');
@@ -255,7 +295,8 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
         this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
         this.configurations.set(rec.jobId, canonical(rec.configuration));
         this.origins.set(rec.jobId, originOf(rec));
-        log.info({ state: state ?? 'unknown (JobManager unreachable)' }, 'job registered again from the store');
+        if (beingSubmitted) this.submitting.add(rec.jobId);
+        log.info({ state: state ?? (beingSubmitted ? 'being submitted' : 'unknown (JobManager unreachable)') }, 'job registered again from the store');
       } catch (err) {
         // Not dropped: the job is running and needs its tokens. Retried with backoff until a provider
         // accepts it or the job ends (the job watcher follows it meanwhile); visible on the status route.
@@ -263,6 +304,46 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
         this.scheduleRestore(rec, 1, (err as Error)?.message ?? String(err));
       }
     }
+  }
+
+  /**
+   * HA, on the leading replica's gateway: a registration another replica stored (or changed).
+   * Registered here, where the tokens are obtained; one whose run is unanswered is not followed by
+   * the job watcher yet. A provider that refuses it here (the replicas' configurations differ) is
+   * retried with backoff, as a refused restore is.
+   */
+  async sharedStored(rec: StoredRegistration): Promise<void> {
+    if (!this.enabled || !this.active()) return;
+    if (rec.submitted !== false) this.submitting.delete(rec.jobId);
+    if (this.jobs.has(rec.jobId) || this.pending.has(rec.jobId)) return;
+    const log = this.opts.log.child({ jobId: rec.jobId });
+    if (rec.submitted === false) this.submitting.add(rec.jobId);
+    try {
+      await this.opts.tokens.registerJob(rec.jobId, rec.configuration, { principal: rec.principal ?? 'anonymous' });
+      const at = Date.parse(rec.registeredAt);
+      this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
+      this.configurations.set(rec.jobId, canonical(rec.configuration));
+      this.origins.set(rec.jobId, originOf(rec));
+      log.info('job registered from the shared store (another replica accepted its run)');
+    } catch (err) {
+      log.error({ err: (err as Error)?.message }, 'a job another replica registered was refused here (do the replicas share one configuration?); retrying with backoff');
+      this.scheduleRestore(rec, 1, (err as Error)?.message ?? String(err));
+    }
+  }
+
+  /** HA: a stored registration was removed (its run was rolled back, or the job ended): dropped here, the store is not touched. */
+  async sharedRemoved(jobId: string): Promise<void> {
+    if (!this.jobs.has(jobId) && !this.pending.has(jobId)) return;
+    this.submitting.delete(jobId);
+    this.dropLocal(jobId);
+    await this.opts.tokens.unregisterJob(jobId);
+    this.opts.log.child({ jobId }).info('job unregistered: its shared registration was removed');
+  }
+
+  /** HA: this gateway stops obtaining tokens (its JobManager lost the leadership); the store keeps every registration. */
+  deactivate(): void {
+    for (const jobId of [...this.jobs.keys(), ...this.pending.keys()]) this.dropLocal(jobId);
+    this.submitting.clear();
   }
 
   private scheduleRestore(rec: StoredRegistration, attempt: number, lastError: string): void {
@@ -290,13 +371,8 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
   }
 
   private async forget(jobId: string, log: Logger): Promise<void> {
-    this.pending.get(jobId)?.timer.cancel();
-    this.pending.delete(jobId);
     this.submitting.delete(jobId);
-    this.retrying.delete(jobId);
-    this.jobs.delete(jobId);
-    this.configurations.delete(jobId);
-    this.origins.delete(jobId);
+    this.dropLocal(jobId);
     await this.opts.tokens.unregisterJob(jobId);
     await this.safeRemove(jobId, log);
   }
@@ -305,7 +381,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     try {
       await this.opts.store?.remove(jobId);
     } catch (err) {
-      log.error({ err, dir: this.opts.store?.dir }, 'cannot update the job-registration store');
+      log.error({ err, store: this.opts.store?.where }, 'cannot update the job-registration store');
     }
   }
 }

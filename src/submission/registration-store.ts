@@ -19,10 +19,51 @@ export interface StoredRegistration {
   source?: RegistrationSource;
   /** For a `job-graph` registration: who sent the job graph (it is registered under the cluster default principal). */
   submittedBy?: string;
+  /**
+   * False from the registration until the JobManager answered the run (accepted, or the outcome is
+   * unknown); absent means true (older stores). A shared store's leader does not drop a job the
+   * JobManager does not list while another replica is still submitting it.
+   */
+  submitted?: boolean;
+}
+
+/**
+ * Where job registrations outlive the gateway process: a file of its own (one replica), or a
+ * store shared by the replicas of an HA cluster (src/ha/). `list` and `get` answer from memory.
+ */
+export interface RegistrationStore {
+  /** Where it lives, for log lines (a directory, or a ZooKeeper path). */
+  readonly where: string;
+  /** Written by other replicas too (HA): a stored run may be in flight on another gateway. */
+  readonly shared: boolean;
+  init(): Promise<void>;
+  list(): StoredRegistration[];
+  get(jobId: string): StoredRegistration | undefined;
+  put(reg: StoredRegistration): Promise<void>;
+  remove(jobId: string): Promise<void>;
+  /** Resolves once every change made so far is stored. */
+  flush(): Promise<void>;
 }
 
 /** `submitted`: a run through the gateway; `job-graph`: POST /v1/jobs; `discovered`: found by the job watcher. */
 export type RegistrationSource = 'submitted' | 'job-graph' | 'discovered';
+
+/** A stored registration read back (from a file, or a store other replicas write): only well-formed fields are kept. */
+export function parseStoredRegistration(value: unknown): StoredRegistration | undefined {
+  const j = value as Partial<StoredRegistration> | null;
+  if (typeof j?.jobId !== 'string' || !/^[0-9a-f]{32}$/.test(j.jobId) || typeof j.configuration !== 'object' || j.configuration === null) return undefined;
+  const strings = (o: unknown): Record<string, string> => Object.fromEntries(Object.entries((o ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
+  return {
+    jobId: j.jobId,
+    ...(typeof j.principal === 'string' ? { principal: j.principal } : {}),
+    configuration: strings(j.configuration),
+    provenance: strings(j.provenance),
+    registeredAt: String(j.registeredAt),
+    ...(j.source === 'job-graph' || j.source === 'discovered' ? { source: j.source } : {}),
+    ...(typeof j.submittedBy === 'string' ? { submittedBy: j.submittedBy } : {}),
+    ...(j.submitted === false ? { submitted: false } : {}),
+  };
+}
 
 interface StoreFile {
   version: 1;
@@ -37,7 +78,8 @@ const FILE = 'registrations.json';
  * never half of one. The JobManager exposes no per-job configuration, so this is what lets a
  * restarted gateway register its running jobs again. Writes are serialised and coalesced.
  */
-export class RegistrationStore {
+export class FileRegistrationStore implements RegistrationStore {
+  readonly shared = false;
   private readonly jobs = new Map<string, StoredRegistration>();
   private writing: Promise<void> | undefined;
   private dirty = false;
@@ -46,6 +88,10 @@ export class RegistrationStore {
     readonly dir: string,
     private readonly log: Logger,
   ) {}
+
+  get where(): string {
+    return this.dir;
+  }
 
   get file(): string {
     return join(this.dir, FILE);
@@ -65,17 +111,8 @@ export class RegistrationStore {
       const parsed = JSON.parse(text) as StoreFile;
       if (parsed.version !== 1 || !Array.isArray(parsed.jobs)) throw new Error(`unsupported store format (version ${String(parsed.version)})`);
       for (const j of parsed.jobs) {
-        if (typeof j?.jobId === 'string' && typeof j.configuration === 'object' && j.configuration !== null) {
-          this.jobs.set(j.jobId, {
-            jobId: j.jobId,
-            ...(typeof j.principal === 'string' ? { principal: j.principal } : {}),
-            configuration: j.configuration,
-            provenance: j.provenance ?? {},
-            registeredAt: String(j.registeredAt),
-            ...(j.source === 'job-graph' || j.source === 'discovered' ? { source: j.source } : {}),
-            ...(typeof j.submittedBy === 'string' ? { submittedBy: j.submittedBy } : {}),
-          });
-        }
+        const rec = parseStoredRegistration(j);
+        if (rec) this.jobs.set(rec.jobId, rec);
       }
     } catch (err) {
       const aside = `${this.file}.corrupt-${Date.now()}`;

@@ -8,7 +8,7 @@ import { redactUri } from '../artifacts/uri';
 import type { JarEntryPoints } from '../artifacts/jar-entry-points';
 import { describeDropped, forwardedConfiguration, PIPELINE_JOB_ID_KEY } from './forwarded-config';
 import { JarBook } from './jar-book';
-import { type ClaimResult, type JobClaims, runFingerprint } from './job-claims';
+import { type ClaimResult, type JobClaimBook, runFingerprint } from './job-claims';
 import type { JobRegistrar } from './job-registrations';
 import { isAmbiguous, JobSubmitter, type RunOutcome, type RunRoute } from './job-submitter';
 import type { PreparedJar, RemoteJarSource } from './remote-jars';
@@ -42,7 +42,7 @@ export interface RunServiceOptions {
   /** Receives one record per run. */
   audit?: AuditLog;
   /** Job-id ownership (job-claims.ts); absent in tests that do not need it (then every id is new). */
-  claims?: JobClaims;
+  claims?: JobClaimBook;
   /** Counts submissions by source and outcome. */
   onSubmission?: (source: 'upload' | 'uri', outcome: 'accepted' | 'rejected' | 'failed' | 'deduplicated') => void;
 }
@@ -85,15 +85,17 @@ export class RunService {
     const trace = this.traceFor(jarId, request, caller, query);
     const source = trace.source === 'uri' ? 'uri' : 'upload';
     const principal = caller?.principal ?? 'anonymous';
-    const claim: ClaimResult = this.opts.claims?.claim(jobId, principal, runFingerprint(jarId, request, principal, query, route)) ?? 'new';
+    let claim: ClaimResult | undefined;
     // Not tied to the HTTP request: a client disconnect must not cancel a run in progress.
     let result: { value: RunOutcome; shared: boolean };
     try {
-      if (claim === 'conflict') throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
-      result = await this.flights.run(jobId, () => this.runOnce({ jarId, jobId, request, query, log: jobLog, trace, claim, caller, route }));
+      const claimed = await this.claimOf(jobId, principal, runFingerprint(jarId, request, principal, query, route));
+      claim = claimed;
+      if (claimed === 'conflict') throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
+      result = await this.flights.run(jobId, () => this.runOnce({ jarId, jobId, request, query, log: jobLog, trace, claim: claimed, caller, route }));
     } catch (err) {
       // A run that provably never started frees its id; one whose outcome is unknown keeps it.
-      if (claim === 'new' && !isAmbiguous(err)) this.opts.claims?.release(jobId);
+      if (claim === 'new' && !isAmbiguous(err)) await this.releaseClaim(jobId, jobLog);
       const status = (err as { status?: number }).status ?? 500;
       this.opts.onSubmission?.(source, status < 500 ? 'rejected' : 'failed');
       this.auditRun(route, trace, caller, t0, { jobId, ...outcomeOf(err) });
@@ -103,6 +105,24 @@ export class RunService {
     this.auditRun(route, trace, caller, t0, { jobId: result.value.jobid, outcome: result.shared ? 'deduplicated' : 'accepted', status: route === 'run' ? 200 : 202 });
     if (result.shared) jobLog.info('run for this jobId already in flight or accepted; returning its result');
     return { outcome: result.value, shared: result.shared };
+  }
+
+  /** The job id's claim; a shared store that cannot be reached is a 503 (nothing ran). */
+  private async claimOf(jobId: string, principal: string, fingerprint: string): Promise<ClaimResult> {
+    if (!this.opts.claims) return 'new';
+    try {
+      return await this.opts.claims.claim(jobId, principal, fingerprint);
+    } catch (err) {
+      throw storeUnavailable('job id claim', err);
+    }
+  }
+
+  private async releaseClaim(jobId: string, log: Logger): Promise<void> {
+    try {
+      await this.opts.claims?.release(jobId);
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'cannot release the job id claim; it expires with its retention');
+    }
   }
 
   /** One run: the jar, the registration BEFORE the JobManager sees the job, the submission, the release. */
@@ -307,3 +327,9 @@ function artifactList(value: string | undefined): string[] {
 
 /** The audit status of a call whose client closed the connection before the answer (nginx's 499). */
 const CLIENT_GONE = 499;
+
+/** A shared store's failure as the client sees it: 503 with Retry-After, the cause in words. */
+export function storeUnavailable(operation: string, err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  return new GatewayError('GW_HA_STORE_UNAVAILABLE', { store: 'ZooKeeper', operation, reason: (err as Error)?.message ?? String(err) });
+}

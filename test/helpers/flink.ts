@@ -66,11 +66,21 @@ export async function waitForJobState(baseUrl: string, jobId: string, states: st
     const r = await json('GET', `${baseUrl}/v1/jobs/${jobId}`, undefined, headers);
     if (r.status === 200) {
       last = String(r.body.state);
-      if (states.includes(last)) return last;
+      if (states.includes(last)) {
+        if (last === 'FAILED') await printFailure(baseUrl, jobId, headers);
+        return last;
+      }
     }
     await new Promise((res) => setTimeout(res, 250));
   }
   throw new Error(`job ${jobId} did not reach ${states.join('/')} within ${timeoutMs} ms (last state ${last})`);
+}
+
+/** A failed job's root exception on stderr, so a test that did not expect FAILED says why. */
+async function printFailure(baseUrl: string, jobId: string, headers: Record<string, string>): Promise<void> {
+  const r = await json('GET', `${baseUrl}/v1/jobs/${jobId}/exceptions`, undefined, headers).catch(() => undefined);
+  const root = String((r?.body as { 'root-exception'?: string } | undefined)?.['root-exception'] ?? 'no exception reported');
+  process.stderr.write(`job ${jobId} FAILED: ${root.split('\n').slice(0, 12).join('\n')}\n`);
 }
 
 /** Every file name under the JobManager's upload directory (to prove nothing was left behind). */

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JobRegistrations, redactConfiguration } from '../../../src/submission/job-registrations';
-import { RegistrationStore } from '../../../src/submission/registration-store';
+import { FileRegistrationStore } from '../../../src/submission/registration-store';
 import { DefaultTokenManager } from '../../../src/tokens/token-manager';
 import { NoopTokenManager } from '../../../src/tokens/noop-token-manager';
 import { ManualClock } from '../../helpers/manual-clock';
@@ -24,7 +24,7 @@ describe('job registrations (token manager + store)', () => {
     const config = tokenConfig();
     const { providers, receivers } = pairs(...names);
     const tokens = await DefaultTokenManager.create({ config, providers, receivers, log: cap.log, clock: new ManualClock() });
-    const store = new RegistrationStore(dir, cap.log);
+    const store = new FileRegistrationStore(dir, cap.log);
     await store.init();
     const regs = new JobRegistrations({ tokens, store, isSensitive: (k) => config.registry.isSensitive(k), log: cap.log });
     return { cap, providers, tokens, store, regs };
@@ -148,7 +148,7 @@ describe('job registrations (token manager + store)', () => {
     const config = tokenConfig();
     const { providers, receivers } = pairs('a');
     const tokens = await DefaultTokenManager.create({ config, providers, receivers, log: cap.log, clock });
-    const store = new RegistrationStore(dir, cap.log);
+    const store = new FileRegistrationStore(dir, cap.log);
     await store.init();
     const regs = new JobRegistrations({ tokens, store, isSensitive: () => false, log: cap.log, clock });
     let refusals = 3;
@@ -179,7 +179,7 @@ describe('job registrations (token manager + store)', () => {
     const { providers, receivers } = pairs('a');
     const cap = captureLogger();
     const tokens = await DefaultTokenManager.create({ config: tokenConfig(), providers, receivers, log: cap.log, clock });
-    const store = new RegistrationStore(dir, cap.log);
+    const store = new FileRegistrationStore(dir, cap.log);
     await store.init();
     const regs = new JobRegistrations({ tokens, store, isSensitive: () => false, log: cap.log, clock });
     providers[0]!.register = () => {

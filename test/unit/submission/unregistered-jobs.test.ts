@@ -5,7 +5,7 @@ import { AuditLog } from '../../../src/audit/audit-log';
 import { JobWatcher } from '../../../src/cluster/job-watcher';
 import { JobManagerClient } from '../../../src/cluster/jobmanager-client';
 import { CLUSTER_DEFAULT_PRINCIPAL, JobRegistrations } from '../../../src/submission/job-registrations';
-import { RegistrationStore } from '../../../src/submission/registration-store';
+import { FileRegistrationStore } from '../../../src/submission/registration-store';
 import { type UnregisteredJobsPolicy, UnregisteredJobs } from '../../../src/submission/unregistered-jobs';
 import { PrincipalAllowList } from '../../../src/tokens/providers/provider-support';
 import { DefaultTokenManager } from '../../../src/tokens/token-manager';
@@ -64,7 +64,7 @@ describe('jobs the gateway did not register (job watcher discovery, an injected 
     const config = tokenConfig();
     const { providers, receivers } = pairs('a');
     const tokens = await DefaultTokenManager.create({ config, providers, receivers, log: cap.log, clock });
-    const store = new RegistrationStore(join(dir, 'store'), cap.log);
+    const store = new FileRegistrationStore(join(dir, 'store'), cap.log);
     await store.init();
     const registrations = new JobRegistrations({ tokens, store, isSensitive: (k) => config.registry.isSensitive(k), log: cap.log });
     const auditFile = join(dir, 'audit.jsonl');

@@ -5,7 +5,7 @@ import { builtinPlugins, builtinTokenProviders as builtInTokenProviders } from '
 import { createRegistry } from '../../../src/composition';
 import { loadRaw, parseArgs } from '../../../src/config/load';
 import { JobRegistrations } from '../../../src/submission/job-registrations';
-import { RegistrationStore } from '../../../src/submission/registration-store';
+import { FileRegistrationStore } from '../../../src/submission/registration-store';
 import { FLINK_SENSITIVE_KEY_PARTS, isFlinkSensitiveKey, jobSecretRule } from '../../../src/tokens/job-configuration';
 import { DefaultTokenManager } from '../../../src/tokens/token-manager';
 import { ManualClock } from '../../helpers/manual-clock';
@@ -54,7 +54,7 @@ describe('the job configuration a token provider sees', () => {
     const scoped = new FakeProvider('scoped', ['security.delegation.token.scoped.scope', 's3.secret-key']);
     const tokens = await DefaultTokenManager.create({ config, providers: [scoped], receivers: [new FakeReceiver('scoped')], log: cap.log, clock: new ManualClock() });
     expect(tokens.jobRequestKeys()).toEqual(['security.delegation.token.scoped.scope', 's3.secret-key']);
-    const store = new RegistrationStore(join(dir, 'store'), cap.log);
+    const store = new FileRegistrationStore(join(dir, 'store'), cap.log);
     await store.init();
     const regs = new JobRegistrations({ tokens, store, isSensitive: jobSecretRule(config.registry, tokens.jobRequestKeys()), cluster: config.cluster, log: cap.log });
 

@@ -1,0 +1,140 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { ZooKeeperSession, ZooKeeperSettings } from './zookeeper';
+
+/** A leader record as Flink writes it: the leader's address and its leader session id. */
+export interface LeaderRecord {
+  address: string;
+  sessionId: string;
+}
+
+/**
+ * Decodes the data of a Flink ZooKeeper leader node (`…/leader/<component>/connection_info`):
+ * Java serialization of `writeUTF(address)` then `writeObject(UUID)` (ZooKeeperUtils
+ * .writeLeaderInformationToZooKeeper, the same in 1.20 and 2.0–2.3). Empty data: no leader.
+ * Returns undefined for anything else, which the follower treats as "no leader known".
+ */
+export function decodeLeaderRecord(data: Buffer): LeaderRecord | undefined {
+  // STREAM_MAGIC ACED, version 0005, TC_BLOCKDATA 77 <len>, then the UTF: u16 length + bytes.
+  if (data.length < 9 || data.readUInt16BE(0) !== 0xaced || data.readUInt16BE(2) !== 5 || data[4] !== 0x77) return undefined;
+  const utfLength = data.readUInt16BE(6);
+  if (8 + utfLength > data.length) return undefined;
+  // Modified UTF-8 equals UTF-8 for the addresses Flink writes (no NUL, no supplementary characters).
+  const address = data.subarray(8, 8 + utfLength).toString('utf8');
+  // java.util.UUID's fields in serialization order (by name): leastSigBits, then mostSigBits; its last 16 bytes.
+  const rest = data.subarray(8 + utfLength);
+  if (rest.length < 16 || !rest.includes(Buffer.from('java.util.UUID'))) return undefined;
+  const least = rest.subarray(rest.length - 16, rest.length - 8).toString('hex');
+  const most = rest.subarray(rest.length - 8).toString('hex');
+  const hex = most + least;
+  const sessionId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return { address, sessionId };
+}
+
+/** `host:port` of an RPC address as Flink publishes it (`pekko.tcp://flink@host:port/user/rpc/dispatcher_1`, or akka in older Flink). */
+export function rpcEndpointOf(address: string): { host: string; port: number } | undefined {
+  const m = /^[a-z]+(?:\.[a-z]+)?:\/\/[^@/]+@(\[[^\]]+\]|[^:/]+):(\d+)(?:\/|$)/i.exec(address);
+  return m ? { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) } : undefined;
+}
+
+/** Who this gateway's JobManager is, as it appears in the leader record: its RPC host and (when fixed) port. */
+export interface JobManagerIdentity {
+  host: string;
+  /** Undefined when the JobManager's RPC port is not one fixed number (a range, or 0 = any). */
+  port?: number;
+}
+
+export function isLeaderRecordOf(record: LeaderRecord | undefined, self: JobManagerIdentity): boolean {
+  const ep = record ? rpcEndpointOf(record.address) : undefined;
+  return ep !== undefined && ep.host === self.host && (self.port === undefined || ep.port === self.port);
+}
+
+/**
+ * The identity of a JobManager from its own configuration (GET /v1/jobmanager/config, which each
+ * JobManager answers from its own process, a standby too): `jobmanager.rpc.address` and, with
+ * HA, `high-availability.jobmanager.port` (the port its leader record names) when it is one number.
+ */
+export function identityFromConfig(entries: readonly { key: string; value: string }[]): JobManagerIdentity | undefined {
+  const get = (k: string) => entries.find((e) => e.key === k)?.value?.trim();
+  const host = get('jobmanager.rpc.address');
+  if (!host) return undefined;
+  const port = get('high-availability.jobmanager.port') ?? get('jobmanager.rpc.port');
+  return { host, ...(port && /^[1-9]\d*$/.test(port) ? { port: Number(port) } : {}) };
+}
+
+/** The ZooKeeper path of a component's leader record: `<namespace>/leader/<component>/connection_info`. */
+export function leaderPath(settings: Pick<ZooKeeperSettings, 'namespace'>, component: 'dispatcher' | 'resource_manager' | 'rest_server'): string {
+  return `${settings.namespace}/leader/${component}/connection_info`;
+}
+
+export interface LeaderState {
+  leading: boolean;
+  /** The current leader's record (undefined while none is known). */
+  record?: LeaderRecord;
+}
+
+/**
+ * Follows Flink's own leader election through its HA records (no election of the gateway's own):
+ * the gateway is "leading" while the dispatcher's leader record names its JobManager and the
+ * ZooKeeper session is up. The dispatcher, resource manager and REST endpoint of one JobManager
+ * process share one leadership (and one leader session id), and the resource manager is where
+ * Flink's delegation-token manager, and so the token bridge, runs.
+ */
+export class FlinkLeaderFollower extends EventEmitter<{ change: [LeaderState] }> {
+  private state: LeaderState = { leading: false };
+  private stopped = false;
+  private readonly path: string;
+
+  constructor(
+    private readonly session: ZooKeeperSession,
+    private readonly self: JobManagerIdentity,
+    private readonly log: Logger,
+  ) {
+    super();
+    this.path = leaderPath(session.settings, 'dispatcher');
+    session.on('up', this.onUp);
+    session.on('down', this.onDown);
+  }
+
+  get current(): LeaderState {
+    return this.state;
+  }
+
+  /** Reads the record now (and follows it from then on). */
+  async start(): Promise<void> {
+    await this.read();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.session.off('up', this.onUp);
+    this.session.off('down', this.onDown);
+  }
+
+  private readonly onUp = () => void this.read().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the Flink leader record'));
+  private readonly onDown = () => this.set({ leading: false });
+
+  private async read(): Promise<void> {
+    if (this.stopped || !this.session.isConnected) return;
+    const watch = () => void this.read().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the Flink leader record'));
+    const node = await this.session.getData(this.path, watch);
+    if (!node) {
+      // No record yet (no leader elected): wait for it to appear.
+      await this.session.exists(this.path, watch);
+      this.set({ leading: false });
+      return;
+    }
+    const record = decodeLeaderRecord(node.data);
+    this.set({ leading: isLeaderRecordOf(record, this.self), ...(record ? { record } : {}) });
+  }
+
+  private set(next: LeaderState): void {
+    if (this.stopped) return;
+    const prev = this.state;
+    this.state = next;
+    if (prev.leading !== next.leading || prev.record?.sessionId !== next.record?.sessionId) {
+      this.log.info({ leading: next.leading, leader: next.record?.address, leaderSessionId: next.record?.sessionId, self: this.self }, next.leading ? "this gateway's JobManager leads the cluster" : "this gateway's JobManager does not lead the cluster");
+      this.emit('change', next);
+    }
+  }
+}

@@ -1,0 +1,197 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { Claim, ClaimResult, JobClaimBook } from '../submission/job-claims';
+import { parseStoredRegistration, type RegistrationStore, type StoredRegistration } from '../submission/registration-store';
+import { BAD_VERSION, NODE_EXISTS, NO_NODE, type ZooKeeperSession, zkCode } from './zookeeper';
+
+/** The gateway's nodes inside the cluster's ZooKeeper namespace: removed with it when Flink cleans the cluster up. */
+export function gatewayRoot(namespace: string): string {
+  return `${namespace}/flink-jar-gateway`;
+}
+
+const JOB_ID = /^[0-9a-f]{32}$/;
+
+/**
+ * The job registrations of every replica in the ZooKeeper of the HA cluster (ADR 0012): one node
+ * per job, `<namespace>/flink-jar-gateway/registrations/<jobId>`, holding the same redacted JSON
+ * the file store keeps. Every replica keeps a mirror, followed through ZooKeeper watches, so
+ * `list` and `get` answer from memory and a conflict check sees what other replicas registered;
+ * `added`, `updated` and `removed` tell the leading replica's gateway what to register or drop.
+ * Writes go to ZooKeeper first and are awaited: a run is submitted only after its registration
+ * is stored where the next leader will find it.
+ */
+export class ZooKeeperRegistrationStore
+  extends EventEmitter<{ added: [StoredRegistration]; updated: [StoredRegistration]; removed: [string] }>
+  implements RegistrationStore
+{
+  readonly shared = true;
+  private readonly jobs = new Map<string, StoredRegistration>();
+  private readonly dir: string;
+  private syncing: Promise<void> | undefined;
+  private again = false;
+
+  constructor(
+    private readonly session: ZooKeeperSession,
+    private readonly log: Logger,
+  ) {
+    super();
+    this.dir = `${gatewayRoot(session.settings.namespace)}/registrations`;
+    session.on('up', () => void this.sync().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations')));
+  }
+
+  get where(): string {
+    return `zookeeper ${this.session.settings.quorum}${this.dir}`;
+  }
+
+  async init(): Promise<void> {
+    await this.session.mkdirp(this.dir);
+    await this.sync();
+  }
+
+  list(): StoredRegistration[] {
+    return [...this.jobs.values()];
+  }
+
+  get(jobId: string): StoredRegistration | undefined {
+    return this.jobs.get(jobId);
+  }
+
+  async put(reg: StoredRegistration): Promise<void> {
+    const data = Buffer.from(JSON.stringify(reg));
+    const path = `${this.dir}/${reg.jobId}`;
+    try {
+      await this.session.setData(path, data);
+    } catch (err) {
+      if (zkCode(err) !== NO_NODE) throw err;
+      try {
+        await this.session.create(path, data);
+      } catch (e) {
+        if (zkCode(e) !== NODE_EXISTS) throw e;
+        await this.session.setData(path, data);
+      }
+    }
+    this.jobs.set(reg.jobId, reg);
+  }
+
+  async remove(jobId: string): Promise<void> {
+    await this.session.remove(`${this.dir}/${jobId}`);
+    this.jobs.delete(jobId);
+  }
+
+  async flush(): Promise<void> {
+    await this.syncing;
+  }
+
+  /** Re-reads the list (and re-arms the watches); runs once more if asked again meanwhile. */
+  sync(): Promise<void> {
+    if (this.syncing) {
+      this.again = true;
+      return this.syncing;
+    }
+    this.syncing = (async () => {
+      do {
+        this.again = false;
+        await this.readAll();
+      } while (this.again);
+    })().finally(() => {
+      this.syncing = undefined;
+    });
+    return this.syncing;
+  }
+
+  private async readAll(): Promise<void> {
+    if (!this.session.isConnected) return;
+    const onList = () => void this.sync().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations'));
+    const children = new Set((await this.session.getChildren(this.dir, onList)).filter((c) => JOB_ID.test(c)));
+    for (const jobId of [...this.jobs.keys()]) {
+      if (!children.has(jobId)) {
+        this.jobs.delete(jobId);
+        this.emit('removed', jobId);
+      }
+    }
+    for (const jobId of children) await this.readOne(jobId);
+  }
+
+  private async readOne(jobId: string): Promise<void> {
+    const onData = () => void this.readOne(jobId).catch((err: unknown) => this.log.warn({ jobId, err: (err as Error).message }, 'cannot read a shared job registration'));
+    const node = await this.session.getData(`${this.dir}/${jobId}`, onData);
+    if (!node) {
+      if (this.jobs.delete(jobId)) this.emit('removed', jobId);
+      return;
+    }
+    let rec: StoredRegistration | undefined;
+    try {
+      rec = parseStoredRegistration(JSON.parse(node.data.toString('utf8')));
+    } catch {
+      rec = undefined;
+    }
+    if (!rec || rec.jobId !== jobId) {
+      this.log.error({ jobId, store: this.where }, 'a shared job registration is unreadable; ignored');
+      return;
+    }
+    const before = this.jobs.get(jobId);
+    if (before && JSON.stringify(before) === JSON.stringify(rec)) return;
+    this.jobs.set(jobId, rec);
+    this.emit(before ? 'updated' : 'added', rec);
+  }
+}
+
+/**
+ * Job-id claims shared by the replicas: one node per claimed id, created atomically, so a retry
+ * on any replica is a retry and anyone else's run under a used id is a conflict (job-claims.ts's
+ * rule), whichever replica each request reached. A claim older than the retention is replaced
+ * (version-checked, so two replicas cannot both replace it).
+ */
+export class ZooKeeperJobClaims implements JobClaimBook {
+  private readonly dir: string;
+  private ready: Promise<void> | undefined;
+
+  constructor(
+    private readonly session: ZooKeeperSession,
+    private readonly opts: { retentionMs: number; wallClock?: () => number },
+  ) {
+    this.dir = `${gatewayRoot(session.settings.namespace)}/claims`;
+  }
+
+  async claim(jobId: string, principal: string, fingerprint: string): Promise<ClaimResult> {
+    this.ready ??= this.session.mkdirp(this.dir);
+    await this.ready;
+    const now = (this.opts.wallClock ?? Date.now)();
+    const path = `${this.dir}/${jobId}`;
+    const mine: Claim = { jobId, principal, fingerprint, at: now };
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        await this.session.create(path, Buffer.from(JSON.stringify(mine)));
+        return 'new';
+      } catch (err) {
+        if (zkCode(err) !== NODE_EXISTS) throw err;
+      }
+      const node = await this.session.getData(path);
+      if (!node) continue; // released meanwhile
+      let existing: Partial<Claim> | undefined;
+      try {
+        existing = JSON.parse(node.data.toString('utf8')) as Partial<Claim>;
+      } catch {
+        existing = undefined;
+      }
+      if (existing && typeof existing.at === 'number' && existing.at >= now - this.opts.retentionMs) {
+        return existing.principal === principal && existing.fingerprint === fingerprint ? 'retry' : 'conflict';
+      }
+      // Expired (or unreadable): replace it, unless another replica changed it first.
+      try {
+        await this.session.remove(path, node.version);
+      } catch (err) {
+        if (zkCode(err) !== BAD_VERSION) throw err;
+      }
+    }
+    return 'conflict';
+  }
+
+  async release(jobId: string): Promise<void> {
+    await this.session.remove(`${this.dir}/${jobId}`);
+  }
+
+  async flush(): Promise<void> {
+    /* every write is awaited */
+  }
+}
