@@ -40,3 +40,14 @@ export function summariseFlinkErrors(body: unknown): string {
   const text = parts.join(' Caused by: ');
   return text.length > 2000 ? `${text.slice(0, 2000)}…` : text || 'no error message';
 }
+
+/**
+ * A JobManager that is not the leader forwards a run to the leader's dispatcher over RPC; while
+ * that leader is gone (killed, or an election under way) Flink answers the run with 400 "Could
+ * not execute application … the recipient is unreachable" or names the missing leader. Nothing
+ * ran on a leader that could not be reached, and the client's retry (same job id) is safe, so
+ * the gateway answers 503 with Retry-After instead of a 400 no client retries.
+ */
+export function isLeaderUnreachable(flinkMessage: string): boolean {
+  return /because the recipient is unreachable|remote RpcService is currently not reachable|No leader (?:is )?available|Could not retrieve the leader|leader election/i.test(flinkMessage);
+}

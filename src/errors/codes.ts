@@ -165,7 +165,7 @@ export const ERROR_CODES = {
   },
   GW_CLUSTER_NOT_READY: {
     status: 503,
-    template: 'The JobManager cannot take the {operation} call yet (HTTP 503: {flinkMessage}); it is starting or electing a leader. Retry shortly: Flink\'s clients retry a 503 by themselves.',
+    template: 'The JobManager cannot take the {operation} call yet ({flinkMessage}); it is starting or electing a leader. Retry shortly: Flink\'s clients retry a 503 by themselves.',
   },
   GW_HA_STORE_UNAVAILABLE: {
     status: 503,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { isWebSubmitDisabled, summariseFlinkErrors } from '../cluster/flink-errors';
+import { isLeaderUnreachable, isWebSubmitDisabled, summariseFlinkErrors } from '../cluster/flink-errors';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
 import type { ClaimResult } from './job-claims';
@@ -142,6 +142,7 @@ export class JobSubmitter {
     if (/Jar file .* does not exist/.test(flinkMessage) || res.status === 404) return new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage });
     // Only Flink's own handler blames the jar; a plain-text 500 comes from something in between.
     if (res.status === 500 && !res.notJson) return new GatewayError('GW_JAR_INVALID', { flinkMessage });
+    if (res.status === 400 && isLeaderUnreachable(flinkMessage)) return new GatewayError('GW_CLUSTER_NOT_READY', { operation, flinkMessage });
     if (res.status === 400) return new GatewayError(operation === 'run' ? 'GW_RUN_REJECTED' : 'GW_PLAN_REJECTED', { flinkMessage });
     return this.cluster.failure(operation, res);
   }
