@@ -1,5 +1,6 @@
 import { decodeLeaderRecord, identityFromConfig, isLeaderRecordOf, rpcEndpointOf } from '../../../src/ha/flink-leader';
 import { haStoreOf } from '../../../src/ha/ha-options';
+import { leaderRecordBytes } from '../../helpers/flink-ha-records';
 
 // Leader records as Flink 2.1.3 wrote them into ZooKeeper on a two-JobManager cluster here (the
 // same bytes on 1.20.5 and 2.3.0): dispatcher and rest_server of one leader, one session id.
@@ -55,5 +56,13 @@ describe('gateway.ha.store', () => {
     expect(() => haStoreOf('auto', { 'high-availability.type': 'kubernetes' })).toThrow(/kubernetes.*gateway.ha.store: local/);
     expect(() => haStoreOf('zookeeper', {})).toThrow(/sets high-availability.type: none/);
     expect(() => haStoreOf('auto', { 'high-availability.type': 'zookeeper' })).toThrow(/without high-availability.zookeeper.quorum/);
+  });
+});
+
+describe('the test helper that plays Flink', () => {
+  it('writes records the decoder reads as Flink wrote them', () => {
+    const real = Buffer.from(DISPATCHER, 'hex');
+    const session = Buffer.concat([real.subarray(real.length - 8), real.subarray(real.length - 16, real.length - 8)]);
+    expect(leaderRecordBytes('pekko.tcp://flink@127.0.0.1:34461/user/rpc/dispatcher_1', session).toString('hex')).toBe(DISPATCHER);
   });
 });
