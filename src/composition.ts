@@ -119,6 +119,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const haLog = logger.child({ component: 'ha' });
     const zookeeper = ha.kind === 'zookeeper' ? resources.adopt(new ZooKeeperSession(ha.settings, haLog), (z) => z.close()) : undefined;
     let coordinator: HaCoordinator | undefined;
+    const sharedClaims = zookeeper ? new ZooKeeperJobClaims(zookeeper, { retentionMs: JOB_CLAIM_RETENTION_MS }) : undefined;
     const store: RegistrationStore | undefined = !config.get(tokenOptions.enabled)
       ? undefined
       : zookeeper
@@ -152,9 +153,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const policyMode = config.get(coreOptions.policyMode) as 'open' | 'fetched-only';
     const runs = new RunService({
       cluster,
-      claims: zookeeper
-        ? new ZooKeeperJobClaims(zookeeper, { retentionMs: JOB_CLAIM_RETENTION_MS })
-        : new JobClaims({ dir: tokenStoreDir(config), retentionMs: JOB_CLAIM_RETENTION_MS, log: logger.child({ component: 'job-claims' }) }),
+      claims: sharedClaims ?? new JobClaims({ dir: tokenStoreDir(config), retentionMs: JOB_CLAIM_RETENTION_MS, log: logger.child({ component: 'job-claims' }) }),
       jarUriEnabled: config.get(coreOptions.jarUriEnable),
       ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff, cache) } : {}),
       dedupeRetentionMs: config.get(coreOptions.runDedupeRetention),
@@ -180,6 +179,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
       metrics,
       ...(tokenBridge ? { tokenBridge } : {}),
       ...(unregistered ? { jobGraphs: unregistered, registeredJobs: () => registrations.list() } : {}),
+      ...(zookeeper && store ? { haStatus: () => coordinator?.status() } : {}),
       auth: new Authenticator(authOptionsOf(config, logger.child({ component: 'auth' }))),
       authorization: { permissions: new Permissions(permissionListsOf(config)), policyMode, audit, ...(unregistered ? { unregisteredJobs: unregistered.policy } : {}) },
       clusterVersion: new ClusterVersion(cluster, logger.child({ component: 'cluster-version' }), config.getOptional(coreOptions.clusterFlinkVersion)),
@@ -188,7 +188,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const watcher = store ? resources.adopt(new JobWatcher({ cluster, jobs: registrations, ...(unregistered ? { discovery: unregistered } : {}), ...watcherSettings(config), log: logger.child({ component: 'job-watcher' }) }), (w) => w.stop()) : undefined;
     if (zookeeper && store instanceof ZooKeeperRegistrationStore) {
       // HA: only while its JobManager leads does this gateway register the stored jobs, obtain tokens and follow the jobs.
-      coordinator = resources.adopt(new HaCoordinator({ session: zookeeper, store, registrations, tokens, cluster, ...(watcher ? { watcher } : {}), readStates: () => fetchJobStates(cluster), log: haLog }), (c) => c.stop());
+      coordinator = resources.adopt(new HaCoordinator({ session: zookeeper, store, ...(sharedClaims ? { claims: sharedClaims } : {}), registrations, tokens, cluster, ...(watcher ? { watcher } : {}), readStates: () => fetchJobStates(cluster), log: haLog }), (c) => c.stop());
       await coordinator.start();
     } else {
       if (zookeeper) await zookeeper.start();

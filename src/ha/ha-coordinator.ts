@@ -4,12 +4,16 @@ import type { JobWatcher } from '../cluster/job-watcher';
 import type { JobRegistrations } from '../submission/job-registrations';
 import type { TokenManager } from '../tokens/spi';
 import { FlinkLeaderFollower, identityFromConfig, type JobManagerIdentity, type LeaderState } from './flink-leader';
-import type { ZooKeeperRegistrationStore } from './zookeeper-store';
+import type { ZooKeeperJobClaims, ZooKeeperRegistrationStore } from './zookeeper-store';
 import type { ZooKeeperSession } from './zookeeper';
+
+const PRUNE_INTERVAL_MS = 3600_000;
 
 export interface HaCoordinatorOptions {
   session: ZooKeeperSession;
   store: ZooKeeperRegistrationStore;
+  /** Pruned of expired claims by the leader's gateway: on becoming it, then hourly. */
+  claims?: ZooKeeperJobClaims;
   registrations: JobRegistrations;
   tokens: TokenManager;
   cluster: JobManagerClient;
@@ -51,6 +55,7 @@ export class HaCoordinator {
   private identity: JobManagerIdentity | undefined;
   private stopped = false;
   private identityTimer: NodeJS.Timeout | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: HaCoordinatorOptions) {
     opts.store.on('added', (rec) => this.inOrder(() => (this.leading ? opts.registrations.sharedStored(rec) : undefined)));
@@ -118,10 +123,14 @@ export class HaCoordinator {
       await registrations.restore(this.opts.readStates);
       await tokens.start();
       watcher?.start();
+      this.pruneClaims();
+      this.pruneTimer = setInterval(() => this.pruneClaims(), PRUNE_INTERVAL_MS);
+      this.pruneTimer.unref();
       log.info({ jobs: registrations.list().length, leaderSessionId: state.record?.sessionId, ms: Math.round(performance.now() - started) }, 'leading: every stored job is registered here and its tokens are obtained here');
     } else {
       this.leading = false;
       this.leadingSince = undefined;
+      clearInterval(this.pruneTimer);
       await watcher?.stop();
       await tokens.stop();
       registrations.deactivate();
@@ -129,8 +138,16 @@ export class HaCoordinator {
     }
   }
 
+  private pruneClaims(): void {
+    this.opts.claims
+      ?.prune()
+      .then((removed) => removed > 0 && this.opts.log.info({ removed }, 'expired job id claims removed from the shared store'))
+      .catch((err: unknown) => this.opts.log.warn({ err: (err as Error).message }, 'cannot prune the expired job id claims'));
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.pruneTimer);
     if (this.identityTimer) clearTimeout(this.identityTimer);
     this.follower?.stop();
     await this.transitions;

@@ -191,6 +191,30 @@ export class ZooKeeperJobClaims implements JobClaimBook {
     await this.session.remove(`${this.dir}/${jobId}`);
   }
 
+  /** Removes the claims older than the retention (the leader's gateway does, now and then); returns how many. */
+  async prune(): Promise<number> {
+    const cutoff = (this.opts.wallClock ?? Date.now)() - this.opts.retentionMs;
+    let removed = 0;
+    for (const jobId of await this.session.getChildren(this.dir)) {
+      const node = await this.session.getData(`${this.dir}/${jobId}`);
+      if (!node) continue;
+      let at: unknown;
+      try {
+        at = (JSON.parse(node.data.toString('utf8')) as Partial<Claim>).at;
+      } catch {
+        at = undefined;
+      }
+      if (typeof at === 'number' && at >= cutoff) continue;
+      try {
+        await this.session.remove(`${this.dir}/${jobId}`, node.version);
+        removed++;
+      } catch (err) {
+        if (zkCode(err) !== BAD_VERSION) throw err;
+      }
+    }
+    return removed;
+  }
+
   async flush(): Promise<void> {
     /* every write is awaited */
   }

@@ -44,6 +44,8 @@ export interface AppDeps {
   jobGraphs?: JobGraphHook;
   /** The registered jobs and how each came to be registered, for GET /gateway/v1/tokens. */
   registeredJobs?: () => unknown[];
+  /** HA: this gateway's role, for GET /gateway/v1/tokens. */
+  haStatus?: () => unknown;
   /** The fronted JobManager's Flink version (the routes that differ between versions). */
   clusterVersion?: ClusterVersion;
 }

@@ -20,6 +20,8 @@ export interface GatewayRouteDeps {
   /** The token bridge endpoint; absent = 404 (tokens or the bridge disabled). */
   tokenBridge?: TokenBridgeDeps;
   metrics?: Metrics;
+  /** HA (a shared store): this gateway's role, from Flink's leader record. */
+  haStatus?: () => unknown;
 }
 
 /** The gateway's own routes under /gateway/v1 (not Flink paths). */
@@ -72,7 +74,7 @@ export function createGatewayRoutes(deps: GatewayRouteDeps): Router {
   });
   // Delegation-token status: providers, last obtain, next renewal, registered jobs, last error.
   // Never a token value: the manager's status holds none.
-  router.get('/tokens', (_req, res) => sendJson(res, 200, { ...(deps.tokens?.status() ?? { enabled: false, providers: [], registeredJobs: [] }), restorePending: deps.restorePending?.() ?? [], jobs: deps.registeredJobs?.() ?? [], isolation: TOKEN_ISOLATION }));
+  router.get('/tokens', (_req, res) => sendJson(res, 200, { ...(deps.tokens?.status() ?? { enabled: false, providers: [], registeredJobs: [] }), restorePending: deps.restorePending?.() ?? [], jobs: deps.registeredJobs?.() ?? [], isolation: TOKEN_ISOLATION, ...(deps.haStatus ? { ha: deps.haStatus() } : {}) }));
   // The latest tokens themselves, for the Flink-side token bridge only (loopback + bridge secret).
   router.get('/tokens/bridge', tokenBridgeHandler(deps.tokenBridge));
   return router;

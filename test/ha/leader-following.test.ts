@@ -129,16 +129,22 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
     expect(gw.gateway.tokens.status().registeredJobs).toEqual([]);
     await sleep(1500);
     expect(requests).toBe(0);
+    expect((await json('GET', `${gw.url}/gateway/v1/tokens`)).body.ha).toMatchObject({ leading: false, leader: 'pekko.tcp://flink@10.255.0.1:6123/user/rpc/dispatcher_1', store: expect.stringContaining(namespace) });
   }, 60_000);
 
   it('on leading: registers every stored running job and obtains; a run while leading obtains at once', async () => {
     const stored = running[0]!;
+    // A claim past its retention (30 days): the leader's gateway prunes it on taking over.
+    const expired = newJobId();
+    await session.create(`${gatewayRoot(namespace)}/claims/${expired}`, Buffer.from(JSON.stringify({ jobId: expired, principal: 'token:old', fingerprint: 'x', at: 0 })));
     await setLeader(self);
     await eventually(() => leading(), 'the gateway to lead');
     await eventually(() => gw.gateway.tokens.status().registeredJobs.includes(stored), 'the stored job to be registered here');
     await eventually(() => requests > 0, 'a token to be obtained');
     const jobId = await runProbe();
     expect(gw.gateway.tokens.status().registeredJobs).toEqual(expect.arrayContaining([stored, jobId]));
+    expect((await json('GET', `${gw.url}/gateway/v1/tokens`)).body.ha).toMatchObject({ leading: true, leader: self, jobManager: expect.any(Object), leadingSince: expect.any(String) });
+    await eventually(async () => !(await session.getChildren(`${gatewayRoot(namespace)}/claims`)).includes(expired), 'the expired claim to be pruned');
   }, 60_000);
 
   it('on losing the lead: stops obtaining and keeps nothing; the store keeps every registration', async () => {
