@@ -189,19 +189,24 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
       // The leader's gateway is the one that obtains tokens.
       await waitFor(() => /"leading: every stored job/.test(gateways[leader]!.output()) || round > 1, 'the leader gateway to lead');
 
-      // A job that runs across the failover, submitted through the standby's gateway: its task
-      // finishes only once it reads a token issued after the kill.
-      const jarOnStandby = await uploadFile(gateways[standby]!.url, TEST_JOB_JAR, 'GatewayTestJob.jar');
-      const probeId = newJobId();
-      const probe = await json('POST', `${gateways[standby]!.url}/v1/jars/${String(jarOnStandby.body.filename).split('/').pop()}/run`, {
-        jobId: probeId,
-        entryClass: 'dev.flinkjargateway.testjobs.TokenProbe',
-        programArgsList: ['--provider', 'oauth2', '--expect', `ha-e${round}-`, '--timeout-ms', '150000'],
-        flinkConfiguration: { 'parallelism.default': '1' },
-      });
-      statuses.push(probe.status);
-      expect(probe.status).toBe(200);
-      await waitFor(async () => (await json('GET', `${cluster.restUrls[leader]}/v1/jobs/${probeId}`)).body.state === 'RUNNING', 'the probe job to run');
+      // Jobs that run across the failover, one submitted through each gateway (the standby's is
+      // registered by the leader's from ZooKeeper; the leader's dies with it): each task finishes
+      // only once it reads a token issued after the kill.
+      const probeIds: string[] = [];
+      for (const via of [standby, leader]) {
+        const jar = await uploadFile(gateways[via]!.url, TEST_JOB_JAR, 'GatewayTestJob.jar');
+        const probeId = newJobId();
+        const probe = await json('POST', `${gateways[via]!.url}/v1/jars/${String(jar.body.filename).split('/').pop()}/run`, {
+          jobId: probeId,
+          entryClass: 'dev.flinkjargateway.testjobs.TokenProbe',
+          programArgsList: ['--provider', 'oauth2', '--expect', `ha-e${round}-`, '--timeout-ms', '150000'],
+          flinkConfiguration: { 'parallelism.default': '1' },
+        });
+        statuses.push(probe.status);
+        expect(probe.status).toBe(200);
+        probeIds.push(probeId);
+      }
+      for (const probeId of probeIds) await waitFor(async () => (await json('GET', `${cluster.restUrls[leader]}/v1/jobs/${probeId}`)).body.state === 'RUNNING', 'the probe job to run');
 
       // A run by URI in flight on the leader's gateway when it dies (the jar drips in for seconds).
       originProxy.setPlan(onGet({ kind: 'drip', bytesPerSecond: 2 * 1024 * 1024 }));
@@ -226,15 +231,15 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
       expect(retried.status).toBe(200);
       const killToRunMs = Date.now() - killedAt;
 
-      // The probe job was recovered by the new leader and read a token issued after the kill.
-      expect(await stateOf(gateways[standby]!.url, probeId, statuses)).toBe('FINISHED');
+      // The probe jobs were recovered by the new leader and read a token issued after the kill.
+      for (const probeId of probeIds) expect(await stateOf(gateways[standby]!.url, probeId, statuses)).toBe('FINISHED');
       expect(await stateOf(gateways[standby]!.url, runId, statuses)).toBe('FINISHED');
       const killToTokensMs = (tokens.firstOfEpoch.get(round) ?? Number.NaN) - killedAt;
       expect(killToTokensMs).toBeLessThan(TOKEN_TTL_S * 1000);
       // One job per job id: Flink lists each once.
       const overview = (await json('GET', `${gateways[standby]!.url}/v1/jobs/overview`)).body.jobs as { jid: string }[];
       expect(overview.filter((j) => j.jid === runId)).toHaveLength(1);
-      expect(overview.filter((j) => j.jid === probeId)).toHaveLength(1);
+      for (const probeId of probeIds) expect(overview.filter((j) => j.jid === probeId)).toHaveLength(1);
       figures.push({ round, killToTokensMs, killToRunMs });
 
       // The killed pair comes back as the standby of the next round.
