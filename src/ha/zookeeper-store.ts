@@ -73,9 +73,29 @@ export class ZooKeeperRegistrationStore
     this.jobs.set(reg.jobId, reg);
   }
 
-  async remove(jobId: string): Promise<void> {
-    await this.session.remove(`${this.dir}/${jobId}`);
-    this.jobs.delete(jobId);
+  async remove(jobId: string, attempt?: string): Promise<void> {
+    const path = `${this.dir}/${jobId}`;
+    if (attempt === undefined) {
+      await this.session.remove(path);
+      this.jobs.delete(jobId);
+      return;
+    }
+    // Compare and delete: a retry on another replica may have replaced the record meanwhile.
+    const node = await this.session.getData(path);
+    if (!node) return;
+    let stored: StoredRegistration | undefined;
+    try {
+      stored = parseStoredRegistration(JSON.parse(node.data.toString('utf8')));
+    } catch {
+      stored = undefined;
+    }
+    if (stored?.attempt !== attempt) return;
+    try {
+      await this.session.remove(path, node.version);
+      this.jobs.delete(jobId);
+    } catch (err) {
+      if (zkCode(err) !== BAD_VERSION) throw err;
+    }
   }
 
   async flush(): Promise<void> {

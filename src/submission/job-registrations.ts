@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { GLOBALLY_TERMINAL, type WatchedJobs } from '../cluster/job-watcher';
 import { GatewayError } from '../errors/gateway-error';
@@ -117,6 +118,8 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
   private readonly origins = new Map<string, { principal: string; source: RegistrationSource; submittedBy?: string }>();
 
   private readonly active: () => boolean;
+  /** The attempt id each registration of this process wrote (its rollback removes only that record). */
+  private readonly attempts = new Map<string, string>();
 
   constructor(private readonly opts: JobRegistrationsOptions) {
     this.enabled = opts.tokens.status().enabled;
@@ -163,7 +166,9 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     const provenance: Record<string, string> = {};
     for (const [k, v] of Object.entries(configuration)) if (k.startsWith(PROVENANCE_PREFIX)) provenance[k] = v;
     try {
-      await this.opts.store.put({ jobId, principal, configuration, provenance, registeredAt: new Date(registeredAt).toISOString(), ...(this.opts.store.shared ? { submitted: false } : {}) });
+      const attempt = randomUUID();
+      this.attempts.set(jobId, attempt);
+      await this.opts.store.put({ jobId, principal, configuration, provenance, registeredAt: new Date(registeredAt).toISOString(), attempt, ...(this.opts.store.shared ? { submitted: false } : {}) });
     } catch (err) {
       // Without the record a gateway restart would silently strip the job of its tokens: refuse now.
       log.error({ err, store: this.opts.store.where }, 'cannot persist the job registration; the job was not started');
@@ -200,13 +205,14 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
       log.info('run failed, but an earlier run with this jobId may have reached the JobManager; its registration is kept for the job watcher');
       return;
     }
-    await this.forget(jobId, log);
+    await this.forget(jobId, log, this.attempts.get(jobId));
     log.info('job registration rolled back');
   }
 
   submitted(jobId: string): void {
     this.submitting.delete(jobId);
     this.retrying.delete(jobId);
+    this.attempts.delete(jobId);
     const rec = this.opts.store?.get(jobId);
     if (rec?.submitted === false) {
       const { submitted: _answered, ...done } = rec;
@@ -370,16 +376,18 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     }
   }
 
-  private async forget(jobId: string, log: Logger): Promise<void> {
+  /** With `attempt` (a rollback), the stored record goes only if that attempt wrote it. */
+  private async forget(jobId: string, log: Logger, attempt?: string): Promise<void> {
     this.submitting.delete(jobId);
     this.dropLocal(jobId);
     await this.opts.tokens.unregisterJob(jobId);
-    await this.safeRemove(jobId, log);
+    await this.safeRemove(jobId, log, attempt);
+    this.attempts.delete(jobId);
   }
 
-  private async safeRemove(jobId: string, log: Logger): Promise<void> {
+  private async safeRemove(jobId: string, log: Logger, attempt?: string): Promise<void> {
     try {
-      await this.opts.store?.remove(jobId);
+      await this.opts.store?.remove(jobId, attempt);
     } catch (err) {
       log.error({ err, store: this.opts.store?.where }, 'cannot update the job-registration store');
     }

@@ -25,6 +25,8 @@ export interface StoredRegistration {
    * JobManager does not list while another replica is still submitting it.
    */
   submitted?: boolean;
+  /** Which run attempt wrote it: a rolled-back attempt removes only its own record, never a later retry's (HA: from another replica). */
+  attempt?: string;
 }
 
 /**
@@ -40,7 +42,8 @@ export interface RegistrationStore {
   list(): StoredRegistration[];
   get(jobId: string): StoredRegistration | undefined;
   put(reg: StoredRegistration): Promise<void>;
-  remove(jobId: string): Promise<void>;
+  /** Removes the job's record; with `attempt`, only if that attempt wrote the record now stored. */
+  remove(jobId: string, attempt?: string): Promise<void>;
   /** Resolves once every change made so far is stored. */
   flush(): Promise<void>;
 }
@@ -62,6 +65,7 @@ export function parseStoredRegistration(value: unknown): StoredRegistration | un
     ...(j.source === 'job-graph' || j.source === 'discovered' ? { source: j.source } : {}),
     ...(typeof j.submittedBy === 'string' ? { submittedBy: j.submittedBy } : {}),
     ...(j.submitted === false ? { submitted: false } : {}),
+    ...(typeof j.attempt === 'string' ? { attempt: j.attempt } : {}),
   };
 }
 
@@ -134,7 +138,8 @@ export class FileRegistrationStore implements RegistrationStore {
     await this.persist();
   }
 
-  async remove(jobId: string): Promise<void> {
+  async remove(jobId: string, attempt?: string): Promise<void> {
+    if (attempt !== undefined && this.jobs.get(jobId)?.attempt !== attempt) return;
     if (!this.jobs.delete(jobId)) return;
     await this.persist();
   }

@@ -9,7 +9,7 @@ import { builtinTokenProviders } from '../../fs-plugins';
 import { ZooKeeperServer } from '../../src/cluster/zookeeper-server';
 import { identityFromConfig, leaderPath } from '../../src/ha/flink-leader';
 import { ZooKeeperSession } from '../../src/ha/zookeeper';
-import { gatewayRoot } from '../../src/ha/zookeeper-store';
+import { gatewayRoot, ZooKeeperRegistrationStore } from '../../src/ha/zookeeper-store';
 import { json, newJobId, uploadFile } from '../helpers/flink';
 import { distributionHome, TEST_JOB_JAR } from '../helpers/flink-dist';
 import { leaderRecordBytes } from '../helpers/flink-ha-records';
@@ -157,6 +157,19 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
     const children = await session.getChildren(`${gatewayRoot(namespace)}/registrations`);
     expect(children.sort()).toEqual([...running].sort());
   }, 60_000);
+
+  it("a rolled-back attempt removes only its own record, never a retry's that another replica stored meanwhile", async () => {
+    const [a, b] = [new ZooKeeperRegistrationStore(session, log), new ZooKeeperRegistrationStore(session, log)];
+    await Promise.all([a.init(), b.init()]);
+    const jobId = newJobId();
+    const rec = { jobId, configuration: {}, provenance: {}, registeredAt: new Date().toISOString(), submitted: false };
+    await a.put({ ...rec, attempt: 'first' });
+    await b.put({ ...rec, attempt: 'retry' });
+    await a.remove(jobId, 'first');
+    expect(JSON.parse((await session.getData(`${gatewayRoot(namespace)}/registrations/${jobId}`))!.data.toString('utf8'))).toMatchObject({ attempt: 'retry' });
+    await b.remove(jobId, 'retry');
+    expect(await session.getData(`${gatewayRoot(namespace)}/registrations/${jobId}`)).toBeUndefined();
+  }, 30_000);
 
   it('a job id claimed through this gateway is a conflict for another principal or request, whichever replica asks', async () => {
     const claims = await session.getChildren(`${gatewayRoot(namespace)}/claims`);
