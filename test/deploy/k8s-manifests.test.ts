@@ -2,19 +2,21 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import type { ValidateFunction } from 'ajv';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { builtinPlugins } from '../../fs-plugins';
 import { artifactOptions } from '../../src/artifacts/options';
 import { UriAllowList } from '../../src/artifacts/uri-allow-list';
 import { createRegistry } from '../../src/composition';
+import { CLUSTER_FLINK_CONF_KEY, JOBMANAGER_OWN_KEYS } from '../../src/config/cluster-flink-config';
 import { envNameFor, loadRaw, parseArgs } from '../../src/config/load';
 import { coreOptions } from '../../src/config/options';
 import type { Configuration } from '../../src/config/registry';
 import { projectRoot } from '../../src/project-root';
+import { haOptions, haStoreOf } from '../../src/ha/ha-options';
 import { exposureProblem } from '../../src/http/auth';
 import { JOB_JAR_KEY } from '../../src/submission/run-request';
 import { parseDockerfile } from './dockerfile';
-import { dynamicProperties, type K8sObject, label, loadManifests, type Manifest, ofKind, onlyOne } from './manifests';
+import { dynamicProperties, FLINK_CONF_VOLUME, type K8sObject, label, loadManifests, type Manifest, ofKind, onlyOne, operatorFlinkConfig } from './manifests';
 import { crdToJsonSchema, createValidatorFactory, describeErrors, K8S_VERSION, loadCoreSchemas, loadOperatorCrds, operatorApiVersion } from './schemas';
 
 // Validates examples/kubernetes/ against the operator's CRDs (Maven Central) and the core Kubernetes
@@ -71,12 +73,16 @@ const secret = onlyOne(manifests, 'Secret', secretVolume.secret.secretName);
  * ConfigMap file and Secret directory replaced by local copies), its environment (status.podIP
  * resolved to POD_IP), the same loader and registry as bin/flink-jar-gateway.js.
  */
-function loadGatewayConfig(): { keys: string[]; config: Configuration; args: string[]; env: Record<string, string> } {
+function loadGatewayConfig(): { keys: string[]; config: Configuration; cluster: Map<string, string>; clusterKeys: string[]; args: string[]; env: Record<string, string> } {
   const dir = mkdtempSync(join(tmpdir(), 'fjg-k8s-'));
   try {
     const configMount = mountOf(gateway, configVolume.name)!.mountPath as string;
     const secretDir = join(dir, 'secrets');
     mkdirSync(secretDir);
+    // Flink's flink-config-volume in the sidecar: a directory holding the operator's config.yaml.
+    const flinkConfDir = join(dir, 'flink-conf');
+    mkdirSync(flinkConfDir);
+    writeFileSync(join(flinkConfDir, 'config.yaml'), stringify(operatorFlinkConfig(deployment)));
     for (const [k, v] of Object.entries({ ...(secret.stringData ?? {}), ...decodeData(secret.data) })) writeFileSync(join(secretDir, k), String(v));
     const args = (gateway.args as string[]).map((a) => {
       if (!a.startsWith(`${configMount}/`)) return a;
@@ -88,13 +94,38 @@ function loadGatewayConfig(): { keys: string[]; config: Configuration; args: str
     for (const e of (gateway.env as K8sObject[] | undefined) ?? []) {
       env[e.name] = e.valueFrom?.fieldRef?.fieldPath === 'status.podIP' ? POD_IP : String(e.value ?? '');
     }
-    const cli = parseArgs([...args, `-D${coreOptions.secretsDir.key}=${secretDir}`]);
-    const raw = loadRaw(registry, cli, env).raw;
+    const cli = parseArgs([...args, `-D${coreOptions.secretsDir.key}=${secretDir}`, `-D${CLUSTER_FLINK_CONF_KEY}=${flinkConfDir}`]);
+    const { raw, cluster } = loadRaw(registry, cli, env);
+    const fromCluster = (k: string) => raw.get(k)?.source.startsWith('cluster Flink configuration') === true;
     // The manifests name files inside the pod (certificates, the tokens file): check values and rules, not files.
-    return { keys: [...raw.keys()].filter((k) => k !== coreOptions.secretsDir.key), config: registry.resolve(raw, new Map(), { files: false }), args: gateway.args, env };
+    return {
+      keys: [...raw.keys()].filter((k) => k !== coreOptions.secretsDir.key && k !== CLUSTER_FLINK_CONF_KEY && !fromCluster(k)),
+      config: registry.resolve(raw, cluster, { files: false }),
+      cluster,
+      clusterKeys: [...raw.keys()].filter(fromCluster),
+      args: gateway.args,
+      env,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Flink's high-availability.type (or its deprecated key high-availability), lower case; 'none' without one. */
+function haTypeOf(conf: Record<string, string>): string {
+  return (conf['high-availability.type'] ?? conf['high-availability'] ?? 'NONE').trim().toLowerCase();
+}
+
+/**
+ * The operator's rule for standby JobManagers (DefaultValidator: more than one replica only with HA)
+ * and Flink's for HA (a JobManager with HA does not start without high-availability.storageDir).
+ */
+function standbyProblem(d: K8sObject): string | undefined {
+  const conf = d.spec.flinkConfiguration as Record<string, string>;
+  const ha = haTypeOf(conf) !== 'none';
+  if ((d.spec.jobManager.replicas ?? 1) > 1 && !ha) return 'High availability should be enabled when starting standby JobManagers.';
+  if (ha && !conf['high-availability.storageDir']) return 'high-availability.storageDir is required with HA';
+  return undefined;
 }
 
 function decodeData(data: Record<string, string> | undefined): Record<string, string> {
@@ -208,12 +239,26 @@ describe('the operator\'s own validation rules (DefaultValidator)', () => {
     expect(deployment.spec.serviceAccount).toEqual(expect.any(String));
     expect(deployment.spec.jobManager.resource.memory).toEqual(expect.any(String));
     expect(deployment.spec.taskManager.resource.memory).toEqual(expect.any(String));
-    // More than one JobManager needs HA; and with HA only the leader's sidecar should act (not built).
-    expect(deployment.spec.jobManager.replicas ?? 1).toBe(1);
+    // More than one JobManager needs HA (and HA needs its storage directory).
+    expect(standbyProblem(deployment)).toBeUndefined();
     for (const k of ['kubernetes.namespace', 'kubernetes.cluster-id', 'high-availability.cluster-id']) expect(Object.keys(flinkConf)).not.toContain(k);
     // Flink 2 config.yaml: the operator refuses keys where one is a prefix of another ("a.b" and "a.b.c").
     const keys = Object.keys(flinkConf);
     expect(keys.flatMap((a) => keys.filter((b) => b.startsWith(`${a}.`)).map((b) => `${a} -> ${b}`))).toEqual([]);
+  });
+
+  it('the example is an HA session cluster: two JobManagers with ZooKeeper HA; standbys without HA are refused (control)', () => {
+    expect(deployment.spec.jobManager.replicas).toBe(2);
+    expect(haTypeOf(flinkConf)).toBe('zookeeper');
+    const noHa = structuredClone(deployment);
+    delete noHa.spec.flinkConfiguration['high-availability.type'];
+    expect(standbyProblem(noHa)).toMatch(/High availability should be enabled/);
+    const noStorage = structuredClone(deployment);
+    delete noStorage.spec.flinkConfiguration['high-availability.storageDir'];
+    expect(standbyProblem(noStorage)).toMatch(/storageDir/);
+    const single = structuredClone(noHa);
+    single.spec.jobManager.replicas = 1;
+    expect(standbyProblem(single)).toBeUndefined();
   });
 
   it.each(sessionJobs.map((m) => [label(m), m] as [string, Manifest]))('%s: a running stateless job of the session cluster, with no jarURI', (_name, m) => {
@@ -393,7 +438,8 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
   });
 
   it('volumes: every mount has a volume; the ConfigMap is the --config file; the Secret is gateway.secrets.dir, optional and in the gateway container only', () => {
-    const names = new Set((jmPod.spec.volumes as K8sObject[]).map((v) => v.name));
+    // Plus the one Flink adds to the JobManager pod itself (FlinkConfMountDecorator, see FLINK_CONF_VOLUME).
+    const names = new Set([...(jmPod.spec.volumes as K8sObject[]).map((v) => v.name), FLINK_CONF_VOLUME]);
     for (const c of containers) for (const m of c.volumeMounts ?? []) expect({ container: c.name, volume: m.name, defined: names.has(m.name) }).toEqual({ container: c.name, volume: m.name, defined: true });
     const configMount = mountOf(gateway, configVolume.name)!.mountPath;
     const configArg = (gateway.args as string[])[(gateway.args as string[]).indexOf('--config') + 1]!;
@@ -409,7 +455,7 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     for (const m of [deployment, configMap, secret]) expect(m.metadata.namespace).toBe(deployment.metadata.namespace);
   });
 
-  it('the NetworkPolicy admits only the operator and clients to rest.port, and only this cluster\'s TaskManagers to RPC and blob', () => {
+  it('the NetworkPolicy admits only the operator and clients to rest.port, only this cluster\'s TaskManagers to RPC and blob, and only the other JobManager to RPC, blob and metric queries', () => {
     const policy = onlyOne(manifests, 'NetworkPolicy');
     const name = deployment.metadata.name as string;
     expect(policy.metadata.namespace).toBe(deployment.metadata.namespace);
@@ -429,8 +475,21 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     const rpcPorts = [Number(flinkConf['jobmanager.rpc.port']), Number(flinkConf['blob.server.port'])].sort();
     const tmRule = rules.find((r) => portsOf(r).join() === rpcPorts.join());
     expect(tmRule?.from).toEqual([{ podSelector: { matchLabels: flinkPodLabels(name, 'taskmanager') } }]);
+    // HA: a standby JobManager's REST forwards to the leader's dispatcher over RPC — on
+    // high-availability.jobmanager.port, the RPC port of an HA JobManager — uploads a run's jars to
+    // the leader's blob server, and queries the leader's metric query service.
+    const haRpcPort = Number(flinkConf['high-availability.jobmanager.port']);
+    expect(haRpcPort).toBe(Number(flinkConf['jobmanager.rpc.port']));
+    const jmPorts = [haRpcPort, Number(flinkConf['blob.server.port']), Number(flinkConf['metrics.internal.query-service.port'])].sort();
+    expect(jmPorts.every((p) => p > 0)).toBe(true);
+    const jmRules = rules.filter((r) => (r.from as K8sObject[]).some((peer) => peer.podSelector?.matchLabels?.component === 'jobmanager'));
+    expect(jmRules).toHaveLength(1);
+    expect(jmRules[0]!.from).toEqual([{ podSelector: { matchLabels: flinkPodLabels(name, 'jobmanager') } }]);
+    expect(portsOf(jmRules[0]!)).toEqual(jmPorts);
     // Nothing else is open, in particular not the JobManager's own REST port.
-    expect(rules.flatMap(portsOf).sort()).toEqual([restPort, ...rpcPorts].sort());
+    expect(rules.flatMap(portsOf).sort()).toEqual([restPort, ...rpcPorts, ...jmPorts].sort());
+    // Egress stays open (ZooKeeper, the artifact stores); a policy that restricted it would need 2181.
+    expect(policy.spec.policyTypes).not.toContain('Egress');
   });
 
   it('the pod-identity variant: annotated service accounts with the operator\'s "flink" Role bound to them', () => {
@@ -441,5 +500,67 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     // The job Role the operator's Helm chart creates in each watched namespace (rbac.jobRole.name).
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'flink' });
     expect((binding.subjects as K8sObject[]).map((s) => s.name).sort()).toEqual(accounts.map((a) => a.metadata.name).sort());
+  });
+});
+
+describe('HA: two JobManagers whose gateways share the cluster\'s ZooKeeper (ADR 0012)', () => {
+  const name = deployment.metadata.name as string;
+
+  it('the gateway mounts Flink\'s configuration volume read-only, and gateway.cluster.flink-conf is that mount', () => {
+    const mount = mountOf(gateway, FLINK_CONF_VOLUME);
+    expect(mount?.readOnly).toBe(true);
+    // Flink adds the volume and its mount in the main container itself; declaring either in the
+    // template would collide with Flink's.
+    expect(volume(FLINK_CONF_VOLUME)).toBeUndefined();
+    expect(mountOf(main, FLINK_CONF_VOLUME)).toBeUndefined();
+    // The directory: the gateway finds config.yaml (Flink 2) or flink-conf.yaml (Flink 1) in it.
+    expect(gatewayYaml()[CLUSTER_FLINK_CONF_KEY]).toBe(mount?.mountPath);
+  });
+
+  it('the gateway\'s store resolves to the cluster\'s ZooKeeper, under Flink\'s namespace /flink/<name>', () => {
+    const { config, cluster } = loadGatewayConfig();
+    expect(Object.fromEntries(cluster)).toEqual(operatorFlinkConfig(deployment));
+    expect(haStoreOf(config.get(haOptions.store), Object.fromEntries(cluster))).toEqual({
+      kind: 'zookeeper',
+      settings: expect.objectContaining({ quorum: flinkConf['high-availability.zookeeper.quorum'], namespace: `/flink/${name}` }),
+    });
+    // gateway.ha.store is explicit: a cluster configuration without ZooKeeper HA stops the gateway
+    // instead of leaving two gateways with a store each (control).
+    expect(config.get(haOptions.store)).toBe('zookeeper');
+    expect(() => haStoreOf(config.get(haOptions.store), { ...Object.fromEntries(cluster), 'high-availability.type': 'NONE' })).toThrow(/gateway.ha.store is zookeeper/);
+    // Kubernetes HA has no shared store yet: even auto refuses it.
+    expect(() => haStoreOf('auto', { ...Object.fromEntries(cluster), 'high-availability.type': 'kubernetes' })).toThrow(/no shared store yet/);
+  });
+
+  it('no key of the cluster\'s Flink configuration changes the gateway\'s own options: the JobManager\'s own keys are not taken, and nothing else in it is a gateway option', () => {
+    const { config, clusterKeys } = loadGatewayConfig();
+    const conf = operatorFlinkConfig(deployment);
+    // rest.port and web.upload.dir are in the file, and stay the gateway's own.
+    expect(Object.keys(conf).filter((k) => JOBMANAGER_OWN_KEYS.has(k)).sort()).toEqual(['rest.port', 'web.upload.dir']);
+    expect(clusterKeys.filter((k) => JOBMANAGER_OWN_KEYS.has(k))).toEqual([]);
+    // Everything else is kept for jobs and token providers but is no gateway option, e.g.
+    // security.ssl.rest.* (the gateway's own HTTPS is gateway.tls.*, its client's gateway.cluster.*).
+    expect(clusterKeys.filter((k) => registry.lookup(k) !== undefined)).toEqual([]);
+    expect(clusterKeys).toEqual(expect.arrayContaining(['security.ssl.rest.enabled', 'high-availability.type']));
+    expect(config.get(coreOptions.restPort)).toBe(Number(flinkConf['rest.port']));
+    expect(config.getOptional(coreOptions.jobManagerUploadDir)).toBe(gatewayYaml()[coreOptions.jobManagerUploadDir.key]);
+  });
+
+  it('high-availability.storageDir is a path on one ReadWriteMany claim mounted into the JobManager container (of both pods), not into the gateway', () => {
+    const storageDir = new URL(flinkConf['high-availability.storageDir']!);
+    expect(storageDir.protocol).toBe('file:');
+    const mount = ((main.volumeMounts as K8sObject[] | undefined) ?? []).find((m) => storageDir.pathname === m.mountPath || storageDir.pathname.startsWith(`${m.mountPath}/`));
+    expect(mount).toBeDefined();
+    const claimName = volume(mount!.name)?.persistentVolumeClaim?.claimName;
+    const pvc = onlyOne(manifests, 'PersistentVolumeClaim', claimName);
+    expect(pvc.metadata.namespace).toBe(deployment.metadata.namespace);
+    expect(pvc.spec.accessModes).toEqual(['ReadWriteMany']);
+    expect(mount!.readOnly ?? false).toBe(false);
+    expect(mountOf(gateway, mount!.name)).toBeUndefined();
+  });
+
+  it('the JobManagers prefer different nodes', () => {
+    const terms = jmPod.spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution as K8sObject[];
+    expect(terms?.map((t) => t.podAffinityTerm)).toEqual([{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: flinkPodLabels(name, 'jobmanager') } }]);
   });
 });

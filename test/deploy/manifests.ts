@@ -43,6 +43,25 @@ export function onlyOne(manifests: Manifest[], kind: string, name?: string): K8s
   return found[0]!.obj;
 }
 
+/**
+ * The volume Flink adds to a native-mode JobManager pod with the cluster's Flink configuration
+ * (config.yaml for Flink 2, flink-conf.yaml before): `Constants.FLINK_CONF_VOLUME` of flink-kubernetes,
+ * added by `FlinkConfMountDecorator` (the operator ships its own copy of that decorator, with the same
+ * volume) from the ConfigMap `flink-config-<cluster-id>`, and mounted into the main container at
+ * `kubernetes.flink.conf.dir` (/opt/flink/conf). It is not in the pod template: a sidecar mounts it
+ * without declaring it.
+ */
+export const FLINK_CONF_VOLUME = 'flink-config-volume';
+
+/**
+ * The cluster's Flink configuration as the operator writes it into that volume, as far as the
+ * gateway cares: the FlinkDeployment's flinkConfiguration plus `high-availability.cluster-id`, which
+ * the operator sets to the deployment's name.
+ */
+export function operatorFlinkConfig(deployment: K8sObject): Record<string, string> {
+  return { ...(deployment.spec.flinkConfiguration as Record<string, string>), 'high-availability.cluster-id': deployment.metadata.name };
+}
+
 /** `-Dkey=value` pairs of a whitespace-separated argument string (as Flink's entrypoint reads them). */
 export function dynamicProperties(args: string): Map<string, string> {
   const out = new Map<string, string>();

@@ -8,7 +8,8 @@ import { projectRoot } from '../../src/project-root';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
 import { type Origin, startOrigin } from '../helpers/origin';
 import { type ProcessResult, runProcess } from '../helpers/run-process';
-import { type K8sObject, loadManifests, onlyOne } from './manifests';
+import { stringify } from 'yaml';
+import { FLINK_CONF_VOLUME, type K8sObject, loadManifests, onlyOne, operatorFlinkConfig } from './manifests';
 
 // `npm run build` (unless dist/ is current) → `npm pack` → `npm install --omit=dev <tarball>` into an
 // empty directory → run the installed bin, the way a user of the package would. npm itself runs on
@@ -78,8 +79,11 @@ function httpsGet(url: string, tls: { ca: string; cert?: string; key?: string })
 /**
  * The gateway sidecar of examples/kubernetes as a local process: its args and environment, every
  * volume it mounts mapped to a local directory (the ConfigMap's file, the Secret's files, the shared
- * emptyDir), and throwaway TLS material in place of cert-manager's: a CA, a server certificate and an
- * operator client certificate it signed. Binds 127.0.0.1 instead of the pod IP.
+ * emptyDir, Flink's configuration volume with the cluster's config.yaml as the operator writes it),
+ * and throwaway TLS material in place of cert-manager's: a CA, a server certificate and an operator
+ * client certificate it signed. Binds 127.0.0.1 instead of the pod IP. One gateway, without the
+ * example's ZooKeeper (there is none here): gateway.ha.store local; the ZooKeeper store and leader
+ * following run against a real ZooKeeper in test/ha/.
  */
 function kubernetesExample(dir: string): { args: string[]; env: Record<string, string>; ca: string; operator: { cert: string; key: string } } {
   const manifests = loadManifests();
@@ -88,10 +92,15 @@ function kubernetesExample(dir: string): { args: string[]; env: Record<string, s
   const sidecar = (pod.containers as K8sObject[]).find((c) => c.name === 'flink-jar-gateway')!;
   const local = new Map<string, string>();
   for (const m of sidecar.volumeMounts as K8sObject[]) {
-    const volume = (pod.volumes as K8sObject[]).find((v) => v.name === m.name)!;
     const target = join(dir, m.name);
     mkdirSync(target, { recursive: true });
     local.set(m.mountPath, target);
+    // Added to the pod by Flink, not declared in the template.
+    if (m.name === FLINK_CONF_VOLUME) {
+      writeFileSync(join(target, 'config.yaml'), stringify(operatorFlinkConfig(deployment)));
+      continue;
+    }
+    const volume = (pod.volumes as K8sObject[]).find((v) => v.name === m.name)!;
     if (volume.configMap) {
       const cm = onlyOne(manifests, 'ConfigMap', volume.configMap.name);
       for (const [k, v] of Object.entries(cm.data as Record<string, string>)) writeFileSync(join(target, k), v);
@@ -114,7 +123,7 @@ function kubernetesExample(dir: string): { args: string[]; env: Record<string, s
   for (const e of sidecar.env as K8sObject[]) env[e.name] = e.valueFrom?.fieldRef?.fieldPath === 'status.podIP' ? '127.0.0.1' : String(e.value);
   const tls = join(dir, (sidecar.volumeMounts as K8sObject[]).find((m) => (pod.volumes as K8sObject[]).find((v) => v.name === m.name && v.secret && v.secret.secretName !== 'flink-jar-gateway-credentials'))!.name);
   return {
-    args: (sidecar.args as string[]).map(remap),
+    args: [...(sidecar.args as string[]).map(remap), '-Dgateway.ha.store=local'],
     env,
     ca: readFileSync(join(tls, 'ca.crt'), 'utf8'),
     operator: { cert: readFileSync(join(tls, 'operator.crt'), 'utf8'), key: readFileSync(join(tls, 'operator.key'), 'utf8') },
