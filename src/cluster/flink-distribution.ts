@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -89,6 +89,17 @@ export function ensureFlinkDistribution(opts: DistributionOptions): string {
     const cacheDir = opts.cacheDir ?? defaultCacheDir();
     const home = join(cacheDir, `flink-${opts.version}`);
     if (existsSync(join(home, COMPLETE))) return home;
+    // Test files (and gateways) may want one version at once: one assembles, the others wait for it.
+    const release = lockAssembly(cacheDir, opts.version, () => existsSync(join(home, COMPLETE)));
+    if (!release) return home;
+    try {
+      return assemble(opts, cacheDir, home);
+    } finally {
+      release();
+    }
+}
+
+function assemble(opts: DistributionOptions, cacheDir: string, home: string): string {
     const python = opts.python ?? 'python3';
     const log = opts.log.child({ component: 'flink-distribution', version: opts.version });
     const started = Date.now();
@@ -139,6 +150,52 @@ export function ensureFlinkDistribution(opts: DistributionOptions): string {
     rmSync(downloads, { recursive: true, force: true });
     log.info({ home, ms: Date.now() - started }, 'Flink distribution assembled');
     return home;
+}
+
+/**
+ * Takes the assembly lock of `version` (a directory created atomically, holding its owner's pid).
+ * Returns its release, or undefined once `done()` says another process assembled it meanwhile. A
+ * lock whose owner is gone (a killed run) is taken over.
+ */
+function lockAssembly(cacheDir: string, version: string, done: () => boolean): (() => void) | undefined {
+  mkdirSync(cacheDir, { recursive: true });
+  const lock = join(cacheDir, `.assembling-flink-${version}`);
+  const wait = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      writeFileSync(join(lock, 'pid'), String(process.pid));
+      return () => rmSync(lock, { recursive: true, force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    if (done()) return undefined;
+    if (!lockOwnerAlive(lock)) {
+      rmSync(lock, { recursive: true, force: true });
+      continue;
+    }
+    Atomics.wait(wait, 0, 0, 1000);
+  }
+}
+
+function lockOwnerAlive(lock: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+  } catch {
+    // Just created, pid not written yet (or a crash in between: stale after a minute).
+    try {
+      return Date.now() - statSync(lock).mtimeMs < 60_000;
+    } catch {
+      return false;
+    }
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** The version of a distribution directory (a user's own, too), read from lib/flink-dist-<version>.jar. */
