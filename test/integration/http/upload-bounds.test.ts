@@ -12,7 +12,8 @@ const JAR = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Clas
  * the gateway cannot refuse it up front) and reports how many bytes the socket accepted before the
  * gateway answered and closed it, and the answer's status line and headers.
  */
-function chunkedUpload(port: number, total: number): Promise<{ written: number; head: string; closed: boolean }> {
+/** `stopOnAnswer`: stop sending once an answer arrives, as curl and Node's client do; otherwise send on regardless. */
+function chunkedUpload(port: number, total: number, stopOnAnswer = false): Promise<{ written: number; head: string; closed: boolean }> {
   return new Promise((resolve) => {
     const boundary = 'gw-test-boundary';
     const socket = connect(port, '127.0.0.1');
@@ -27,6 +28,7 @@ function chunkedUpload(port: number, total: number): Promise<{ written: number; 
     };
     socket.on('data', (d) => {
       response += d.toString('latin1');
+      if (stopOnAnswer) stopped = true;
     });
     socket.on('error', () => undefined);
     socket.on('close', () => {
@@ -69,11 +71,21 @@ describe('upload bounds on a real socket (fake JobManager)', () => {
     await jm?.stop();
   });
 
-  it('a chunked body far over gateway.upload.max-size → 413, connection closed after a bounded read, nothing kept', async () => {
+  it('a chunked body far over gateway.upload.max-size → 413 with connection: close for a client that reads the answer, nothing kept', async () => {
     const before = jm.jars.size;
-    const r = await chunkedUpload(Number(new URL(gw.url).port), 512 * MiB);
+    const r = await chunkedUpload(Number(new URL(gw.url).port), 512 * MiB, true);
     expect(r.head).toMatch(/^HTTP\/1\.1 413 /);
     expect(r.head.toLowerCase()).toContain('connection: close');
+    expect(r.closed).toBe(true);
+    expect(jm.jars.size).toBe(before);
+  });
+
+  it('a client that sends on regardless: the connection is closed after a bounded read, nothing kept', async () => {
+    // Its 413 may be lost to the TCP reset the close causes while the client still sends (a
+    // loaded machine seldom reads it in time); what is bounded is how much the gateway reads.
+    const before = jm.jars.size;
+    const r = await chunkedUpload(Number(new URL(gw.url).port), 512 * MiB);
+    expect(r.head === '' || /^HTTP\/1\.1 413 /.test(r.head)).toBe(true);
     expect(r.closed).toBe(true);
     // The gateway reads at most 8 MiB after the refusal; socket buffers on both sides add a few MiB.
     // Draining the whole body would have taken all 512.
