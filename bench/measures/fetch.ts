@@ -20,6 +20,13 @@ const AZ = { name: 'benchacct', key: randomBytes(64).toString('base64') };
 
 const GiB = 1024 * MiB;
 
+function parallelOverride(): Record<string, string> {
+  const v = process.env.BENCH_FETCH_PARALLEL;
+  if (!v) return {};
+  const [concurrency, partSize] = v.split(':');
+  return { 'gateway.artifacts.parallel-fetch.concurrency': concurrency!, ...(partSize ? { 'gateway.artifacts.parallel-fetch.part-size': partSize } : {}) };
+}
+
 /** One side of one round: throughput and the CPU it cost, per GiB moved. */
 interface Sample {
   mibps: number;
@@ -136,6 +143,8 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
     'user.artifacts.raw-http-enabled': 'true',
     'gateway.artifacts.restricted-hosts.allowed': [origin.port, s3.port, azurite.port].map((p) => `127.0.0.1:${p}`).join(';'),
     'user.artifacts.max-size': '2 gb',
+    // BENCH_FETCH_PARALLEL=<concurrency>[:<part size>] overrides the registry's defaults (1 = one stream).
+    ...parallelOverride(),
     's3.endpoint': s3.url,
     's3.path.style.access': 'true',
     's3.access-key': S3_KEY.accessKeyId,

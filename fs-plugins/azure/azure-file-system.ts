@@ -46,20 +46,26 @@ export class AzureFileSystem implements FileSystem {
     try {
       const { blob } = this.target(uri);
       const p = await blob.getProperties({ abortSignal: signal });
-      return toStat(p.contentLength, p.etag, p.versionId, p.lastModified);
+      // Blob storage serves ranges of every blob; each is pinned by If-Match on the ETag (or the version).
+      const stat: ObjectStat = { ...toStat(p.contentLength, p.etag, p.versionId, p.lastModified), pinnedRanges: true };
+      // The stored Content-MD5 still checks the whole blob when it is read in ranges.
+      if (p.contentMD5 && p.contentMD5.length === 16) stat.integrity = { algorithm: 'md5', expected: Buffer.from(p.contentMD5).toString('hex') };
+      return stat;
     } catch (err) {
       throw translateAzureError(err, uri, signal, this.agents.refusals);
     }
   }
 
   async open(uri: URL, options: OpenOptions): Promise<OpenedObject> {
-    const { signal, range } = options;
+    const { signal, range, pin } = options;
     let body: NodeJS.ReadableStream | undefined;
     let stat: ObjectStat;
     try {
-      const { blob } = this.target(uri);
+      const { blob: current } = this.target(uri);
+      const blob = pin?.version !== undefined ? current.withVersion(pin.version) : current;
       const count = range === undefined ? undefined : range.end - range.start + 1;
-      const res = await blob.download(range?.start ?? 0, count, { abortSignal: signal, maxRetryRequests: MAX_STREAM_RETRIES });
+      const conditions = pin?.version === undefined && pin?.etag !== undefined ? { ifMatch: `"${pin.etag}"` } : undefined;
+      const res = await blob.download(range?.start ?? 0, count, { abortSignal: signal, maxRetryRequests: MAX_STREAM_RETRIES, ...(conditions ? { conditions } : {}) });
       body = res.readableStreamBody;
       const total = totalFromContentRange(res.contentRange) ?? res.contentLength;
       stat = toStat(total, res.etag, res.versionId, res.lastModified);

@@ -1,8 +1,10 @@
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error';
 import type { FileSystem, ObjectStat } from './fs-plugin';
 import { ObjectFile, type Part } from './object-file';
+import { type ParallelSettings, rangedDownload, rangedEligible, type RangedStat } from './ranged-download';
 import { redactUri } from './uri';
 
 /**
@@ -15,6 +17,8 @@ export interface DownloadResult {
   sha256: string;
   size: number;
   stat: ObjectStat;
+  /** Ranged requests that read the object (1 for a single stream), retries not counted. */
+  parts: number;
 }
 
 export interface DownloadOptions {
@@ -22,16 +26,28 @@ export interface DownloadOptions {
   maxBytes: number;
   onProgress: (bytes: number) => void;
   tee?: () => Writable;
+  /** What `stat` said about the object: decides a parallel ranged read (size, pin, `pinnedRanges`). */
+  stat?: ObjectStat;
+  /** Parallel ranged reads; absent or `concurrency` 1 = one stream. */
+  parallel?: ParallelSettings;
+  /** Retries of one failed range (transient failures only). */
+  rangeRetries?: number;
+  log?: Logger;
 }
 
 /**
- * Streams one object to `file` (a fresh temporary name, through ObjectFile: positional writev of
- * gathered chunks, the digest in the same pass), checking size and store checksum. With `tee`, a second receiver of the bytes is opened at the first byte — an ordinary
+ * Streams one object to `file` (a fresh temporary name), checking size and store checksum. An
+ * object the store serves in pinned ranges (`stat.pinnedRanges`) and at least two parts large is
+ * read with `parallel.concurrency` ranged reads at once (ranged-download.ts); anything else in one
+ * stream. With `tee`, a second receiver of the bytes is opened at the first byte — an ordinary
  * `Writable`, fed in order with its backpressure honoured (the pipelined upload hand-off, ADR 0008).
  * It gets the bytes before they are verified: its owner may use them only once the fetch passed
  * every check.
  */
 export async function downloadTo(fs: FileSystem, uri: URL, file: string, opts: DownloadOptions): Promise<DownloadResult> {
+  if (opts.stat && opts.parallel && rangedEligible(fs, opts.stat, opts.parallel)) {
+    return rangedDownload(fs, uri, file, opts.stat as RangedStat, { ...opts, parallel: opts.parallel });
+  }
   // The file first: the body's pipeline must be attached as soon as the body exists (an error it
   // emits in between would have no listener).
   const out = await ObjectFile.create(file, { uri, maxBytes: opts.maxBytes, onProgress: opts.onProgress, writeBuffer: SEQUENTIAL_WRITE_BUFFER, ...(opts.tee ? { openTee: opts.tee } : {}) });
@@ -58,5 +74,5 @@ export async function downloadTo(fs: FileSystem, uri: URL, file: string, opts: D
   }
   const problem = out.integrityProblem();
   if (problem) throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the bytes do not match the store's checksum (${problem})` });
-  return { ...result, stat };
+  return { ...result, stat, parts: 1 };
 }
