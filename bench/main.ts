@@ -6,12 +6,13 @@ import { BenchEnv } from './lib/env';
 import { killAllTracked } from './lib/procs';
 import { emit, note, type RunPlan } from './lib/report';
 import { fetchThroughput } from './measures/fetch';
+import { linkThroughput } from './measures/link';
 import { rssGrowth } from './measures/memory';
 import { passThrough } from './measures/passthrough';
 import { resubmit, submitLatency } from './measures/submit';
 import { uploadThroughput } from './measures/upload';
 
-const USAGE = `Usage: npm run bench [-- --smoke] [-- --only=fetch,submit,resubmit,passthrough,upload,memory] [-- --reps=N]
+const USAGE = `Usage: npm run bench [-- --smoke] [-- --only=fetch,link,submit,resubmit,passthrough,upload,memory] [-- --reps=N]
        [-- --cases=fetch.http,fetch.s3-native,...]
 
 Runs the side-by-side benchmarks of issue 6 and prints one JSON object per measure on stdout
@@ -19,6 +20,7 @@ Runs the side-by-side benchmarks of issue 6 and prints one JSON object per measu
 
 const MEASURES: Record<string, (env: BenchEnv, plan: RunPlan) => Promise<void>> = {
   fetch: fetchThroughput,
+  link: linkThroughput,
   submit: submitLatency,
   resubmit,
   passthrough: passThrough,
