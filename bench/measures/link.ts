@@ -3,6 +3,7 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { httpPlugin } from '../../fs-plugins/http';
 import { s3Plugin } from '../../fs-plugins/s3';
+import { artifactOptions } from '../../src/artifacts/options';
 import { putObject, startS3Server } from '../../test/servers/s3-server';
 import type { BenchEnv } from '../lib/env';
 import { BenchFetcher } from '../lib/fetcher';
@@ -10,6 +11,8 @@ import { childrenCpuSeconds, ownCpuSeconds, processCpuSeconds, runCommand, start
 import { emit, judged, MiB, note, type RunPlan, round, selected, sideBySide, summarize } from '../lib/report';
 
 const GiB = 1024 * MiB;
+/** The registry's default gateway.artifacts.parallel-fetch.concurrency: the headline figure. */
+const DEFAULT_CONCURRENCY: number = artifactOptions.parallelFetchConcurrency.default ?? 1;
 const S3_KEY = { accessKeyId: 'AKIDBENCHLINK', secretAccessKey: `bench-${randomBytes(12).toString('hex')}` };
 
 /** The simulated link: per-connection cap and round-trip time (BENCH_LINK=<MiB/s>:<rtt ms>). */
@@ -57,7 +60,7 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
     await putObject(s3.url, S3_KEY, 'bench', jar.name, jar.path);
     const [httpProxy, s3Proxy] = await Promise.all([proxy(origin.port), proxy(s3.port)]);
     const s3ProxyUrl = `http://127.0.0.1:${s3Proxy.port}`;
-    const concurrencies = plan.smoke ? [1, 4] : [1, 4, 8];
+    const concurrencies = [...new Set(plan.smoke ? [1, DEFAULT_CONCURRENCY] : [1, 4, 8, DEFAULT_CONCURRENCY])].sort((a, b) => a - b);
     const fetcherFor = (concurrency: number) => {
       const f = new BenchFetcher(env.dir, [httpPlugin, s3Plugin], {
         'gateway.artifacts.allowed-schemes': 'http;s3',
@@ -114,7 +117,7 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
         byConcurrency[String(n)] = summaries(gateway);
         curlSamples = curlSamples.concat(a);
       }
-      const best = String(concurrencies.find((n) => n === 4) ?? concurrencies.at(-1));
+      const best = String(DEFAULT_CONCURRENCY);
       const g = byConcurrency[best]!;
       const c = summaries(curlSamples);
       const limit = Number(best) * capMiBps;
@@ -142,29 +145,29 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
       const awsEnv = { AWS_ACCESS_KEY_ID: S3_KEY.accessKeyId, AWS_SECRET_ACCESS_KEY: S3_KEY.secretAccessKey, AWS_CONFIG_FILE: cfg, AWS_SHARED_CREDENTIALS_FILE: join(env.dir, 'no-credentials'), AWS_DEFAULT_REGION: 'us-east-1' };
       const byConcurrency: Record<string, ReturnType<typeof summaries>> = {};
       const anchors: Record<string, ReturnType<typeof summaries>> = {};
-      const gw4 = fetcherFor(4);
-      let gw4Samples: Sample[] = [];
+      const gwDefault = fetcherFor(DEFAULT_CONCURRENCY);
+      let gwSamples: Sample[] = [];
       if (aws) {
-        const { gateway, anchor } = await sideBySide(plan, 'fetch.link.s3 vs aws s3 cp', gatewaySide(gw4, uri, s3Proxy.child.pid!), commandSide(aws, (file) => ['s3', 'cp', '--only-show-errors', '--endpoint-url', s3ProxyUrl, uri, file], s3Proxy.child.pid!, awsEnv));
-        gw4Samples = gw4Samples.concat(gateway);
+        const { gateway, anchor } = await sideBySide(plan, 'fetch.link.s3 vs aws s3 cp', gatewaySide(gwDefault, uri, s3Proxy.child.pid!), commandSide(aws, (file) => ['s3', 'cp', '--only-show-errors', '--endpoint-url', s3ProxyUrl, uri, file], s3Proxy.child.pid!, awsEnv));
+        gwSamples = gwSamples.concat(gateway);
         anchors.awsCli = summaries(anchor);
       } else {
         note('fetch.link.s3: no aws in .tmp/venv (scripts/test-setup.sh installs awscli); the AWS CLI anchor is left out');
       }
       if (s5cmd) {
-        const { gateway, anchor } = await sideBySide(plan, 'fetch.link.s3 vs s5cmd', gatewaySide(gw4, uri, s3Proxy.child.pid!), commandSide(s5cmd, (file) => ['--endpoint-url', s3ProxyUrl, 'cp', uri, file], s3Proxy.child.pid!, awsEnv));
-        gw4Samples = gw4Samples.concat(gateway);
+        const { gateway, anchor } = await sideBySide(plan, 'fetch.link.s3 vs s5cmd', gatewaySide(gwDefault, uri, s3Proxy.child.pid!), commandSide(s5cmd, (file) => ['--endpoint-url', s3ProxyUrl, 'cp', uri, file], s3Proxy.child.pid!, awsEnv));
+        gwSamples = gwSamples.concat(gateway);
         anchors.s5cmd = summaries(anchor);
       } else {
         note('fetch.link.s3: no s5cmd in .tmp/venv; that anchor is left out');
       }
-      if (gw4Samples.length === 0) gw4Samples = (await sideBySide(plan, 'fetch.link.s3 ×4', gatewaySide(gw4, uri, s3Proxy.child.pid!), async () => undefined)).gateway;
-      byConcurrency['4'] = summaries(gw4Samples);
-      for (const n of concurrencies.filter((x) => x !== 4)) {
+      if (gwSamples.length === 0) gwSamples = (await sideBySide(plan, `fetch.link.s3 ×${DEFAULT_CONCURRENCY}`, gatewaySide(gwDefault, uri, s3Proxy.child.pid!), async () => undefined)).gateway;
+      byConcurrency[String(DEFAULT_CONCURRENCY)] = summaries(gwSamples);
+      for (const n of concurrencies.filter((x) => x !== DEFAULT_CONCURRENCY)) {
         const { gateway } = await sideBySide(plan, `fetch.link.s3 ×${n}`, gatewaySide(fetcherFor(n), uri, s3Proxy.child.pid!), async () => undefined);
         byConcurrency[String(n)] = summaries(gateway);
       }
-      const g = byConcurrency['4'];
+      const g = byConcurrency[String(DEFAULT_CONCURRENCY)]!;
       const a = anchors.awsCli ?? anchors.s5cmd;
       emit({
         name: 'fetch.link.s3',
@@ -172,9 +175,9 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
         gateway: g.mibps,
         anchor: a?.mibps ?? null,
         ratio: a ? round(g.mibps.median / a.mibps.median) : null,
-        ratioIs: `gateway (4 ranged requests, the default) / ${anchors.awsCli ? 'aws s3 cp (its default 10 requests)' : 's5cmd'}; higher is better`,
-        target: '≥ 1.0× the AWS CLI, ≥ 0.9× s5cmd, ≥ 0.9× 4 × the per-connection cap',
-        met: judged(plan, a !== undefined, (anchors.awsCli === undefined || g.mibps.median >= anchors.awsCli.mibps.median) && (anchors.s5cmd === undefined || g.mibps.median >= 0.9 * anchors.s5cmd.mibps.median) && g.mibps.median >= 0.9 * 4 * capMiBps),
+        ratioIs: `gateway (${DEFAULT_CONCURRENCY} ranged requests, the default) / ${anchors.awsCli ? 'aws s3 cp (its default 10 requests)' : 's5cmd'}; higher is better`,
+        target: `≥ 1.0× the AWS CLI, ≥ 0.9× s5cmd, ≥ 0.9× ${DEFAULT_CONCURRENCY} × the per-connection cap`,
+        met: judged(plan, a !== undefined, (anchors.awsCli === undefined || g.mibps.median >= anchors.awsCli.mibps.median) && (anchors.s5cmd === undefined || g.mibps.median >= 0.9 * anchors.s5cmd.mibps.median) && g.mibps.median >= 0.9 * DEFAULT_CONCURRENCY * capMiBps),
         smoke: plan.smoke,
         params: { bytes: size, link: { capMiBpsPerConnection: capMiBps, rttMs, simulation: 'bench/servers/throttle-proxy.cjs' }, gatewayByConcurrency: byConcurrency, anchors, reps: plan.reps, warmups: plan.warmups },
       });
