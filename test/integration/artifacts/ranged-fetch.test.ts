@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import pino from 'pino';
 import { httpPlugin } from '../../../fs-plugins/http';
@@ -143,6 +144,23 @@ describe('parallel ranged reads (HTTP origin)', () => {
     );
     expect(err?.message).toBe('cancelled by the test');
     expect(progress.at(-1)).toBeLessThan(jar.length);
+  });
+
+  it('the tee (pipelined upload hand-off) gets every byte once, in order, also when it is slow and later parts are written ahead of it', async () => {
+    const chunks: Buffer[] = [];
+    const tee = () =>
+      new Writable({
+        highWaterMark: 64 * 1024,
+        write(chunk: Buffer, _enc, done) {
+          chunks.push(Buffer.from(chunk));
+          setImmediate(done); // a slow receiver: its backpressure must hold the download, not drop bytes
+        },
+      });
+    const stat = await fs.stat(new URL(`${origin.url}/app.jar`), AbortSignal.timeout(10_000));
+    const r = await downloadTo(fs, new URL(`${origin.url}/app.jar`), join(dir, 't.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4 }, tee });
+    expect(r.parts).toBeGreaterThan(1);
+    expect(Buffer.concat(chunks).equals(jar)).toBe(true);
+    expect(r.sha256).toBe(sha(jar));
   });
 
   it('a weak ETag is not a pin: the object is read in one stream', async () => {
