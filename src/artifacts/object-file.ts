@@ -8,7 +8,7 @@ import type { ObjectStat } from './fs-plugin';
 import { redactUri } from './uri';
 
 /** Bytes read back per call when the digest catches up over parts that arrived out of order. */
-const CATCH_UP_CHUNK = 1024 * 1024;
+const CATCH_UP_CHUNK = 256 * 1024;
 
 /** One byte range of the object, written by one writer at a time, in order. */
 export interface Part {

@@ -21,7 +21,7 @@ export interface ParallelSettings {
 export type RangedStat = ObjectStat & { size: number };
 
 /** Gathered bytes per positional writev of one part (memory: concurrency × this, plus the sockets'). */
-const PART_WRITE_BUFFER = 1024 * 1024;
+const PART_WRITE_BUFFER = 256 * 1024;
 
 /**
  * How an object is cut: `partSize` is an upper bound, and the number of parts a multiple of the
