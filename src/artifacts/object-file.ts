@@ -105,12 +105,8 @@ export class ObjectFile {
     }
     const at = part.start + part.issued;
     let n = 0;
-    let room: Promise<void> | undefined;
-    for (const b of bufs) {
-      const offset = at + n;
-      n += b.length;
-      if (offset === this.hashed && this.catching === undefined) room = this.digest(b) ?? room;
-    }
+    for (const b of bufs) n += b.length;
+    // The bounds first: neither the digest nor the tee ever sees a byte over them.
     if (part.issued + n > part.end - part.start) {
       done(fetchProblem(this.o.uri, `the store sent more than the ${part.end - part.start} bytes asked for at offset ${part.start}`));
       return;
@@ -119,6 +115,10 @@ export class ObjectFile {
     if (this.issuedTotal > this.o.maxBytes) {
       done(new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(this.o.uri), limit: this.o.maxBytes }));
       return;
+    }
+    let room: Promise<void> | undefined;
+    for (let i = 0, offset = at; i < bufs.length; offset += bufs[i]!.length, i++) {
+      if (offset === this.hashed && this.catching === undefined) room = this.digest(bufs[i]!) ?? room;
     }
     part.issued += n;
     this.o.onProgress(this.issuedTotal);
