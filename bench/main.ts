@@ -6,18 +6,21 @@ import { BenchEnv } from './lib/env';
 import { killAllTracked } from './lib/procs';
 import { emit, note, type RunPlan } from './lib/report';
 import { fetchThroughput } from './measures/fetch';
+import { linkThroughput } from './measures/link';
 import { rssGrowth } from './measures/memory';
 import { passThrough } from './measures/passthrough';
 import { resubmit, submitLatency } from './measures/submit';
 import { uploadThroughput } from './measures/upload';
 
-const USAGE = `Usage: npm run bench [-- --smoke] [-- --only=fetch,submit,resubmit,passthrough,upload,memory]
+const USAGE = `Usage: npm run bench [-- --smoke] [-- --only=fetch,link,submit,resubmit,passthrough,upload,memory] [-- --reps=N]
+       [-- --cases=fetch.http,fetch.s3-native,...]
 
 Runs the side-by-side benchmarks of issue 6 and prints one JSON object per measure on stdout
 (progress on stderr). --smoke runs each once on small inputs and judges no target.`;
 
 const MEASURES: Record<string, (env: BenchEnv, plan: RunPlan) => Promise<void>> = {
   fetch: fetchThroughput,
+  link: linkThroughput,
   submit: submitLatency,
   resubmit,
   passthrough: passThrough,
@@ -52,7 +55,9 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   copyServerScripts(root);
-  const plan: RunPlan = smoke ? { smoke, warmups: 0, reps: 1 } : { smoke, warmups: 1, reps: 5 };
+  const reps = Number(argv.find((a) => a.startsWith('--reps='))?.slice('--reps='.length) ?? 5);
+  const cases = argv.find((a) => a.startsWith('--cases='))?.slice('--cases='.length).split(',').filter(Boolean);
+  const plan: RunPlan = { ...(smoke ? { smoke, warmups: 0, reps: 1 } : { smoke, warmups: 1, reps: Math.max(1, reps) }), ...(cases ? { cases } : {}) };
   note(`${smoke ? 'smoke' : 'full'} run on ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 1024 ** 3)} GiB RAM, Node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   const env = new BenchEnv(root, smoke);
   let failed = 0;

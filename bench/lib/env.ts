@@ -139,6 +139,9 @@ export class BenchEnv {
           'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
           'user.artifacts.max-size': '2 gb',
           'gateway.upload.max-size': '2 gb',
+          // BENCH_GATEWAY_OPTS="key=value;key=value": extra options for every gateway process
+          // (e.g. gateway.artifacts.parallel-fetch.concurrency=1 to compare with one stream).
+          ...Object.fromEntries((process.env.BENCH_GATEWAY_OPTS ?? '').split(';').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
         });
         this.cleanups.push(async () => {
           await gw.stop();

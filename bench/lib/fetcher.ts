@@ -54,6 +54,7 @@ export class BenchFetcher {
       maxBytes: this.config.get(artifactOptions.maxSize),
       timeoutMs: this.config.get(artifactOptions.fetchTimeout),
       retries: 0,
+      parallel: { partSize: this.config.get(artifactOptions.parallelFetchPartSize), concurrency: this.config.get(artifactOptions.parallelFetchConcurrency) },
       progressIntervalMs: 60_000,
       log: this.log,
     });

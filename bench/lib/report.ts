@@ -65,29 +65,44 @@ export interface RunPlan {
   smoke: boolean;
   warmups: number;
   reps: number;
+  /** Only these cases (measure names, e.g. fetch.http) of a measure that has several; all when absent. */
+  cases?: string[];
+}
+
+/** Whether a case of a measure is selected by --cases. */
+export function selected(plan: RunPlan, name: string): boolean {
+  return plan.cases === undefined || plan.cases.includes(name);
 }
 
 /**
  * Runs `warmups` unmeasured rounds, then `reps` measured ones. Each round runs both sides; the order
  * alternates between rounds so that drift (page cache, JIT, a busy JVM) does not favour one side.
  */
-export async function sideBySide<T>(
+export async function sideBySide<G, A = G>(
   plan: RunPlan,
   label: string,
-  gatewaySide: (round: number) => Promise<T>,
-  anchorSide: (round: number) => Promise<T>,
-): Promise<{ gateway: T[]; anchor: T[] }> {
-  const gateway: T[] = [];
-  const anchor: T[] = [];
+  gatewaySide: (round: number) => Promise<G>,
+  anchorSide: (round: number) => Promise<A>,
+): Promise<{ gateway: G[]; anchor: A[] }> {
+  const gateway: G[] = [];
+  const anchor: A[] = [];
   const total = plan.warmups + plan.reps;
   for (let r = 0; r < total; r++) {
     const warm = r < plan.warmups;
-    const order: ['gateway' | 'anchor', (round: number) => Promise<T>][] = r % 2 === 0
-      ? [['anchor', anchorSide], ['gateway', gatewaySide]]
-      : [['gateway', gatewaySide], ['anchor', anchorSide]];
-    for (const [side, fn] of order) {
-      const v = await fn(r);
-      if (!warm) (side === 'gateway' ? gateway : anchor).push(v);
+    const runGateway = async () => {
+      const v = await gatewaySide(r);
+      if (!warm) gateway.push(v);
+    };
+    const runAnchor = async () => {
+      const v = await anchorSide(r);
+      if (!warm) anchor.push(v);
+    };
+    if (r % 2 === 0) {
+      await runAnchor();
+      await runGateway();
+    } else {
+      await runGateway();
+      await runAnchor();
     }
     note(`${label}: ${warm ? 'warm-up' : `rep ${r - plan.warmups + 1}/${plan.reps}`} done`);
   }

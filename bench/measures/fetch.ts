@@ -12,36 +12,83 @@ import { makeSas, startAzurite, uploadBlob } from '../../test/servers/azurite';
 import { fixtureClient, putObject, startS3Server } from '../../test/servers/s3-server';
 import type { BenchEnv } from '../lib/env';
 import { BenchFetcher } from '../lib/fetcher';
-import { curl, startChild, stopChild, track } from '../lib/procs';
-import { emit, judged, MiB, note, type RunPlan, round, sideBySide, summarize } from '../lib/report';
+import { childrenCpuSeconds, curl, ownCpuSeconds, runCommand, startChild, stopChild, track } from '../lib/procs';
+import { emit, judged, MiB, note, type RunPlan, round, selected, sideBySide, summarize } from '../lib/report';
 
 const S3_KEY = { accessKeyId: 'AKIDBENCH', secretAccessKey: `bench-${randomBytes(12).toString('hex')}` };
 const AZ = { name: 'benchacct', key: randomBytes(64).toString('base64') };
 
-/** curl -o <new file>: throughput from curl's own time_total (its process start-up is not counted). */
-async function curlDownload(env: BenchEnv, url: string, expectedSize: number): Promise<number> {
+const GiB = 1024 * MiB;
+
+function parallelOverride(): Record<string, string> {
+  const v = process.env.BENCH_FETCH_PARALLEL;
+  if (!v) return {};
+  const [concurrency, partSize] = v.split(':');
+  return { 'gateway.artifacts.parallel-fetch.concurrency': concurrency!, ...(partSize ? { 'gateway.artifacts.parallel-fetch.part-size': partSize } : {}) };
+}
+
+/** One side of one round: throughput and the CPU it cost, per GiB moved. */
+interface Sample {
+  mibps: number;
+  cpuPerGiB: number;
+}
+
+/**
+ * curl -o <new file>: throughput from curl's own time_total (its process start-up is not counted),
+ * CPU from the children's counters. Then `openssl dgst -sha256` of that file, so that curl's CPU plus
+ * the digest's is the CPU a native client spends on the gateway's work (write the file, SHA-256 it).
+ */
+async function curlDownload(env: BenchEnv, url: string, expected: { size: number; sha256: string }): Promise<{ curl: Sample; withDigest: Sample }> {
   const file = env.scratch('curl-out');
   try {
+    const c0 = childrenCpuSeconds();
     const r = await curl(['-f', '-o', file, '-w', '%{time_total} %{size_download}', url]);
+    const c1 = childrenCpuSeconds();
     const [secs, bytes] = r.stdout.trim().split(' ').map(Number);
-    if (bytes !== expectedSize) throw new Error(`curl got ${bytes} bytes, expected ${expectedSize}`);
-    return expectedSize / MiB / secs!;
+    if (bytes !== expected.size) throw new Error(`curl got ${bytes} bytes, expected ${expected.size}`);
+    const dgst = await runCommand('openssl', ['dgst', '-sha256', '-r', file], 60_000);
+    const c2 = childrenCpuSeconds();
+    if (dgst.status !== 0 || !dgst.stdout.startsWith(expected.sha256)) throw new Error(`openssl dgst: ${dgst.stderr.trim() || dgst.stdout.trim()}`);
+    const gib = expected.size / GiB;
+    return {
+      curl: { mibps: expected.size / MiB / secs!, cpuPerGiB: (c1 - c0) / gib },
+      withDigest: { mibps: expected.size / MiB / (secs! + dgst.ms / 1000), cpuPerGiB: (c2 - c0) / gib },
+    };
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+/**
+ * The same work as the gateway in one native pipeline: `curl | tee <new file> | openssl dgst -sha256`
+ * (coreutils' sha256sum has no SHA-NI code and costs 5× OpenSSL here, so OpenSSL is the fair anchor).
+ * Wall time of the whole pipeline (process start-up included); CPU of curl, tee, openssl and bash.
+ */
+async function curlTeeDigest(env: BenchEnv, url: string, expected: { size: number; sha256: string }): Promise<Sample> {
+  const file = env.scratch('curl-tee-out');
+  try {
+    const c0 = childrenCpuSeconds();
+    const r = await runCommand('bash', ['-c', 'set -o pipefail; curl -sSf "$1" | tee "$2" | openssl dgst -sha256 -r', 'curl-tee-digest', url, file], 120_000);
+    const cpu = childrenCpuSeconds() - c0;
+    if (r.status !== 0 || !r.stdout.startsWith(expected.sha256)) throw new Error(`curl | tee | openssl dgst failed (${r.status}): ${r.stderr.trim()}`);
+    return { mibps: expected.size / MiB / (r.ms / 1000), cpuPerGiB: cpu / (expected.size / GiB) };
   } finally {
     rmSync(file, { force: true });
   }
 }
 
 /** The socket-to-file ceiling: a node client piping a separate-process TCP sender into a new file. */
-async function socketToFile(env: BenchEnv, port: number, size: number): Promise<number> {
+async function socketToFile(env: BenchEnv, port: number, size: number): Promise<Sample> {
   const file = env.scratch('ceiling-out');
   try {
+    const cpu0 = ownCpuSeconds();
     const started = performance.now();
     const sock = connect(port, '127.0.0.1');
     const out = createWriteStream(file, { flags: 'wx' });
     await pipeline(sock, out);
     const ms = performance.now() - started;
     if (out.bytesWritten !== size) throw new Error(`ceiling: wrote ${out.bytesWritten} of ${size}`);
-    return size / MiB / (ms / 1000);
+    return { mibps: size / MiB / (ms / 1000), cpuPerGiB: (ownCpuSeconds() - cpu0) / (size / GiB) };
   } finally {
     rmSync(file, { force: true });
   }
@@ -59,7 +106,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
 
   // The ceiling first, on an otherwise idle machine.
   const src = await startChild(process.execPath, [join(env.root, 'bench', 'servers', 'tcp-source.cjs'), String(size)], { ready: /TCP_SOURCE_READY (\d+)/, timeoutMs: 15_000 });
-  let ceiling: number[];
+  let ceiling: Sample[];
   try {
     const port = Number(src.match[1]);
     ceiling = [];
@@ -70,7 +117,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
   } finally {
     await stopChild(src.child);
   }
-  const ceilingSummary = summarize(ceiling);
+  const ceilingSummary = summarize(ceiling.map((c) => c.mibps));
   emit({
     name: 'fetch.ceiling',
     unit: 'MiB/s',
@@ -81,7 +128,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
     target: null,
     met: null,
     smoke: plan.smoke,
-    params: { bytes: size, reps: plan.reps, warmups: plan.warmups },
+    params: { bytes: size, cpuSecPerGiB: summarize(ceiling.map((c) => c.cpuPerGiB)), reps: plan.reps, warmups: plan.warmups },
   });
 
   const origin = await env.origin();
@@ -96,6 +143,8 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
     'user.artifacts.raw-http-enabled': 'true',
     'gateway.artifacts.restricted-hosts.allowed': [origin.port, s3.port, azurite.port].map((p) => `127.0.0.1:${p}`).join(';'),
     'user.artifacts.max-size': '2 gb',
+    // BENCH_FETCH_PARALLEL=<concurrency>[:<part size>] overrides the registry's defaults (1 = one stream).
+    ...parallelOverride(),
     's3.endpoint': s3.url,
     's3.path.style.access': 'true',
     's3.access-key': S3_KEY.accessKeyId,
@@ -119,7 +168,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
       { name: 'fetch.s3-native', uri: `s3://bench/${jar.name}`, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver', plugin: 's3 (access key; anchor: curl on a presigned URL)' },
       { name: 'fetch.azure-native', uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`, curlUrl: sas, min: 0.8, store: 'Azurite blob', plugin: 'azure (shared key; anchor: curl on a SAS URL)' },
     ];
-    for (const c of cases) {
+    for (const c of cases.filter((x) => selected(plan, x.name))) {
       // The whole fetcher when it can fetch this URI; otherwise (say a HEAD it cannot do) the
       // download step alone, and the reason is reported.
       let gatewayPath = 'ArtifactFetcher.fetch (stat, open, sha256, temp file, zip check, rename)';
@@ -131,17 +180,29 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
         gatewayPath = 'downloadTo only (plugin open, sha256, new file): the full fetcher failed, see fetcherError';
         note(`${c.name}: the fetcher failed (${fetcherError}); timing the download step alone`);
       }
-      const gatewayOnce = async () => {
+      const expected = { size, sha256: jar.sha256 };
+      const gatewayOnce = async (): Promise<Sample> => {
+        const cpu0 = ownCpuSeconds();
         const r = fetcherError === undefined ? await fetcher.fetchOnce(c.uri) : await fetcher.downloadOnce(c.uri);
+        const cpu = ownCpuSeconds() - cpu0;
         if (r.sha256 !== jar.sha256) throw new Error(`${c.name}: wrong sha256`);
-        return size / MiB / (r.ms / 1000);
+        return { mibps: size / MiB / (r.ms / 1000), cpuPerGiB: cpu / (size / GiB) };
       };
-      const { gateway, anchor } = await sideBySide(plan, c.name, gatewayOnce, () => curlDownload(env, c.curlUrl, size));
-      const g = summarize(gateway);
-      const a = summarize(anchor);
+      // The anchor side of a round: curl -o (+ openssl dgst of its file), then curl | tee | openssl dgst.
+      const anchorOnce = async () => ({ ...(await curlDownload(env, c.curlUrl, expected)), tee: await curlTeeDigest(env, c.curlUrl, expected) });
+      const { gateway, anchor } = await sideBySide(plan, c.name, gatewayOnce, anchorOnce);
+      const g = summarize(gateway.map((x) => x.mibps));
+      const a = summarize(anchor.map((x) => x.curl.mibps));
       const ratio = round(g.median / a.median);
       const vsCeiling = round(g.median / ceilingSummary.median);
       const isObjectStore = c.min < 0.9;
+      const cpu = {
+        gateway: summarize(gateway.map((x) => x.cpuPerGiB)),
+        curl: summarize(anchor.map((x) => x.curl.cpuPerGiB)),
+        curlPlusOpensslDgst: summarize(anchor.map((x) => x.withDigest.cpuPerGiB)),
+        curlTeeOpensslDgst: summarize(anchor.map((x) => x.tee.cpuPerGiB)),
+      };
+      const cpuRatio = round(cpu.gateway.median / cpu.curlPlusOpensslDgst.median);
       emit({
         name: c.name,
         unit: 'MiB/s',
@@ -160,7 +221,16 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
           ...(fetcherError !== undefined ? { fetcherError } : {}),
           ceilingMiBps: ceilingSummary.median,
           gatewayVsCeiling: vsCeiling,
+          ceilingTarget: '≥ 0.9× the ceiling',
+          ceilingMet: judged(plan, true, vsCeiling >= 0.9),
           curlVsCeiling: round(a.median / ceilingSummary.median),
+          curlTeeDigestMiBps: summarize(anchor.map((x) => x.tee.mibps)),
+          // CPU-seconds per GiB: the gateway's (this process, every thread) and the anchors' (children).
+          cpuSecPerGiB: cpu,
+          cpuRatio,
+          cpuRatioIs: 'gateway / (curl -o + openssl dgst -sha256 of the file), CPU-s per GiB; lower is better',
+          cpuTarget: '≤ 1.5× curl -o + openssl dgst',
+          cpuMet: judged(plan, true, cpuRatio <= 1.5),
           ...(isObjectStore ? { stretch: '≥ 1.0× curl and ≥ 0.85× the ceiling', stretchMet: judged(plan, true, ratio >= 1 && vsCeiling >= 0.85) } : {}),
           reps: plan.reps,
           warmups: plan.warmups,

@@ -1,5 +1,5 @@
 import type { Agent } from 'node:http';
-import { PassThrough, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { isIP } from 'node:net';
 import { ContainerClient, newPipeline, type BlobClient, type Pipeline, type StoragePipelineOptions } from '@azure/storage-blob';
 import type { TokenCredential } from '@azure/identity';
@@ -46,20 +46,26 @@ export class AzureFileSystem implements FileSystem {
     try {
       const { blob } = this.target(uri);
       const p = await blob.getProperties({ abortSignal: signal });
-      return toStat(p.contentLength, p.etag, p.versionId, p.lastModified);
+      // Blob storage serves ranges of every blob; each is pinned by If-Match on the ETag (or the version).
+      const stat: ObjectStat = { ...toStat(p.contentLength, p.etag, p.versionId, p.lastModified), pinnedRanges: true };
+      // The stored Content-MD5 still checks the whole blob when it is read in ranges.
+      if (p.contentMD5 && p.contentMD5.length === 16) stat.integrity = { algorithm: 'md5', expected: Buffer.from(p.contentMD5).toString('hex') };
+      return stat;
     } catch (err) {
       throw translateAzureError(err, uri, signal, this.agents.refusals);
     }
   }
 
   async open(uri: URL, options: OpenOptions): Promise<OpenedObject> {
-    const { signal, range } = options;
+    const { signal, range, pin } = options;
     let body: NodeJS.ReadableStream | undefined;
     let stat: ObjectStat;
     try {
-      const { blob } = this.target(uri);
+      const { blob: current } = this.target(uri);
+      const blob = pin?.version !== undefined ? current.withVersion(pin.version) : current;
       const count = range === undefined ? undefined : range.end - range.start + 1;
-      const res = await blob.download(range?.start ?? 0, count, { abortSignal: signal, maxRetryRequests: MAX_STREAM_RETRIES });
+      const conditions = pin?.version === undefined && pin?.etag !== undefined ? { ifMatch: `"${pin.etag}"` } : undefined;
+      const res = await blob.download(range?.start ?? 0, count, { abortSignal: signal, maxRetryRequests: MAX_STREAM_RETRIES, ...(conditions ? { conditions } : {}) });
       body = res.readableStreamBody;
       const total = totalFromContentRange(res.contentRange) ?? res.contentLength;
       stat = toStat(total, res.etag, res.versionId, res.lastModified);
@@ -78,29 +84,23 @@ export class AzureFileSystem implements FileSystem {
   }
 
   /**
-   * Re-emits the SDK's body so that no SDK error escapes: mid-stream failures become gateway
-   * errors, and an abort destroys both streams with the caller's reason.
+   * The SDK's body itself, with no extra stream hop (a PassThrough here cost a pass per chunk), made
+   * to let no SDK error escape: the SDK ends its stream only through `destroy(err)` (a reset, a
+   * resumption that gave up, its own AbortError), so errors are translated on their way into
+   * `destroy`; the caller's abort destroys it with the caller's reason, untouched.
    */
   private guardStream(body: Readable, uri: URL, signal: AbortSignal): Readable {
-    const out = new PassThrough({ highWaterMark: 256 * 1024 });
-    const onAbort = () => {
-      body.destroy();
-      // Not `instanceof Error`: an AbortSignal's default reason is a DOMException, from another realm under jest.
-      out.destroy(typeof signal.reason === 'object' && signal.reason !== null ? (signal.reason as Error) : new Error('aborted'));
-    };
-    const cleanup = () => signal.removeEventListener('abort', onAbort);
-    body.on('error', (err) => {
-      cleanup();
-      out.destroy(translateStreamError(err, uri, signal, this.agents.refusals));
-    });
-    out.on('close', () => {
-      cleanup();
-      if (!body.destroyed) body.destroy();
-    });
+    const destroy = body.destroy.bind(body);
+    // Not `instanceof Error`: an AbortSignal's default reason is a DOMException, from another realm under jest.
+    const reason = (): Error => (typeof signal.reason === 'object' && signal.reason !== null ? (signal.reason as Error) : new Error('aborted'));
+    body.destroy = (err?: Error) => destroy(err === undefined || err === null ? err : signal.aborted ? reason() : translateStreamError(err, uri, signal, this.agents.refusals));
+    const onAbort = () => destroy(reason());
     if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    body.pipe(out);
-    return out;
+    else {
+      signal.addEventListener('abort', onAbort, { once: true });
+      body.once('close', () => signal.removeEventListener('abort', onAbort));
+    }
+    return body;
   }
 
   private target(uri: URL): Target {

@@ -65,6 +65,7 @@ export function translateAzureError(err: unknown, uri: URL, signal: AbortSignal 
     return fetchError.notFound(uri, detail || '404 NotFound');
   }
   if (status === 401 || status === 403) return fetchError.denied(uri, 'azure', detail);
+  if (status === 412) return fetchError.changed(uri, `${detail} to If-Match: the blob was replaced`);
   if (e.name !== undefined && IDENTITY_ERRORS.test(e.name)) {
     return fetchError.denied(uri, 'azure', `no usable Azure identity (DefaultAzureCredential: ${e.name}); configure an account key or SAS, or give the gateway a managed/workload identity with Storage Blob Data Reader`);
   }

@@ -1,6 +1,6 @@
 import { GatewayError, fetchError, gatewayVersion, isGatewayError, redactUri, type ConnectGuard, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/artifacts/plugin-kit';
 import { isIP } from 'node:net';
-import { PassThrough, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
 import { statusError, translateError } from './http-errors';
@@ -61,9 +61,16 @@ export class HttpFileSystem implements FileSystem {
   }
 
   async open(uri: URL, options: OpenOptions): Promise<OpenedObject> {
-    const { signal, range } = options;
-    const res = await this.send(uri, 'GET', range ? { range: `bytes=${range.start}-${range.end}` } : {}, signal);
+    const { signal, range, pin } = options;
+    const extra: Record<string, string> = range ? { range: `bytes=${range.start}-${range.end}` } : {};
+    // Only a strong ETag pins a range (RFC 9110 §13.1.1: If-Match compares strongly).
+    if (pin?.etag !== undefined) extra['if-match'] = `"${pin.etag}"`;
+    const res = await this.send(uri, 'GET', extra, signal);
     const status = res.statusCode;
+    if (status === 412 && pin !== undefined) {
+      await discard(res);
+      throw fetchError.changed(uri, 'HTTP 412 to If-Match: the ETag changed');
+    }
     if (status < 200 || status > 299) {
       await discard(res);
       throw statusError(uri, status);
@@ -78,7 +85,13 @@ export class HttpFileSystem implements FileSystem {
       await discard(res);
       throw fetchError.unavailable(uri, 'HTTP 206 to a request without Range');
     }
-    return { stream: this.wrapBody(uri, res.body, signal), stat: statOf(res) };
+    const stat = statOf(res);
+    // An origin that ignores If-Match still names what it sent.
+    if (pin?.etag !== undefined && stat.etag !== undefined && stat.etag !== pin.etag) {
+      await discard(res);
+      throw fetchError.changed(uri, 'the origin sent another ETag than the one asked for with If-Match');
+    }
+    return { stream: this.wrapBody(uri, res.body, signal), stat };
   }
 
   close(): Promise<void> {
@@ -162,18 +175,16 @@ export class HttpFileSystem implements FileSystem {
   }
 
   /**
-   * The response body, with undici's errors translated like everything else. Destroying the
-   * returned stream (consumer gone, size limit hit) destroys the body and frees the connection;
-   * aborting `signal` makes undici destroy the body with the abort reason, which is passed on.
+   * The response body as undici gives it, with no extra stream hop (a PassThrough here cost a
+   * Transform pass per 64 KiB chunk): undici destroys the body with its own errors (reset, read
+   * timeout) and with the abort reason when `signal` aborts; each is translated on its way into
+   * `destroy`, so that `errored`, the 'error' event and pipeline() all carry the gateway error.
+   * Destroying the stream (consumer gone, size limit hit) aborts the request and frees the connection.
    */
   private wrapBody(uri: URL, body: Readable, signal: AbortSignal): Readable {
-    const out = new PassThrough({ highWaterMark: 64 * 1024 });
-    body.on('error', (err) => out.destroy(this.translate(uri, err, signal) as Error));
-    out.on('close', () => {
-      if (!body.destroyed) body.destroy();
-    });
-    body.pipe(out);
-    return out;
+    const destroy = body.destroy.bind(body);
+    body.destroy = (err?: Error) => destroy(err === undefined || err === null ? err : (this.translate(uri, err, signal) as Error));
+    return body;
   }
 
   private translate(uri: URL, err: unknown, signal: AbortSignal): unknown {
@@ -210,6 +221,11 @@ function statOf(res: Dispatcher.ResponseData): ObjectStat {
   if (etag) stat.etag = etag;
   const lastModified = Date.parse(first(h['last-modified']) ?? '');
   if (Number.isFinite(lastModified)) stat.lastModified = lastModified;
+  // Ranges can be pinned when the origin serves them (Accept-Ranges: bytes, or a 206) and names the
+  // version with a strong ETag (a weak one may not be used with If-Match).
+  const strongEtag = etag !== undefined && !/^\s*W\//.test(first(h.etag) ?? '');
+  const ranges = res.statusCode === 206 || /(^|,)\s*bytes\s*($|,)/i.test(first(h['accept-ranges']) ?? '');
+  if (strongEtag && ranges && stat.size !== undefined) stat.pinnedRanges = true;
   return stat;
 }
 

@@ -45,6 +45,7 @@ export function translateS3Error(err: unknown, uri: URL, signal: AbortSignal): E
   if (name === 'CredentialsProviderError') {
     return fetchError.denied(uri, 's3', 'no credentials: none configured and the AWS default credential chain found none');
   }
+  if (status === 412) return fetchError.changed(uri, `${label(status, name)} to If-Match: the object was replaced`);
   if (status === 416) return fetchError.invalid(uri, `the byte range is not satisfiable (${label(status, name)})`);
   if (status === 400 && name !== undefined && INVALID.has(name)) {
     return fetchError.invalid(uri, `the store rejected the request (${label(status, name)})`);

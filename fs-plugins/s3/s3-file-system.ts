@@ -19,6 +19,8 @@ export interface S3FileSystemDeps {
 
 interface HeadLike {
   ContentLength?: number;
+  ServerSideEncryption?: string;
+  SSECustomerAlgorithm?: string;
   ContentRange?: string;
   ETag?: string;
   VersionId?: string;
@@ -44,17 +46,33 @@ export class S3FileSystem implements FileSystem {
         new HeadObjectCommand({ Bucket: location.bucket, Key: location.key, VersionId: location.versionId }),
         { abortSignal: signal },
       );
-      return toStat(out);
+      // S3 serves ranges of every object; each is pinned to the version, or to the ETag.
+      const stat: ObjectStat = { ...toStat(out), pinnedRanges: true };
+      // The whole-object MD5 check survives a parallel ranged read: the ETag is a property of the object.
+      const integrity = etagIntegrity({
+        etag: out.ETag,
+        'x-amz-server-side-encryption': out.ServerSideEncryption,
+        'x-amz-server-side-encryption-customer-algorithm': out.SSECustomerAlgorithm,
+      });
+      if (integrity) stat.integrity = integrity;
+      return stat;
     } catch (err) {
       throw translateS3Error(err, uri, signal);
     }
   }
 
   async open(uri: URL, options: OpenOptions): Promise<OpenedObject> {
-    const { signal, range } = options;
+    const { signal, range, pin } = options;
     if (range && (range.start < 0 || range.end < range.start)) throw fetchError.invalid(uri, `bad byte range ${range.start}-${range.end}`);
     let { client, location, target } = this.prepare(uri, signal);
-    const input = { Bucket: location.bucket, Key: location.key, VersionId: location.versionId, Range: range ? `bytes=${range.start}-${range.end}` : undefined };
+    const input = {
+      Bucket: location.bucket,
+      Key: location.key,
+      // A version pins by itself; without one, If-Match on the ETag (412 when the key was overwritten).
+      VersionId: pin?.version ?? location.versionId,
+      IfMatch: pin?.version === undefined && pin?.etag !== undefined ? `"${pin.etag}"` : undefined,
+      Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+    };
     for (let attempt = 0; ; attempt++) {
       let res: Dispatcher.ResponseData;
       try {
@@ -70,6 +88,11 @@ export class S3FileSystem implements FileSystem {
           throw fetchError.unavailable(uri, `HTTP ${status} ${range ? 'without the requested byte range' : 'to a request without Range'}`);
         }
         const stat = statOfHeaders(headers);
+        // Some S3-compatible stores ignore If-Match: hold what they sent to the pin ourselves.
+        if (pin?.version === undefined && pin?.etag !== undefined && stat.etag !== undefined && stat.etag !== pin.etag) {
+          await discard(res);
+          throw fetchError.changed(uri, 'the store sent another ETag than the one asked for with If-Match');
+        }
         const integrity = range ? undefined : etagIntegrity(headers);
         if (integrity) stat.integrity = integrity;
         return { stream: translateErrors(res.body, uri, signal), stat };

@@ -11,6 +11,7 @@ import type { FetchProgress, FetchRecord } from './fetch-progress';
 import type { ObjectStat } from './fs-plugin';
 import type { CacheEntry, JarCache } from './jar-cache';
 import type { PluginRegistry } from './plugin-registry';
+import type { ParallelSettings } from './ranged-download';
 import type { FetchQueue } from './fetch-queue';
 import type { UriAllowList } from './uri-allow-list';
 import { checkUri, handoffName } from './uri-policy';
@@ -33,6 +34,8 @@ export interface FetcherOptions {
   zipLimits?: ZipLimits;
   timeoutMs: number;
   retries: number;
+  /** Parallel ranged reads of large objects (`gateway.artifacts.parallel-fetch.*`); absent = one stream. */
+  parallel?: ParallelSettings;
   progressIntervalMs: number;
   log: Logger;
   /** Aborted at shutdown. */
@@ -262,6 +265,10 @@ export class ArtifactFetcher {
         signal,
         maxBytes: this.o.maxBytes,
         onProgress: (b) => (rec.bytes = b),
+        stat,
+        ...(this.o.parallel ? { parallel: this.o.parallel } : {}),
+        rangeRetries: this.o.retries,
+        log,
         ...(tee ? { tee } : {}),
       });
       // A body that ends early without a Content-Length is only caught by comparing with the size
@@ -285,7 +292,7 @@ export class ArtifactFetcher {
         ...(st.lastModified !== undefined ? { lastModified: st.lastModified } : {}),
       });
       const ms = performance.now() - started;
-      log.info({ sha256: result.sha256, bytes: result.size, ms: Math.round(ms), mibPerSec: Math.round((result.size / 1048576 / (ms / 1000)) * 10) / 10 }, 'jar fetched');
+      log.info({ sha256: result.sha256, bytes: result.size, parts: result.parts, ms: Math.round(ms), mibPerSec: Math.round((result.size / 1048576 / (ms / 1000)) * 10) / 10 }, 'jar fetched');
       return entry;
     } catch (err) {
       await unlink(tmp).catch(() => undefined); // no partial file is ever used

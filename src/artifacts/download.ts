@@ -1,103 +1,78 @@
-import { createHash, type Hash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { Transform, type TransformCallback, type Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { crc32 } from 'node:zlib';
+import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error';
-import { whenRoom } from '../stream-room';
 import type { FileSystem, ObjectStat } from './fs-plugin';
+import { ObjectFile, type Part } from './object-file';
+import { type ParallelSettings, rangedDownload, rangedEligible, type RangedStat } from './ranged-download';
 import { redactUri } from './uri';
 
 /**
- * Hashes (SHA-256, plus the store's own checksum when it offers one), counts and bounds the bytes
- * of a download as they stream to disk, and writes each chunk to the tee, if any, before passing it
- * on: the tee never sees a byte over the size bound, and the slower of the file and the tee sets
- * the pace. (In the meter rather than in a stage of its own: one stream stage less per chunk.)
+ * Gathered bytes per positional writev of a sequential read: one thread-pool round trip per batch
+ * instead of one per 64 KiB socket chunk (the largest cost in a CPU profile of a fetch).
  */
-class Meter extends Transform {
-  readonly sha = createHash('sha256');
-  private readonly md5?: Hash;
-  private crc = 0;
-  private tee?: Writable;
-  bytes = 0;
-
-  constructor(
-    private readonly maxBytes: number,
-    private readonly uri: URL,
-    private readonly integrity: ObjectStat['integrity'],
-    private readonly onProgress: (bytes: number) => void,
-    private readonly openTee?: () => Writable,
-  ) {
-    super({ highWaterMark: 1024 * 1024 });
-    if (integrity?.algorithm === 'md5') this.md5 = createHash('md5');
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.bytes += chunk.length;
-    if (this.bytes > this.maxBytes) {
-      done(new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(this.uri), limit: this.maxBytes }));
-      return;
-    }
-    this.sha.update(chunk);
-    this.md5?.update(chunk);
-    if (this.integrity?.algorithm === 'crc32') this.crc = crc32(chunk, this.crc);
-    this.onProgress(this.bytes);
-    if (this.openTee && !this.tee) this.tee = openedTee(this.openTee);
-    const tee = this.tee;
-    // A destroyed tee (its upload failed) drops the bytes; the download goes on for the cache.
-    if (!tee || tee.destroyed || tee.write(chunk)) {
-      done(null, chunk);
-      return;
-    }
-    whenRoom(tee, () => done(null, chunk));
-  }
-
-  /** The store checksum's mismatch, if any. */
-  integrityProblem(): string | undefined {
-    if (!this.integrity) return undefined;
-    const actual = this.integrity.algorithm === 'md5' ? this.md5!.digest('hex') : (this.crc >>> 0).toString(16).padStart(8, '0');
-    return actual === this.integrity.expected.toLowerCase() ? undefined : `${this.integrity.algorithm} ${actual} ≠ ${this.integrity.expected}`;
-  }
-}
-
-/** Opens the tee at the first byte. Its owner learns how it ended its own way, not from an 'error' event. */
-function openedTee(open: () => Writable): Writable {
-  const tee = open();
-  tee.on('error', () => undefined);
-  return tee;
-}
+const SEQUENTIAL_WRITE_BUFFER = 2 * 1024 * 1024;
 
 export interface DownloadResult {
   sha256: string;
   size: number;
   stat: ObjectStat;
+  /** Ranged requests that read the object (1 for a single stream), retries not counted. */
+  parts: number;
+}
+
+export interface DownloadOptions {
+  signal: AbortSignal;
+  maxBytes: number;
+  onProgress: (bytes: number) => void;
+  tee?: () => Writable;
+  /** What `stat` said about the object: decides a parallel ranged read (size, pin, `pinnedRanges`). */
+  stat?: ObjectStat;
+  /** Parallel ranged reads; absent or `concurrency` 1 = one stream. */
+  parallel?: ParallelSettings;
+  /** Retries of one failed range (transient failures only). */
+  rangeRetries?: number;
+  log?: Logger;
 }
 
 /**
- * Streams one object to `file` (a fresh temporary name), checking size and store checksum. With
- * `tee`, a second receiver of the bytes is opened at the first byte — an ordinary `Writable`, fed
- * in order with its backpressure honoured (the pipelined upload hand-off, ADR 0008). It gets the
- * bytes before they are verified: its owner may use them only once the fetch passed every check.
+ * Streams one object to `file` (a fresh temporary name), checking size and store checksum. An
+ * object the store serves in pinned ranges (`stat.pinnedRanges`) and at least two parts large is
+ * read with `parallel.concurrency` ranged reads at once (ranged-download.ts); anything else in one
+ * stream. With `tee`, a second receiver of the bytes is opened at the first byte — an ordinary
+ * `Writable`, fed in order with its backpressure honoured (the pipelined upload hand-off, ADR 0008).
+ * It gets the bytes before they are verified: its owner may use them only once the fetch passed
+ * every check.
  */
-export async function downloadTo(
-  fs: FileSystem,
-  uri: URL,
-  file: string,
-  opts: { signal: AbortSignal; maxBytes: number; onProgress: (bytes: number) => void; tee?: () => Writable },
-): Promise<DownloadResult> {
-  const { stream, stat } = await fs.open(uri, { signal: opts.signal });
-  if (stat.size !== undefined && stat.size > opts.maxBytes) {
-    stream.destroy();
-    throw new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(uri), limit: opts.maxBytes });
+export async function downloadTo(fs: FileSystem, uri: URL, file: string, opts: DownloadOptions): Promise<DownloadResult> {
+  if (opts.stat && opts.parallel && rangedEligible(fs, opts.stat, opts.parallel)) {
+    return rangedDownload(fs, uri, file, opts.stat as RangedStat, { ...opts, parallel: opts.parallel });
   }
-  const meter = new Meter(opts.maxBytes, uri, stat.integrity, opts.onProgress, opts.tee);
-  // A deep write buffer lets fs.WriteStream gather queued chunks into one writev call instead of one
-  // thread-pool write per 64 KiB chunk (the largest cost in a CPU profile of a fetch).
-  await pipeline(stream, meter, createWriteStream(file, { flags: 'wx', mode: 0o600, highWaterMark: 2 * 1024 * 1024 }), { signal: opts.signal });
-  if (stat.size !== undefined && meter.bytes !== stat.size) {
-    throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the store announced ${stat.size} bytes but sent ${meter.bytes}` });
+  // The file first: the body's pipeline must be attached as soon as the body exists (an error it
+  // emits in between would have no listener).
+  const out = await ObjectFile.create(file, { uri, maxBytes: opts.maxBytes, onProgress: opts.onProgress, writeBuffer: SEQUENTIAL_WRITE_BUFFER, ...(opts.tee ? { openTee: opts.tee } : {}) });
+  let stat: ObjectStat;
+  let result: { sha256: string; size: number };
+  let part: Part | undefined;
+  try {
+    const opened = await fs.open(uri, { signal: opts.signal });
+    stat = opened.stat;
+    if (stat.size !== undefined && stat.size > opts.maxBytes) {
+      opened.stream.destroy();
+      throw new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(uri), limit: opts.maxBytes });
+    }
+    part = out.part(0, stat.size ?? Number.POSITIVE_INFINITY);
+    out.expect(stat.integrity);
+    await pipeline(opened.stream, out.writer(part), { signal: opts.signal });
+    result = await out.finish();
+  } finally {
+    if (part) await out.settled(part);
+    await out.close();
   }
-  const problem = meter.integrityProblem();
+  if (stat.size !== undefined && result.size !== stat.size) {
+    throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the store announced ${stat.size} bytes but sent ${result.size}` });
+  }
+  const problem = out.integrityProblem();
   if (problem) throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the bytes do not match the store's checksum (${problem})` });
-  return { sha256: meter.sha.digest('hex'), size: meter.bytes, stat };
+  return { ...result, stat, parts: 1 };
 }

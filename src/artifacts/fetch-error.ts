@@ -10,5 +10,6 @@ export const fetchError = {
   denied: (uri: URL, plugin: string, detail: string) => new GatewayError('GW_FETCH_DENIED', { uri: redactUri(uri), plugin, detail }),
   unavailable: (uri: URL, detail: string, cause?: unknown) =>
     new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail }, cause === undefined ? undefined : { cause }),
+  changed: (uri: URL, detail: string) => new GatewayError('GW_FETCH_CHANGED', { uri: redactUri(uri), detail }),
   invalid: (uri: URL | string, reason: string) => new GatewayError('GW_FETCH_URI_INVALID', { uri: redactUri(uri), reason }),
 };

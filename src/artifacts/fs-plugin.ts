@@ -33,6 +33,13 @@ export interface ObjectStat {
    * expectation fails good downloads.
    */
   integrity?: { algorithm: 'md5' | 'crc32'; /** hex */ expected: string };
+  /**
+   * The store serves byte ranges of this object and can pin each one to `version` or `etag` (a
+   * strong validator): `open` with `range` and `pin` then returns exactly those bytes of exactly
+   * that version, or fails with `GW_FETCH_CHANGED`. Lets the gateway read a large object with
+   * several ranged requests at once. Leave it out when unsure (a weak or missing validator).
+   */
+  pinnedRanges?: boolean;
 }
 
 export interface OpenOptions {
@@ -40,6 +47,12 @@ export interface OpenOptions {
   signal: AbortSignal;
   /** Inclusive byte range, for plugins that declare `supportsRange`. */
   range?: { start: number; end: number };
+  /**
+   * Read only this version of the object (with `range`, from a `stat` that set `pinnedRanges`): send
+   * a conditional request (`If-Match`, a `versionId`) and fail with `GW_FETCH_CHANGED`
+   * (`fetchError.changed`) when the store holds another version or answers 412.
+   */
+  pin?: { etag?: string; version?: string };
 }
 
 export interface OpenedObject {

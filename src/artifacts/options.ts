@@ -29,6 +29,18 @@ export const artifactOptions = {
     key: 'gateway.artifacts.fetch-retries', type: 'int', default: 2, min: 0, max: 10, section,
     description: 'Retries of a fetch after a transient store failure (unreachable, 5xx, reset), with exponential backoff from 500 ms; never after not-found, denied or too-large.',
   }),
+  // Defaults measured in bench/RESULTS.md (issue 17): on the simulated link (32 MiB/s per
+  // connection, 10 ms RTT) 8 requests read 200 MB at 146-171 MiB/s against 99 with 4 and 31 with
+  // one; on loopback the CPU per GiB did not depend on the count. 8 MiB parts: ≈ 250 ms per part on
+  // such a link, so one RTT per part costs ≈ 4 %, and 25 parts of a 200 MB jar.
+  parallelFetchPartSize: option({
+    key: 'gateway.artifacts.parallel-fetch.part-size', type: 'memory', default: 8 * 1024 ** 2, min: 64 * 1024, section,
+    description: 'Most bytes per ranged request when a large object is read with several requests at once (S3, Azure Blob, and HTTP(S) origins that send Accept-Ranges: bytes and a strong ETag); the object is cut into a multiple of gateway.artifacts.parallel-fetch.concurrency parts of at most this size, so the last round of requests is full. Objects smaller than two parts are read in one stream.',
+  }),
+  parallelFetchConcurrency: option({
+    key: 'gateway.artifacts.parallel-fetch.concurrency', type: 'int', default: 8, min: 1, max: 64, section,
+    description: 'Ranged requests in flight at once for one large object, each pinned to the version or ETag the first request saw (an object replaced mid-read fails with GW_FETCH_CHANGED); 1 reads every object in one stream. Each request holds up to 256 KiB of write buffer plus its socket buffers; measured RSS growth moving 1 GiB: about 10-15 MiB more with 8 requests than with one (bench/RESULTS.md).',
+  }),
   progressInterval: option({
     key: 'gateway.artifacts.progress-interval', type: 'duration', default: 5000, min: 100, section,
     description: 'How often a running fetch logs its progress (bytes, total, rate).',
@@ -110,6 +122,7 @@ export function fetchSettings(config: Configuration) {
     zipLimits: zipLimitsOf(config),
     timeoutMs: config.get(artifactOptions.fetchTimeout),
     retries: config.get(artifactOptions.fetchRetries),
+    parallel: { partSize: config.get(artifactOptions.parallelFetchPartSize), concurrency: config.get(artifactOptions.parallelFetchConcurrency) },
     progressIntervalMs: config.get(artifactOptions.progressInterval),
   };
 }

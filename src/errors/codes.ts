@@ -87,6 +87,10 @@ export const ERROR_CODES = {
     template: 'Fetching {uri} did not finish within user.artifacts.fetch-timeout ({timeoutMs} ms); check the store or raise the timeout.',
   },
   GW_FETCH_UNAVAILABLE: { status: 502, template: 'The store for {uri} is not reachable or failed ({detail}); retry later.' },
+  GW_FETCH_CHANGED: {
+    status: 502,
+    template: '{uri} changed while it was being read ({detail}); nothing partial was kept. Run again to fetch the current version, or name an immutable version.',
+  },
   GW_FETCH_DIGEST_MISMATCH: {
     status: 400,
     template: '{uri} has SHA-256 {actual}, not the expected {expected}; the object changed or the digest is wrong. Nothing was run.',

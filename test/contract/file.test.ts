@@ -76,7 +76,8 @@ fsPluginContract(
     };
   },
   // file:// opens no network connection, so the restricted-host guard has nothing to refuse.
-  { guardNotApplicable: true },
+  // A local file has no version to pin a range to: it is read in one stream.
+  { guardNotApplicable: true, pinnedRangesNotSupported: true },
 );
 
 describe('file plugin: off by default, confined to allowed-dirs', () => {

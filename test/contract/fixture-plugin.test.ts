@@ -53,7 +53,8 @@ fsPluginContract(
     };
   },
   // A local store opens no network connection, so the restricted-host guard has nothing to refuse.
-  { guardNotApplicable: true },
+  // A local file has no version to pin a range to: it is read in one stream.
+  { guardNotApplicable: true, pinnedRangesNotSupported: true },
 );
 
 describe('fixture-store: what the contract suite does not cover', () => {

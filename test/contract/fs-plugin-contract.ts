@@ -1,4 +1,10 @@
 import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { downloadTo } from '../../src/artifacts/download';
+import { partsOf } from '../../src/artifacts/ranged-download';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { heldBufferBytes } from '../helpers/held-buffers';
 import { readAll } from './plugin-fixtures';
@@ -41,6 +47,12 @@ export interface ContractOptions {
    * (the fixture exists only later), and checked against the plugin's own declaration.
    */
   rangeNotSupported?: boolean;
+  /**
+   * The plugin's store cannot pin a range to a version (`pinnedRanges` never set: a local file, a
+   * store without a strong validator): the pinned-range and parallel-read cases are skipped, visibly,
+   * and its stat is checked not to claim it.
+   */
+  pinnedRangesNotSupported?: boolean;
 }
 
 export function fsPluginContract(name: string, setup: () => Promise<ContractFixture>, options: ContractOptions = {}): void {
@@ -137,6 +149,46 @@ export function fsPluginContract(name: string, setup: () => Promise<ContractFixt
       const { stream } = await fx.fs.open(fx.small.uri, { signal: signal(), range: { start: 2, end: 5 } });
       expect((await readAll(stream)).equals(fx.small.content.subarray(2, 6))).toBe(true);
     });
+
+    const pinned = !options.rangeNotSupported && !options.pinnedRangesNotSupported;
+    it(`stat ${pinned ? 'claims' : 'does not claim'} pinnedRanges (as its contract options say)`, async () => {
+      expect((await fx.fs.stat(fx.small.uri, signal())).pinnedRanges === true).toBe(pinned);
+    });
+
+    (pinned ? it : it.skip)('a range pinned to the current ETag reads; pinned to another → GW_FETCH_CHANGED', async () => {
+      const st = await fx.fs.stat(fx.small.uri, signal());
+      expect(st.pinnedRanges).toBe(true);
+      expect(st.etag).toBeDefined();
+      const { stream } = await fx.fs.open(fx.small.uri, { signal: signal(), range: { start: 1, end: 3 }, pin: { etag: st.etag! } });
+      expect((await readAll(stream)).equals(fx.small.content.subarray(1, 4))).toBe(true);
+      const stale = '0123456789abcdef0123456789abcdef';
+      const err = await fx.fs.open(fx.small.uri, { signal: signal(), range: { start: 1, end: 3 }, pin: { etag: stale } }).then(
+        ({ stream }) => {
+          stream.destroy();
+          return new Error('open resolved');
+        },
+        (e: unknown) => e,
+      );
+      expectCode(err, 'GW_FETCH_CHANGED', fx.secrets);
+    });
+
+    (pinned ? it : it.skip)('a parallel ranged download of the large object: pinned parts at their offsets, one in-order SHA-256', async () => {
+      const st = await fx.fs.stat(fx.large.uri, signal());
+      const dir = await mkdtemp(join(tmpdir(), 'contract-ranged-'));
+      try {
+        const file = join(dir, 'large.part');
+        const r = await downloadTo(fx.fs, fx.large.uri, file, { signal: signal(), maxBytes: fx.large.size, onProgress: () => undefined, stat: st, parallel: { partSize: 4 * 1024 * 1024, concurrency: 4 } });
+        expect(r.parts).toBe(partsOf(fx.large.size, { partSize: 4 * 1024 * 1024, concurrency: 4 }).count);
+        expect(r.parts).toBeGreaterThan(1);
+        expect({ size: r.size, sha256: r.sha256 }).toEqual({ size: fx.large.size, sha256: fx.large.sha256 });
+        // The digest was taken in order over the stream; the file holds the same bytes.
+        const onDisk = createHash('sha256');
+        for await (const c of createReadStream(file)) onDisk.update(c as Buffer);
+        expect(onDisk.digest('hex')).toBe(fx.large.sha256);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    }, 120_000);
   });
 }
 

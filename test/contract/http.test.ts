@@ -235,7 +235,9 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
       size: small.length,
       etag: createHash('sha1').update(small).digest('hex'),
       lastModified: Date.parse('2024-05-01T12:00:00Z'),
+      pinnedRanges: true, // Accept-Ranges: bytes and a strong ETag
     });
+    expect((await fs.stat(new URL(`${tlsOrigin.url}/weak/small.jar`), signal())).pinnedRanges).toBeUndefined();
     const start = tlsOrigin.requests.length;
     expect(await fs.stat(new URL(`${tlsOrigin.url}/nohead/small.jar`), signal())).toEqual(st);
     expect(tlsOrigin.requests.slice(start).map((r) => [r.method, r.headers.range])).toEqual([['HEAD', undefined], ['GET', 'bytes=0-0']]);

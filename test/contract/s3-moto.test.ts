@@ -1,8 +1,12 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { CreateBucketCommand, PutBucketVersioningCommand } from '@aws-sdk/client-s3';
 import { s3Plugin } from '../../fs-plugins/s3';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { startMotoServer, type IamPolicy, type MotoServer } from '../servers/moto-server';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { downloadTo } from '../../src/artifacts/download';
 import { fixtureClient, putObject, type S3Creds } from '../servers/s3-server';
 import { fsPluginContract } from './fs-plugin-contract';
 import { pluginFileSystem, readAll } from './plugin-fixtures';
@@ -129,6 +133,23 @@ describe('s3 plugin on moto: object versions and IAM', () => {
     });
     expect(await readAll(stream)).toEqual(ONE.subarray(2, 6));
     expect(stat).toMatchObject({ version: v1, size: ONE.length });
+  });
+
+  it('a parallel ranged read pins every range to the version its stat saw: an overwrite in between does not mix versions', async () => {
+    const big = (fill: number) => Buffer.alloc(3 * 1024 * 1024 + 5, fill);
+    await putObject(server.url, admin, 'jars', 'overwritten.jar', big(1));
+    const uri = new URL('s3://jars/overwritten.jar');
+    const stat = await fs.stat(uri, signal());
+    expect(stat).toMatchObject({ pinnedRanges: true, version: expect.any(String) });
+    await putObject(server.url, admin, 'jars', 'overwritten.jar', big(2)); // a new version, after the stat
+    const dir = await mkdtemp(join(tmpdir(), 'moto-ranged-'));
+    try {
+      const r = await downloadTo(fs, uri, join(dir, 'f'), { signal: signal(), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: 1024 * 1024, concurrency: 3 } });
+      expect(r.parts).toBe(6); // 4 parts of at most 1 MiB, rounded up to a multiple of the 3 requests
+      expect(r.sha256).toBe(createHash('sha256').update(big(1)).digest('hex'));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('an unknown versionId → GW_FETCH_NOT_FOUND', async () => {

@@ -1,5 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { downloadTo } from '../../src/artifacts/download';
 import { s3Plugin } from '../../fs-plugins/s3';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { putObject, startS3Server, type S3Server } from '../servers/s3-server';
@@ -56,6 +60,27 @@ describe('s3 plugin specifics', () => {
   afterAll(async () => {
     await Promise.all(opened.map((fs) => fs.close()));
     await server?.stop();
+  });
+
+  it('an object overwritten after its stat fails a parallel ranged read with GW_FETCH_CHANGED (this server ignores If-Match; the ETag check holds)', async () => {
+    const fs = make(s3StaticKeys(server.url, B));
+    await putObject(server.url, B, 'jars-b', 'overwritten.jar', Buffer.alloc(3 * 1024 * 1024, 1));
+    const uri = new URL('s3://jars-b/overwritten.jar');
+    const stat = await fs.stat(uri, signal());
+    expect(stat).toMatchObject({ pinnedRanges: true, etag: expect.any(String) });
+    await putObject(server.url, B, 'jars-b', 'overwritten.jar', Buffer.alloc(3 * 1024 * 1024, 2));
+    const dir = await mkdtemp(join(tmpdir(), 's3-ranged-'));
+    try {
+      const err = await downloadTo(fs, uri, join(dir, 'f'), { signal: signal(), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: 1024 * 1024, concurrency: 3 } }).then(
+        () => undefined,
+        (e: unknown) => e as { code?: string },
+      );
+      expect(err?.code).toBe('GW_FETCH_CHANGED');
+      // downloadTo closed the file; the fetcher unlinks it (ranged-fetch.test.ts checks the cache stays clean).
+      expect(await readdir(dir)).toEqual(['f']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('per-bucket keys (fs.s3a.bucket.<bucket>.access.key) select other credentials', async () => {

@@ -14,6 +14,8 @@ const EXPECTED = [
   'fetch.azure-sas',
   'fetch.s3-native',
   'fetch.azure-native',
+  'fetch.link.http',
+  'fetch.link.s3',
   'submit.shared-dir.50MB',
   'submit.upload.50MB',
   'submit.shared-dir.200MB',

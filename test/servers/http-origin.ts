@@ -20,6 +20,12 @@ export interface HttpOrigin {
   altUrl: string;
   port: number;
   requests: RecordedRequest[];
+  /** Replaces a file's bytes (and so its ETag) from the next request on: an object overwritten in place. */
+  replace(path: string, content: Buffer): void;
+  /** The next `count` GETs with a Range that does not start at 0 send half their bytes, then reset. */
+  breakNextRanges(count: number): void;
+  /** GETs with a Range starting at or after `offset` send 1 KiB, then stall (undefined: none). */
+  stallRangesFrom(offset: number | undefined): void;
   stop(): Promise<void>;
 }
 
@@ -30,6 +36,8 @@ export interface HttpOriginOptions {
   files: Record<string, Buffer>;
   /** Token `/auth/...` requires as `Authorization: Bearer <token>`; without it `/auth/` always answers 401. */
   bearerToken?: string;
+  /** Sees each request as it arrives, before it is answered (to change a file at a chosen moment). */
+  onRequest?: (req: RecordedRequest) => void;
 }
 
 const CHUNK = 64 * 1024;
@@ -43,19 +51,27 @@ const LAST_MODIFIED = new Date('2024-05-01T12:00:00Z').toUTCString();
  * - `/redirect/<n>/<rest>`: exactly n redirects (relative `Location`) ending at `/<rest>`;
  *   `?code=307` picks the status (default 302);
  * - `/to?url=<absolute URL>`: one redirect to that URL (cross-origin tests);
+ * - `/weak/<file>`: the file with a weak ETag (`W/"…"`), which must not pin ranges;
+ * - `If-Match` with another ETag: 412 (RFC 9110 §13.1.1);
  * - `/stall`: headers and 1 KiB of a 1 MiB body, then silence; `/stall-headers`: no answer at all.
  * Every request's method, path and headers are recorded in `requests`.
  */
 export async function startHttpOrigin(opts: HttpOriginOptions): Promise<HttpOrigin> {
   const requests: RecordedRequest[] = [];
+  const files = { ...opts.files };
   const etags = new Map<string, string>();
-  for (const [path, content] of Object.entries(opts.files)) {
+  const setFile = (path: string, content: Buffer) => {
+    files[path] = content;
     etags.set(path, `"${createHash('sha1').update(content).digest('hex')}"`);
-  }
+  };
+  for (const [path, content] of Object.entries(opts.files)) setFile(path, content);
+  const faults: RangeFaults = { breaks: 0 };
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://origin');
-    requests.push({ method: req.method ?? 'GET', path: url.pathname, headers: req.headers });
+    const recorded = { method: req.method ?? 'GET', path: url.pathname, headers: req.headers };
+    requests.push(recorded);
+    opts.onRequest?.(recorded);
     const path = url.pathname;
     const code = Number(url.searchParams.get('code') ?? '302');
 
@@ -84,6 +100,8 @@ export async function startHttpOrigin(opts: HttpOriginOptions): Promise<HttpOrig
         res.writeHead(401, { 'www-authenticate': 'Bearer', 'content-type': 'text/plain' }).end('unauthorized');
         return;
       }
+    } else if (path.startsWith('/weak/')) {
+      filePath = path.slice('/weak'.length);
     } else if (path.startsWith('/nohead/')) {
       filePath = path.slice('/nohead'.length);
       if (req.method === 'HEAD') {
@@ -91,12 +109,13 @@ export async function startHttpOrigin(opts: HttpOriginOptions): Promise<HttpOrig
         return;
       }
     }
-    const content = opts.files[filePath];
+    const content = files[filePath];
     if (content === undefined) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
       return;
     }
-    serveFile(req, res, content, etags.get(filePath)!);
+    const etag = etags.get(filePath)!;
+    serveFile(req, res, content, path.startsWith('/weak/') ? `W/${etag}` : etag, faults);
   };
 
   const server: Server = opts.tls ? createHttpsServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : createHttpServer(handler);
@@ -108,11 +127,23 @@ export async function startHttpOrigin(opts: HttpOriginOptions): Promise<HttpOrig
     altUrl: `${scheme}://localhost:${port}`,
     port,
     requests,
+    replace: setFile,
+    breakNextRanges: (count) => {
+      faults.breaks = count;
+    },
+    stallRangesFrom: (offset) => {
+      faults.stallFrom = offset;
+    },
     stop: () => closeServer(server),
   };
 }
 
-function serveFile(req: IncomingMessage, res: ServerResponse, content: Buffer, etag: string): void {
+interface RangeFaults {
+  breaks: number;
+  stallFrom?: number;
+}
+
+function serveFile(req: IncomingMessage, res: ServerResponse, content: Buffer, etag: string, faults: RangeFaults): void {
   const size = content.length;
   const headers: Record<string, string> = {
     'content-type': 'application/java-archive',
@@ -120,6 +151,11 @@ function serveFile(req: IncomingMessage, res: ServerResponse, content: Buffer, e
     etag,
     'last-modified': LAST_MODIFIED,
   };
+  const ifMatch = req.headers['if-match'];
+  if (ifMatch !== undefined && ifMatch.trim() !== '*' && !ifMatch.split(',').some((t) => t.trim() === etag && !etag.startsWith('W/'))) {
+    res.writeHead(412, { etag }).end();
+    return;
+  }
   let start = 0;
   let end = size - 1;
   let status = 200;
@@ -139,6 +175,15 @@ function serveFile(req: IncomingMessage, res: ServerResponse, content: Buffer, e
   res.writeHead(status, headers);
   if (req.method === 'HEAD') {
     res.end();
+    return;
+  }
+  if (status === 206 && req.method === 'GET' && faults.stallFrom !== undefined && start >= faults.stallFrom) {
+    res.write(content.subarray(start, Math.min(start + 1024, end + 1)));
+    return; // never ends
+  }
+  if (status === 206 && req.method === 'GET' && start > 0 && faults.breaks > 0) {
+    faults.breaks--;
+    res.write(content.subarray(start, start + Math.floor((end - start + 1) / 2)), () => res.destroy());
     return;
   }
   // Stream in 64 KiB slices with back-pressure; slices share the buffer, nothing is copied.

@@ -1,0 +1,228 @@
+import { createHash, type Hash } from 'node:crypto';
+import { type FileHandle, open } from 'node:fs/promises';
+import { Writable } from 'node:stream';
+import { crc32 } from 'node:zlib';
+import { GatewayError } from '../errors/gateway-error';
+import { whenRoom } from '../stream-room';
+import type { ObjectStat } from './fs-plugin';
+import { redactUri } from './uri';
+
+/** Bytes read back per call when the digest catches up over parts that arrived out of order. */
+const CATCH_UP_CHUNK = 256 * 1024;
+
+/** One byte range of the object, written by one writer at a time, in order. */
+export interface Part {
+  readonly start: number;
+  /** Exclusive; Infinity when the size is unknown (a sequential read without Content-Length). */
+  readonly end: number;
+  /** Bytes handed to the file (their write was started). */
+  issued: number;
+  /** Bytes whose write completed: the part's durable prefix. */
+  durable: number;
+  /** The write in flight, if any (settles, never rejects). */
+  inflight?: Promise<void>;
+}
+
+export interface ObjectFileOptions {
+  uri: URL;
+  maxBytes: number;
+  integrity?: ObjectStat['integrity'];
+  onProgress: (bytes: number) => void;
+  /** Opened at the first byte the digest takes; fed every byte once, in order (ADR 0008). */
+  openTee?: () => Writable;
+  /** Gathered writes per part (one positional writev per batch, not one write per socket chunk). */
+  writeBuffer: number;
+}
+
+/**
+ * The temporary file of one download and its in-order digest. Bytes arrive through part writers
+ * (`writer`), one per byte range, each writing at its own offsets with positional `writev` — no
+ * Transform hop, no second stream, one thread-pool round trip per gathered batch. The digest
+ * (SHA-256, the store checksum, the tee) takes every byte exactly once and in order: straight from
+ * memory when a chunk starts where the digest stands (always, for a sequential read), otherwise by
+ * reading the file back once the bytes before it are durable (the later parts of a parallel read).
+ * Memory stays bounded: nothing waits in memory for an earlier part.
+ */
+export class ObjectFile {
+  private readonly sha = createHash('sha256');
+  private md5?: Hash;
+  private integrity?: ObjectStat['integrity'];
+  private crc = 0;
+  private tee?: Writable;
+  /** The digest's position: every byte below it was hashed. */
+  private hashed = 0;
+  /** Bytes handed to the file by every part. */
+  private issuedTotal = 0;
+  private catching?: Promise<void>;
+  private failure?: Error;
+  private readonly parts: Part[] = [];
+  private scratch?: Buffer;
+
+  private constructor(private readonly fh: FileHandle, private readonly o: ObjectFileOptions) {
+    this.expect(o.integrity);
+  }
+
+  /** The store checksum to verify, when it is known only once the object is opened (before any byte). */
+  expect(integrity: ObjectStat['integrity']): void {
+    this.integrity = integrity;
+    this.md5 = integrity?.algorithm === 'md5' ? createHash('md5') : undefined;
+  }
+
+  /** Creates `path` (which must not exist, mode 0600). */
+  static async create(path: string, o: ObjectFileOptions): Promise<ObjectFile> {
+    // Read and write: later parts are read back for the in-order digest.
+    return new ObjectFile(await open(path, 'wx+', 0o600), o);
+  }
+
+  /** A byte range to fill; parts are tiles of the object, added in any order. */
+  part(start: number, end: number): Part {
+    const p: Part = { start, end, issued: 0, durable: 0 };
+    this.parts.push(p);
+    this.parts.sort((a, b) => a.start - b.start);
+    return p;
+  }
+
+  /**
+   * A Writable that fills `part` from its durable prefix on (a retry resumes where the last writer
+   * stopped). Its callbacks wait for the file write, and for the tee's room when it fed the tee.
+   */
+  writer(part: Part): Writable {
+    // A retry starts where the durable prefix ends (after `settled`); whatever an earlier writer
+    // issued beyond it failed.
+    this.issuedTotal -= part.issued - part.durable;
+    part.issued = part.durable;
+    return new Writable({
+      highWaterMark: this.o.writeBuffer,
+      writev: (chunks, done) => this.write(part, chunks.map((c) => c.chunk as Buffer), done),
+      write: (chunk: Buffer, _enc, done) => this.write(part, [chunk], done),
+    });
+  }
+
+  private write(part: Part, bufs: Buffer[], done: (err?: Error | null) => void): void {
+    if (this.failure) {
+      done(this.failure);
+      return;
+    }
+    const at = part.start + part.issued;
+    let n = 0;
+    for (const b of bufs) n += b.length;
+    // The bounds first: neither the digest nor the tee ever sees a byte over them.
+    if (part.issued + n > part.end - part.start) {
+      done(fetchProblem(this.o.uri, `the store sent more than the ${part.end - part.start} bytes asked for at offset ${part.start}`));
+      return;
+    }
+    this.issuedTotal += n;
+    if (this.issuedTotal > this.o.maxBytes) {
+      done(new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(this.o.uri), limit: this.o.maxBytes }));
+      return;
+    }
+    let room: Promise<void> | undefined;
+    for (let i = 0, offset = at; i < bufs.length; offset += bufs[i]!.length, i++) {
+      if (offset === this.hashed && this.catching === undefined) room = this.digest(bufs[i]!) ?? room;
+    }
+    part.issued += n;
+    this.o.onProgress(this.issuedTotal);
+    const written = bufs.length === 1 ? this.fh.write(bufs[0]!, 0, n, at) : this.fh.writev(bufs, at);
+    part.inflight = Promise.all([written, room]).then(
+      () => {
+        part.durable += n;
+        if (this.contiguous() > this.hashed) void this.catchUp();
+        done();
+      },
+      (err: unknown) => {
+        this.failure ??= err as Error;
+        done(err as Error);
+      },
+    );
+  }
+
+  /** Resolves once the part's last write settled (a destroyed writer's write still completes). */
+  async settled(part: Part): Promise<void> {
+    await part.inflight;
+  }
+
+  /** Hashes one chunk at the digest's position and feeds the tee; a promise while the tee is full. */
+  private digest(b: Buffer): Promise<void> | undefined {
+    this.hashed += b.length;
+    this.sha.update(b);
+    this.md5?.update(b);
+    if (this.integrity?.algorithm === 'crc32') this.crc = crc32(b, this.crc);
+    if (!this.o.openTee) return undefined;
+    this.tee ??= openedTee(this.o.openTee);
+    // A destroyed tee (its upload failed) drops the bytes; the download goes on for the cache.
+    if (this.tee.destroyed || this.tee.write(b)) return undefined;
+    const tee = this.tee;
+    return new Promise((resolve) => whenRoom(tee, resolve));
+  }
+
+  /** The end of the durable prefix of the object: parts in order, up to the first gap. */
+  private contiguous(): number {
+    let pos = 0;
+    for (const p of this.parts) {
+      if (p.start > pos) break;
+      pos = p.start + p.durable;
+      if (p.start + p.durable < p.end) break;
+    }
+    return pos;
+  }
+
+  /** Reads back and hashes durable bytes the digest has not seen yet (parts that arrived early). */
+  private catchUp(): Promise<void> {
+    this.catching ??= (async () => {
+      try {
+        for (;;) {
+          const upTo = this.contiguous();
+          if (upTo <= this.hashed) break;
+          const n = Math.min(upTo - this.hashed, CATCH_UP_CHUNK);
+          // The tee may keep a reference to what it is given: a fresh buffer then, else one reused.
+          if (!this.o.openTee && this.scratch === undefined) this.scratch = Buffer.allocUnsafeSlow(CATCH_UP_CHUNK);
+          const buf = this.scratch ?? Buffer.allocUnsafe(n);
+          const { bytesRead } = await this.fh.read(buf, 0, n, this.hashed);
+          if (bytesRead !== n) throw new Error(`short read back at ${this.hashed}: ${bytesRead} of ${n} bytes`);
+          await this.digest(buf.subarray(0, n));
+        }
+      } catch (err) {
+        this.failure ??= err as Error;
+      } finally {
+        this.catching = undefined;
+      }
+    })();
+    return this.catching;
+  }
+
+  /**
+   * Waits until the digest has taken every durable byte; resolves to the SHA-256 and the size.
+   * Call once every part's writer finished.
+   */
+  async finish(): Promise<{ sha256: string; size: number }> {
+    while (this.catching !== undefined || this.contiguous() > this.hashed) await (this.catching ?? this.catchUp());
+    if (this.failure) throw this.failure;
+    const size = this.contiguous();
+    if (size !== this.issuedTotal || size !== this.hashed) throw fetchProblem(this.o.uri, `the parts do not tile the object (${this.hashed} of ${this.issuedTotal} bytes in order)`);
+    return { sha256: this.sha.digest('hex'), size };
+  }
+
+  /** The store checksum's mismatch, if any (after `finish`). */
+  integrityProblem(): string | undefined {
+    const integrity = this.integrity;
+    if (!integrity) return undefined;
+    const actual = integrity.algorithm === 'md5' ? this.md5!.digest('hex') : (this.crc >>> 0).toString(16).padStart(8, '0');
+    return actual === integrity.expected.toLowerCase() ? undefined : `${integrity.algorithm} ${actual} ≠ ${integrity.expected}`;
+  }
+
+  /** Closes the file (always; after every writer settled). */
+  close(): Promise<void> {
+    return this.fh.close();
+  }
+}
+
+function fetchProblem(uri: URL, detail: string): GatewayError {
+  return new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail });
+}
+
+/** Opens the tee at the first byte. Its owner learns how it ended its own way, not from an 'error' event. */
+function openedTee(open: () => Writable): Writable {
+  const tee = open();
+  tee.on('error', () => undefined);
+  return tee;
+}

@@ -1,0 +1,183 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { Writable } from 'node:stream';
+import { join } from 'node:path';
+import pino from 'pino';
+import { httpPlugin } from '../../../fs-plugins/http';
+import { ArtifactFetcher } from '../../../src/artifacts/artifact-fetcher';
+import { createConnectGuard } from '../../../src/artifacts/connect-guard';
+import { downloadTo } from '../../../src/artifacts/download';
+import { FetchProgress } from '../../../src/artifacts/fetch-progress';
+import { FetchQueue } from '../../../src/artifacts/fetch-queue';
+import type { FileSystem } from '../../../src/artifacts/fs-plugin';
+import { JarCache } from '../../../src/artifacts/jar-cache';
+import { PluginRegistry } from '../../../src/artifacts/plugin-registry';
+import { partsOf } from '../../../src/artifacts/ranged-download';
+import { OptionsRegistry, type RawEntry } from '../../../src/config/registry';
+import { buildJar } from '../../helpers/jars';
+import { type HttpOrigin, type RecordedRequest, startHttpOrigin } from '../../servers/http-origin';
+
+// Parallel ranged reads (src/artifacts/ranged-download.ts) through the HTTP plugin against a real
+// node:http origin that serves ranges, honours If-Match, and can replace a file, reset or stall a
+// range on request. The plugin contract suite runs the same download on S3, moto and Azurite.
+
+const PART = 256 * 1024;
+const parts = (size: number) => partsOf(size, { partSize: PART, concurrency: 4 });
+const jar = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n', 'pad.bin': randomBytes(3 * 1024 * 1024 + 777) });
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const other = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n', 'pad.bin': randomBytes(3 * 1024 * 1024 + 777) });
+
+describe('parallel ranged reads (HTTP origin)', () => {
+  let origin: HttpOrigin;
+  let hook: ((r: RecordedRequest) => void) | undefined;
+  let dir: string;
+  let plugins: PluginRegistry;
+  let fs: FileSystem;
+
+  beforeAll(async () => {
+    origin = await startHttpOrigin({ files: { '/app.jar': jar }, onRequest: (r) => hook?.(r) });
+    const raw = new Map<string, RawEntry>([['user.artifacts.raw-http-enabled', { value: 'true', source: 'test' }]]);
+    const config = new OptionsRegistry(httpPlugin.options, httpPlugin.rules).resolve(raw);
+    plugins = new PluginRegistry([httpPlugin], () => ({ config, log: pino({ level: 'silent' }), guard: createConnectGuard({ enabled: true, allowed: [`127.0.0.1:${origin.port}`] }) }));
+    fs = plugins.fileSystemFor('http')!;
+  });
+  afterAll(async () => {
+    await plugins?.close();
+    await origin?.stop();
+  });
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ranged-fetch-'));
+    origin.replace('/app.jar', jar);
+    origin.breakNextRanges(0);
+    origin.stallRangesFrom(undefined);
+    hook = undefined;
+    origin.requests.length = 0;
+  });
+  afterEach(() => rm(dir, { recursive: true, force: true }));
+
+  const fetcher = async (retries: number) => {
+    const cache = new JarCache(join(dir, 'cache'), 1024 ** 3, pino({ level: 'silent' }));
+    await cache.init();
+    const f = new ArtifactFetcher({
+      plugins,
+      cache,
+      slots: new FetchQueue(2, 8),
+      progress: new FetchProgress(),
+      allowedSchemes: ['http'],
+      maxBytes: 64 * 1024 * 1024,
+      timeoutMs: 30_000,
+      retries,
+      parallel: { partSize: PART, concurrency: 4 },
+      progressIntervalMs: 60_000,
+      log: pino({ level: 'silent' }),
+    });
+    return { f, cache };
+  };
+  const ranged = () => origin.requests.filter((r) => r.method === 'GET' && r.headers.range !== undefined);
+
+  it('reads every part with a ranged GET pinned by If-Match to the ETag the stat saw, and digests the whole jar once', async () => {
+    const { f } = await fetcher(0);
+    const got = await f.fetch(`${origin.url}/app.jar`);
+    expect(got.sha256).toBe(sha(jar));
+    expect(got.size).toBe(jar.length);
+    const gets = ranged();
+    expect(gets).toHaveLength(parts(jar.length).count);
+    expect(gets.length % 4).toBe(0); // whole rounds of 4 requests
+    const etag = `"${createHash('sha1').update(jar).digest('hex')}"`;
+    expect(new Set(gets.map((r) => r.headers['if-match']))).toEqual(new Set([etag]));
+    // The parts tile the object exactly.
+    const starts = gets.map((r) => Number(/^bytes=(\d+)-/.exec(r.headers.range!)![1])).sort((a, b) => a - b);
+    expect(starts).toEqual(Array.from({ length: gets.length }, (_, i) => i * parts(jar.length).length));
+    got.release();
+  });
+
+  it('an object replaced mid-download fails with GW_FETCH_CHANGED; no partial file is kept or cached', async () => {
+    const { f, cache } = await fetcher(2);
+    let n = 0;
+    hook = (r) => {
+      if (r.headers.range !== undefined && ++n === 4) origin.replace('/app.jar', other);
+    };
+    const err = await f.fetch(`${origin.url}/app.jar`).then(() => undefined, (e: unknown) => e as { code?: string; message: string });
+    expect(err?.code).toBe('GW_FETCH_CHANGED');
+    expect(err?.message).toContain(`${origin.url}/app.jar changed while it was being read`);
+    expect(await readdir(cache.tmpDir)).toEqual([]);
+    expect(await readdir(join(dir, 'cache', 'blobs')).catch(() => [])).toEqual([]);
+    // Not retried as a transient failure with a stale pin: one GET per part at most, no second round.
+    expect(ranged().length).toBeLessThanOrEqual(parts(jar.length).count);
+  });
+
+  it('a range that breaks off is retried from where its bytes stopped, and the digest is still right', async () => {
+    origin.breakNextRanges(2);
+    const { f } = await fetcher(2);
+    const got = await f.fetch(`${origin.url}/app.jar`);
+    expect(got.sha256).toBe(sha(jar));
+    const starts = ranged().map((r) => Number(/^bytes=(\d+)-/.exec(r.headers.range!)![1]));
+    // Two parts were asked again from inside themselves (resumed at their durable prefix, or their start).
+    expect(starts.length).toBe(parts(jar.length).count + 2);
+    got.release();
+  });
+
+  it('without range retries a broken range fails the download with GW_FETCH_UNAVAILABLE', async () => {
+    origin.breakNextRanges(1);
+    const file = join(dir, 'x.part');
+    const stat = await fs.stat(new URL(`${origin.url}/app.jar`), AbortSignal.timeout(10_000));
+    const err = await downloadTo(fs, new URL(`${origin.url}/app.jar`), file, { signal: AbortSignal.timeout(10_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4 }, rangeRetries: 0 }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string },
+    );
+    expect(err?.code).toBe('GW_FETCH_UNAVAILABLE');
+  });
+
+  it('cancellation stops every range promptly with the caller\'s reason', async () => {
+    const { length } = parts(jar.length);
+    origin.stallRangesFrom(2 * length);
+    const stat = await fs.stat(new URL(`${origin.url}/app.jar`), AbortSignal.timeout(10_000));
+    const ac = new AbortController();
+    hook = (r) => {
+      if (r.headers.range?.startsWith(`bytes=${3 * length}-`)) setTimeout(() => ac.abort(new Error('cancelled by the test')), 50);
+    };
+    const progress: number[] = [];
+    const err = await downloadTo(fs, new URL(`${origin.url}/app.jar`), join(dir, 'y.part'), { signal: ac.signal, maxBytes: 1 << 30, onProgress: (b) => progress.push(b), stat, parallel: { partSize: PART, concurrency: 4 } }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(err?.message).toBe('cancelled by the test');
+    expect(progress.at(-1)).toBeLessThan(jar.length);
+  });
+
+  it('the tee (pipelined upload hand-off) gets every byte once, in order, also when it is slow and later parts are written ahead of it', async () => {
+    const chunks: Buffer[] = [];
+    const tee = () =>
+      new Writable({
+        highWaterMark: 64 * 1024,
+        write(chunk: Buffer, _enc, done) {
+          chunks.push(Buffer.from(chunk));
+          setImmediate(done); // a slow receiver: its backpressure must hold the download, not drop bytes
+        },
+      });
+    const stat = await fs.stat(new URL(`${origin.url}/app.jar`), AbortSignal.timeout(10_000));
+    const r = await downloadTo(fs, new URL(`${origin.url}/app.jar`), join(dir, 't.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4 }, tee });
+    expect(r.parts).toBeGreaterThan(1);
+    expect(Buffer.concat(chunks).equals(jar)).toBe(true);
+    expect(r.sha256).toBe(sha(jar));
+  });
+
+  it('a weak ETag is not a pin: the object is read in one stream', async () => {
+    const stat = await fs.stat(new URL(`${origin.url}/weak/app.jar`), AbortSignal.timeout(10_000));
+    expect(stat.pinnedRanges).toBeUndefined();
+    const r = await downloadTo(fs, new URL(`${origin.url}/weak/app.jar`), join(dir, 'w.part'), { signal: AbortSignal.timeout(10_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4 } });
+    expect({ parts: r.parts, sha256: r.sha256 }).toEqual({ parts: 1, sha256: sha(jar) });
+    expect(ranged()).toHaveLength(0);
+  });
+
+  it('the size limit holds before any range is asked for', async () => {
+    const stat = await fs.stat(new URL(`${origin.url}/app.jar`), AbortSignal.timeout(10_000));
+    const err = await downloadTo(fs, new URL(`${origin.url}/app.jar`), join(dir, 'z.part'), { signal: AbortSignal.timeout(10_000), maxBytes: jar.length - 1, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4 } }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string },
+    );
+    expect(err?.code).toBe('GW_FETCH_TOO_LARGE');
+    expect(ranged()).toHaveLength(0);
+  });
+});
