@@ -9,7 +9,7 @@ import {
   type StoragePipelineOptions,
   type UserDelegationKey,
 } from '@azure/storage-blob';
-import { displayUrl } from '../../src/artifacts/plugin-kit';
+import { displayUrl, trustedCa } from '../../src/artifacts/plugin-kit';
 
 /** Signs container SAS tokens for one validity window. */
 export interface SasSigner {
@@ -68,7 +68,7 @@ export class UserDelegationSasSigner implements SasSigner {
     credential: TokenCredential,
     ca: string | undefined,
   ) {
-    this.agent = new HttpsAgent({ keepAlive: true, ...(ca === undefined ? {} : { ca }) });
+    this.agent = new HttpsAgent({ keepAlive: true, ...(ca === undefined ? {} : { ca: trustedCa(ca) }) });
     // `agent` is not in StoragePipelineOptions' type, but storage-blob hands these options to
     // core-client, which installs an agent policy for it (as fs-plugins/azure relies on too). One
     // try: the manager's backoff retries a failed cycle.

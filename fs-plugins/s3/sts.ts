@@ -2,7 +2,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { AssumeRoleCommand, GetSessionTokenCommand, STSClient, type Credentials } from '@aws-sdk/client-sts';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { displayUrl } from '../../src/artifacts/plugin-kit';
+import { displayUrl, trustedCa } from '../../src/artifacts/plugin-kit';
 
 /** Temporary credentials from STS. */
 export interface SessionCredentials {
@@ -55,7 +55,8 @@ export class Sts {
       maxAttempts: 2,
       requestHandler: new NodeHttpHandler({
         httpAgent: new HttpAgent(agent),
-        httpsAgent: new HttpsAgent(o.ca === undefined ? agent : { ...agent, ca: o.ca }),
+        // The bundle is trusted in addition to the system's CAs (as every plugin's connections do).
+        httpsAgent: new HttpsAgent(o.ca === undefined ? agent : { ...agent, ca: trustedCa(o.ca) }),
         connectionTimeout: Math.min(o.timeoutMs, 10_000),
         requestTimeout: o.timeoutMs,
       }),

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { rootCertificates } from 'node:tls';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { coreOptions } from '../config/options';
 import type { Configuration } from '../config/registry';
+import { trustedCa } from '../artifacts/guarded-connector';
 import { GatewayError } from '../errors/gateway-error';
 import { isWebSubmitDisabled, summariseFlinkErrors } from './flink-errors';
 
@@ -242,7 +242,7 @@ export function jobManagerClientOptions(config: Configuration, baseUrl: string):
   const ca = config.getOptional(coreOptions.clusterCa);
   const cert = config.getOptional(coreOptions.clusterCert);
   const key = config.getOptional(coreOptions.clusterKey);
-  const tls = ca || (cert && key) ? { ...(ca ? { ca: [...rootCertificates, readFileSync(ca, 'utf8')] } : {}), ...(cert && key ? { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') } : {}) } : undefined;
+  const tls = ca || (cert && key) ? { ...(ca ? { ca: trustedCa(readFileSync(ca, 'utf8')) } : {}), ...(cert && key ? { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') } : {}) } : undefined;
   return {
     baseUrl,
     requestTimeoutMs: config.get(coreOptions.clusterRequestTimeout),

@@ -1,4 +1,5 @@
 import { Agent } from 'undici';
+import { trustedCa } from '../../artifacts/guarded-connector';
 import type { ConfigRule, OptionDef } from '../../config/types';
 import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../spi';
 import {
@@ -167,7 +168,7 @@ export class OAuth2DelegationTokenProvider extends JobScopedProvider<JobState, S
       allowed: new PrincipalAllowList(o.allowedScopes ?? []),
       defaultTtlMs: o.defaultTtl ?? 3_600_000,
       timeoutMs: o.timeout ?? PROVIDER_TIMEOUT_DEFAULT_MS,
-      dispatcher: new Agent({ connections: 4, keepAliveTimeout: 10_000, ...(this.ca === undefined ? {} : { connect: { ca: this.ca } }) }),
+      dispatcher: new Agent({ connections: 4, keepAliveTimeout: 10_000, ...(this.ca === undefined ? {} : { connect: { ca: trustedCa(this.ca) } }) }),
     };
   }
 
