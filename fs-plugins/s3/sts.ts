@@ -17,7 +17,8 @@ export interface StsOptions {
   /** e.g. https://sts.eu-west-1.amazonaws.com, or a moto server */
   endpoint: URL;
   region: string;
-  credentials: { accessKeyId: string; secretAccessKey: string };
+  /** Absent: the AWS default credential chain of this process (environment, IRSA, pod identity, instance profile). */
+  credentials?: { accessKeyId: string; secretAccessKey: string };
   timeoutMs: number;
   /** PEM CA bundle; undefined = system CAs. */
   ca?: string;
@@ -51,7 +52,7 @@ export class Sts {
     this.client = new STSClient({
       endpoint: o.endpoint.href,
       region: o.region,
-      credentials: { ...o.credentials },
+      ...(o.credentials ? { credentials: { ...o.credentials } } : {}),
       maxAttempts: 2,
       requestHandler: new NodeHttpHandler({
         httpAgent: new HttpAgent(agent),

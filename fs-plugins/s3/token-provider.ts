@@ -45,6 +45,17 @@ export const s3ProviderOptionDefs = {
     section: SECTION,
     description: 'Secret access key of `access-key`. Signs the STS calls; never leaves the gateway.',
   },
+  useDefaultCredentials: {
+    key: providerKey(NAME, 'use-default-credentials'),
+    type: 'boolean',
+    default: false,
+    section: SECTION,
+    description:
+      'Sign the STS calls with the AWS default credential chain of the gateway\'s process (environment, IRSA web identity, EKS pod identity, ' +
+      'the instance profile) instead of `access-key`/`secret-key`, and activate the provider with it. Only jobs that name a role get credentials ' +
+      'then (AssumeRole): GetSessionToken, the cluster session of jobs without a role, needs a long-lived IAM user key, so those jobs get no AWS ' +
+      'credentials from this provider. Not together with `access-key`/`secret-key`.',
+  },
   endpoint: {
     key: providerKey(NAME, 'endpoint'),
     type: 'url',
@@ -84,7 +95,19 @@ export const s3ProviderOptionDefs = {
 export const s3ProviderOptions: OptionDef[] = Object.values(s3ProviderOptionDefs);
 
 /** The IAM user's key pair is set as a whole or not at all. */
-export const s3ProviderRules: readonly ConfigRule[] = [allOrNoneRule([s3ProviderOptionDefs.accessKey, s3ProviderOptionDefs.secretKey], 'the IAM user\'s key pair')];
+export const s3ProviderRules: readonly ConfigRule[] = [
+  allOrNoneRule([s3ProviderOptionDefs.accessKey, s3ProviderOptionDefs.secretKey], 'the IAM user\'s key pair'),
+  {
+    keys: [s3ProviderOptionDefs.useDefaultCredentials.key, s3ProviderOptionDefs.accessKey.key],
+    description: 'the default credential chain or the IAM user\'s key pair, not both.',
+    check(config) {
+      const chain = config.getOptional(s3ProviderOptionDefs.useDefaultCredentials) === true;
+      return chain && config.getOptional(s3ProviderOptionDefs.accessKey) !== undefined
+        ? [{ key: s3ProviderOptionDefs.useDefaultCredentials.key, message: `is true while ${s3ProviderOptionDefs.accessKey.key} is set: use one of them` }]
+        : [];
+    },
+  },
+];
 
 /** One job's entry in the payload. */
 export interface S3JobCredentials {
@@ -122,8 +145,8 @@ interface JobState {
  *   partial set.
  * - Payload: {@link S3Tokens}.
  * - Without `access-key` and `secret-key` the provider stays inactive (as in Flink); a job that asks
- *   for a role is then rejected, naming the options to set. Only static keys are supported (no AWS
- *   default credential chain).
+ *   for a role is then rejected, naming the options to set. With `use-default-credentials` the STS
+ *   calls are signed by the AWS default credential chain instead (IRSA, pod identity): AssumeRole only.
  */
 export class S3DelegationTokenProvider extends JobScopedProvider<JobState, Settings> {
   readonly jobRequestKeys = [S3_JOB_ROLE_ARN_KEY];
@@ -135,8 +158,9 @@ export class S3DelegationTokenProvider extends JobScopedProvider<JobState, Setti
   protected configure(config: ProviderConfig): Settings | undefined {
     const d = s3ProviderOptionDefs;
     const o = readProviderOptions(NAME, d, config, s3ProviderRules);
-    if (!allOrNone([o.accessKey, o.secretKey])) {
-      this.log?.debug('inactive: access-key and secret-key are not set');
+    const chain = o.useDefaultCredentials === true;
+    if (!chain && !allOrNone([o.accessKey, o.secretKey])) {
+      this.log?.debug('inactive: access-key and secret-key are not set, nor use-default-credentials');
       return undefined;
     }
     const region = o.region ?? 'us-east-1';
@@ -144,10 +168,11 @@ export class S3DelegationTokenProvider extends JobScopedProvider<JobState, Setti
       region,
       durationSeconds: Math.round((o.duration ?? 3_600_000) / 1000),
       allowed: new PrincipalAllowList(o.allowedRoleArns ?? []),
+      defaultChain: chain,
       sts: new Sts({
         endpoint: parseEndpoint(d.endpoint.key, o.endpoint ?? `https://sts.${region}.amazonaws.com`),
         region,
-        credentials: { accessKeyId: o.accessKey!, secretAccessKey: o.secretKey! },
+        ...(chain ? {} : { credentials: { accessKeyId: o.accessKey!, secretAccessKey: o.secretKey! } }),
         timeoutMs: o.timeout ?? PROVIDER_TIMEOUT_DEFAULT_MS,
         ...(this.ca === undefined ? {} : { ca: this.ca }),
       }),
@@ -179,10 +204,12 @@ export class S3DelegationTokenProvider extends JobScopedProvider<JobState, Setti
 
   /** One cluster session shared by the jobs without a role; one AssumeRole per job with one. */
   protected async obtainFor(s: Settings, snapshot: ReadonlyMap<string, JobState>): Promise<ObtainedDelegationTokens> {
-    const needsSession = [...snapshot.values()].some((st) => st.roleArn === undefined);
+    // With the default chain there is no cluster session: only jobs naming a role get credentials.
+    const served = s.defaultChain ? [...snapshot].filter(([, st]) => st.roleArn !== undefined) : [...snapshot];
+    const needsSession = served.some(([, st]) => st.roleArn === undefined);
     const session = needsSession ? withContext(s.sts.getSessionToken(s.durationSeconds), 'GetSessionToken for the cluster') : undefined;
     const entries = await Promise.all(
-      [...snapshot].map(async ([jobId, state]): Promise<[string, S3JobCredentials]> => {
+      served.map(async ([jobId, state]): Promise<[string, S3JobCredentials]> => {
         if (state.roleArn === undefined) return [jobId, toJson(await session!)];
         const c = await withContext(s.sts.assumeRole(state.roleArn, sessionName(jobId), s.durationSeconds), `AssumeRole of '${state.roleArn}' for job ${jobId}`);
         return [jobId, { ...toJson(c), roleArn: state.roleArn }];
@@ -205,6 +232,8 @@ interface Settings {
   region: string;
   durationSeconds: number;
   allowed: PrincipalAllowList;
+  /** Signed by the default credential chain: AssumeRole only, no cluster session. */
+  defaultChain: boolean;
 }
 
 async function withContext<T>(p: Promise<T>, what: string): Promise<T> {

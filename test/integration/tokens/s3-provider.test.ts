@@ -163,6 +163,37 @@ test('an allow-listed role that IAM does not let the cluster assume fails the cy
   await p.close();
 });
 
+test('use-default-credentials: the STS calls are signed by the AWS default credential chain (here its environment step, as IRSA or pod identity would be); only jobs naming a role get credentials', async () => {
+  const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY, profile: process.env.AWS_PROFILE };
+  process.env.AWS_ACCESS_KEY_ID = cluster.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY = cluster.secretAccessKey;
+  delete process.env.AWS_PROFILE;
+  const p = new S3DelegationTokenProvider();
+  try {
+    const { 'security.delegation.token.provider.s3.access-key': _k, 'security.delegation.token.provider.s3.secret-key': _s, ...rest } = settings(cluster);
+    p.init(providerConfig('s3', { ...rest, 'security.delegation.token.provider.s3.use-default-credentials': 'true' }), { reobtainDelegationTokens: () => {} });
+    p.registerJob(JOB_SESSION, {});
+    p.registerJob(JOB_ROLE, { [S3_JOB_ROLE_ARN_KEY]: readerRole });
+    const tokens = decode<S3Tokens>((await p.obtainDelegationTokens()).tokens);
+    // No cluster session without a long-lived key: the job that names no role gets nothing.
+    expect(Object.keys(tokens.jobs)).toEqual([JOB_ROLE]);
+    expect(await getObject(tokens.jobs[JOB_ROLE]!, 'job-data', 'in/part-0')).toBe('job input');
+  } finally {
+    await p.close();
+    for (const [k, v] of [['AWS_ACCESS_KEY_ID', saved.id], ['AWS_SECRET_ACCESS_KEY', saved.secret], ['AWS_PROFILE', saved.profile]] as const) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+});
+
+test('use-default-credentials together with a key pair is a configuration error naming both', () => {
+  const p = new S3DelegationTokenProvider();
+  expect(() => p.init(providerConfig('s3', { ...settings(cluster), 'security.delegation.token.provider.s3.use-default-credentials': 'true' }), { reobtainDelegationTokens: () => {} })).toThrow(
+    /use-default-credentials.*is true while security.delegation.token.provider.s3.access-key is set/,
+  );
+});
+
 test('a wrong secret key: moto rejects the signature, and the message carries no secret', async () => {
   const wrong = { ...cluster, secretAccessKey: 'wrong-secret-0123456789abcdefghijklmnopqrst' };
   const p = provider(wrong);
