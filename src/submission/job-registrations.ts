@@ -238,7 +238,9 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
 
   /** Registered, being submitted through the gateway, or waiting for a re-registration retry. */
   isKnown(jobId: string): boolean {
-    return this.jobs.has(jobId) || this.submitting.has(jobId) || this.pending.has(jobId);
+    // HA: a job another replica registered is known before this gateway has registered it from the
+    // store (the watch may lag the job's start): never "discovered", never cancelled as unregistered.
+    return this.jobs.has(jobId) || this.submitting.has(jobId) || this.pending.has(jobId) || (this.opts.store?.shared === true && this.opts.store.get(jobId) !== undefined);
   }
 
   /**
