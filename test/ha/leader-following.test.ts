@@ -88,7 +88,7 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
     const [root, clusterId] = [namespace.split('/')[1]!, namespace.split('/')[2]!];
     writeFileSync(
       join(dir, 'config.yaml'),
-      [`high-availability.type: zookeeper`, `high-availability.zookeeper.quorum: "${zk.connectString}"`, `high-availability.zookeeper.path.root: /${root}`, `high-availability.cluster-id: ${clusterId}`, 'high-availability.zookeeper.client.session-timeout: 4000', ''].join('\n'),
+      [`high-availability.type: zookeeper`, `high-availability.zookeeper.quorum: "${zk.connectString}"`, `high-availability.zookeeper.path.root: /${root}`, `high-availability.cluster-id: ${clusterId}`, 'high-availability.zookeeper.client.session-timeout: 4000', 'high-availability.zookeeper.client.connection-timeout: 3000', ''].join('\n'),
     );
     await setLeader('pekko.tcp://flink@10.255.0.1:6123/user/rpc/dispatcher_1'); // another JobManager leads
     gw = await startGateway(
