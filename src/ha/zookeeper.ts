@@ -46,7 +46,11 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
   }
 
   private newClient(): zk.Client {
-    const client = zk.createClient(this.settings.quorum, { sessionTimeout: this.settings.sessionTimeoutMs, spinDelay: 250, retries: 1_000_000 });
+    // retries: 0 — the client's `retries` re-send a failed operation (with backoff up to the session
+    // timeout), not the connection, which it re-establishes by itself. An operation the gateway has
+    // given up on (and answered 503 for) must not be carried out minutes later: a claim or a
+    // registration written after its run was refused.
+    const client = zk.createClient(this.settings.quorum, { sessionTimeout: this.settings.sessionTimeoutMs, spinDelay: 250, retries: 0 });
     client.on('state', (state) => {
       if (client !== this.client || this.closed) return;
       if (state === zk.State.SYNC_CONNECTED) {
@@ -96,7 +100,7 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
 
   /** The node's data and version, or undefined when it does not exist; `watch` fires once on its next change. */
   getData(path: string, watch?: () => void): Promise<{ data: Buffer; version: number } | undefined> {
-    return this.timed('getData', path, new Promise((resolve, reject) => {
+    return this.timed('getData', path, () => new Promise((resolve, reject) => {
       const cb = (err: Error | zk.Exception | null, data: Buffer, stat: zk.Stat) => {
         if (zkCode(err) === NO_NODE) resolve(undefined);
         else if (err) reject(err);
@@ -109,12 +113,12 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
 
   /** Fires `watch` once when the node is created, deleted or changed; resolves whether it exists now. */
   exists(path: string, watch: () => void): Promise<boolean> {
-    return this.timed('exists', path, new Promise((resolve, reject) => this.client.exists(path, () => watch(), (err, stat) => (err ? reject(err) : resolve(stat !== null && stat !== undefined)))));
+    return this.timed('exists', path, () => new Promise((resolve, reject) => this.client.exists(path, () => watch(), (err, stat) => (err ? reject(err) : resolve(stat !== null && stat !== undefined)))));
   }
 
   /** Children names, or [] when the node does not exist; `watch` fires once on the next change of the list. */
   getChildren(path: string, watch?: () => void): Promise<string[]> {
-    return this.timed('getChildren', path, new Promise((resolve, reject) => {
+    return this.timed('getChildren', path, () => new Promise((resolve, reject) => {
       const cb = (err: Error | zk.Exception | null, children: string[]) => {
         if (zkCode(err) === NO_NODE) resolve([]);
         else if (err) reject(err);
@@ -127,24 +131,28 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
 
   /** Creates a persistent node; rejects with NODE_EXISTS (zkCode) when it exists. */
   create(path: string, data: Buffer): Promise<void> {
-    return this.timed('create', path, new Promise((resolve, reject) => this.client.create(path, data, zk.CreateMode.PERSISTENT, (err) => (err ? reject(err) : resolve()))));
+    return this.timed('create', path, () => new Promise((resolve, reject) => this.client.create(path, data, zk.CreateMode.PERSISTENT, (err) => (err ? reject(err) : resolve()))));
   }
 
   /** Sets the node's data if its version is `version` (-1: any); rejects with BAD_VERSION or NO_NODE. */
   setData(path: string, data: Buffer, version = -1): Promise<number> {
-    return this.timed('setData', path, new Promise((resolve, reject) => this.client.setData(path, data, version, (err, stat) => (err ? reject(err) : resolve(stat.version)))));
+    return this.timed('setData', path, () => new Promise((resolve, reject) => this.client.setData(path, data, version, (err, stat) => (err ? reject(err) : resolve(stat.version)))));
   }
 
   /** Removes the node if its version is `version` (-1: any); an absent node is not an error. */
   remove(path: string, version = -1): Promise<void> {
-    return this.timed('remove', path, new Promise((resolve, reject) => this.client.remove(path, version, (err) => (err && zkCode(err) !== NO_NODE ? reject(err) : resolve()))));
+    return this.timed('remove', path, () => new Promise((resolve, reject) => this.client.remove(path, version, (err) => (err && zkCode(err) !== NO_NODE ? reject(err) : resolve()))));
   }
 
   /**
    * A call that does not complete within the connection timeout fails (the client would queue it
    * until the session is back): the caller answers 503 instead of hanging.
    */
-  private timed<T>(what: string, path: string, op: Promise<T>): Promise<T> {
+  private timed<T>(what: string, path: string, start: () => Promise<T>): Promise<T> {
+    // Never queued while disconnected: the client would send it once the session is back, long
+    // after the caller gave up on it.
+    if (!this.connected) return Promise.reject(new Error(`ZooKeeper ${what} ${path}: not connected to ${this.settings.quorum}`));
+    const op = start();
     let timer: NodeJS.Timeout | undefined;
     const limit = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`ZooKeeper ${what} ${path} did not complete within ${this.settings.connectionTimeoutMs} ms (${this.connected ? 'connected' : 'not connected'})`)), this.settings.connectionTimeoutMs);
@@ -153,6 +161,6 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
   }
 
   mkdirp(path: string): Promise<void> {
-    return this.timed('mkdirp', path, new Promise((resolve, reject) => this.client.mkdirp(path, (err) => (err ? reject(err) : resolve()))));
+    return this.timed('mkdirp', path, () => new Promise((resolve, reject) => this.client.mkdirp(path, (err) => (err ? reject(err) : resolve()))));
   }
 }

@@ -1,0 +1,74 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { ZooKeeperServer } from '../../src/cluster/zookeeper-server';
+import { identityFromConfig, leaderPath } from '../../src/ha/flink-leader';
+import { ZooKeeperSession } from '../../src/ha/zookeeper';
+import { json, newJobId, uploadFile } from '../helpers/flink';
+import { distributionHome, TEST_JOB_JAR } from '../helpers/flink-dist';
+import { leaderRecordBytes } from '../helpers/flink-ha-records';
+import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
+
+const log = pino({ level: 'warn' });
+
+async function eventually(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/**
+ * The cluster's ZooKeeper gone under a leading gateway (the leader record played by the test, the
+ * JobManager the suites' embedded Flink). Besides the answer, this file ending at all is part of
+ * the check: an operation the gateway gave up on must not stay queued or retried in the client
+ * (it once kept the process alive, and would have written a claim after its run was refused).
+ */
+describe('ZooKeeper lost under a leading gateway', () => {
+  let dir: string;
+  let zk: ZooKeeperServer;
+  let gw: TestGateway;
+  let jarId: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'gw-ha-zk-lost-'));
+    zk = await ZooKeeperServer.start({ home: distributionHome('2.1.3'), log });
+    const namespace = '/flink/gw-zk-lost';
+    const session = new ZooKeeperSession({ quorum: zk.connectString, namespace, sessionTimeoutMs: 4000, connectionTimeoutMs: 3000 }, log);
+    await session.start();
+    const id = identityFromConfig((await json('GET', `${flinkUrl()}/v1/jobmanager/config`)).body as unknown as { key: string; value: string }[])!;
+    const path = leaderPath({ namespace }, 'dispatcher');
+    await session.mkdirp(path);
+    await session.setData(path, leaderRecordBytes(`pekko.tcp://flink@${id.host}:${id.port ?? 6123}/user/rpc/dispatcher_1`));
+    session.close();
+    writeFileSync(
+      join(dir, 'config.yaml'),
+      `high-availability.type: zookeeper\nhigh-availability.zookeeper.quorum: "${zk.connectString}"\nhigh-availability.cluster-id: gw-zk-lost\nhigh-availability.zookeeper.client.session-timeout: 4000\nhigh-availability.zookeeper.client.connection-timeout: 3000\n`,
+    );
+    gw = await startGateway(flinkUrl(), { 'gateway.cluster.flink-conf': join(dir, 'config.yaml'), 'gateway.tokens.store-dir': join(dir, 'store'), 'gateway.tokens.unregistered-jobs': 'ignore' });
+    jarId = String((await uploadFile(gw.url, TEST_JOB_JAR, 'GatewayTestJob.jar')).body.filename).split('/').pop()!;
+  }, 120_000);
+
+  afterAll(async () => {
+    if (jarId) await json('DELETE', `${flinkUrl()}/v1/jars/${jarId}`).catch(() => undefined);
+    await gw?.close();
+    await zk?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the gateway steps down, and a run is 503 GW_HA_STORE_UNAVAILABLE with Retry-After at once; nothing runs', async () => {
+    await eventually(() => gw.logs.some((l) => String(l.msg).startsWith('leading:')), 'the gateway to lead');
+    await zk.stop();
+    await eventually(() => gw.logs.some((l) => String(l.msg).startsWith('standby:')), 'the gateway to step down without its session');
+    const jobId = newJobId();
+    const started = Date.now();
+    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, entryClass: 'dev.flinkjargateway.testjobs.TokenProbe', programArgsList: ['--provider', 'oauth2'] });
+    expect({ status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0], retryAfter: r.headers['retry-after'] }).toEqual({ status: 503, code: 'GW_HA_STORE_UNAVAILABLE', retryAfter: '5' });
+    // Not queued for the connection timeout: a disconnected session refuses at once.
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect((await json('GET', `${flinkUrl()}/v1/jobs/${jobId}`)).status).toBe(404);
+  }, 60_000);
+});
