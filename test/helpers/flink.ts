@@ -77,10 +77,16 @@ export async function waitForJobState(baseUrl: string, jobId: string, states: st
 }
 
 /** A failed job's root exception on stderr, so a test that did not expect FAILED says why. */
-async function printFailure(baseUrl: string, jobId: string, headers: Record<string, string>): Promise<void> {
+export async function printFailure(baseUrl: string, jobId: string, headers: Record<string, string> = {}): Promise<void> {
   const r = await json('GET', `${baseUrl}/v1/jobs/${jobId}/exceptions`, undefined, headers).catch(() => undefined);
-  const root = String((r?.body as { 'root-exception'?: string } | undefined)?.['root-exception'] ?? 'no exception reported');
-  process.stderr.write(`job ${jobId} FAILED: ${root.split('\n').slice(0, 12).join('\n')}\n`);
+  // Flink 1.x: root-exception; 2.x: only exceptionHistory.
+  const body = r?.body as { 'root-exception'?: string; exceptionHistory?: { entries?: { stacktrace?: string; exceptionName?: string }[] } } | undefined;
+  const first = body?.exceptionHistory?.entries?.[0];
+  const root = String(body?.['root-exception'] ?? first?.stacktrace ?? first?.exceptionName ?? 'no exception reported');
+  const lines = root.split('\n');
+  // The first line and the chain of causes (the frames say little).
+  const causes = [lines[0], ...lines.filter((l) => l.trim().startsWith('Caused by:')).slice(0, 8)];
+  process.stderr.write(`job ${jobId} FAILED: ${causes.join('\n  ')}\n`);
 }
 
 /** Every file name under the JobManager's upload directory (to prove nothing was left behind). */

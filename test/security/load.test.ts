@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import { json, newJobId, uploadBytes, WORDCOUNT_CLASS, WORDCOUNT_JAR } from '../helpers/flink';
+import { json, newJobId, printFailure, uploadBytes, WORDCOUNT_CLASS, WORDCOUNT_JAR } from '../helpers/flink';
 import { flinkUrl } from '../helpers/gateway';
 import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process';
 import { buildJar } from '../helpers/jars';
@@ -299,6 +299,7 @@ function mixOf(jars: number, runs: number, plans: number): { kind: Kind; jar: nu
         if (['CANCELED', 'FINISHED', 'FAILED', 'NOT_SUBMITTED'].includes(state)) break;
       }
       states[state] = (states[state] ?? 0) + 1;
+      if (state === 'FAILED') await printFailure(flinkUrl(), jobId);
     }
     expect((await call(gw, 'DELETE', `/jars/${placeholder}`)).status).toBe(200);
     const left = await jarsLeft();
