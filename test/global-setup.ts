@@ -21,8 +21,10 @@ export default async function globalSetup(): Promise<void> {
   process.env.E2E_TOKEN_BRIDGE_DIR = bridgeDir;
   const cluster = await EmbeddedCluster.start({
     rootDir: projectRoot(__dirname),
-    jvmOptions: ['-Xmx768m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'],
-    slots: 4,
+    // Headroom for the suites sharing it at once under load (jobs of two workers, the load test's 16 runs,
+    // long-running token probes): a starved cluster fails jobs for reasons that are not the gateway's.
+    jvmOptions: ['-Xmx1024m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'],
+    slots: 8,
     startupTimeoutMs: 300_000,
     log,
     flinkConfig: {
