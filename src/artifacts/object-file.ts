@@ -49,6 +49,8 @@ export class ObjectFile {
   private integrity?: ObjectStat['integrity'];
   private crc = 0;
   private tee?: Writable;
+  /** The one pending wait for room in a full tee, shared by every range it holds. */
+  private room: Promise<void> | undefined;
   /** The digest's position: every byte below it was hashed. */
   private hashed = 0;
   /** Bytes handed to the file by every part. */
@@ -151,8 +153,16 @@ export class ObjectFile {
     this.tee ??= openedTee(this.o.openTee);
     // A destroyed tee (its upload failed) drops the bytes; the download goes on for the cache.
     if (this.tee.destroyed || this.tee.write(b)) return undefined;
+    // One wait for room, whatever number of ranges are held by it (each listening would pile up
+    // one drain and one close listener per range on the tee).
     const tee = this.tee;
-    return new Promise((resolve) => whenRoom(tee, resolve));
+    this.room ??= new Promise<void>((resolve) =>
+      whenRoom(tee, () => {
+        this.room = undefined;
+        resolve();
+      }),
+    );
+    return this.room;
   }
 
   /** The end of the durable prefix of the object: parts in order, up to the first gap. */
