@@ -1,5 +1,4 @@
-import { parseDuration } from '../config/types';
-import { option, type OptionDef } from '../config/types';
+import { type OptionDef, option, parseDuration } from '../config/types';
 import type { ZooKeeperSettings } from './zookeeper';
 
 const section = 'High availability';

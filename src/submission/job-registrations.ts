@@ -298,11 +298,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
         continue;
       }
       try {
-        await this.opts.tokens.registerJob(rec.jobId, rec.configuration, { principal: rec.principal ?? 'anonymous' });
-        const at = Date.parse(rec.registeredAt);
-        this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
-        this.configurations.set(rec.jobId, canonical(rec.configuration));
-        this.origins.set(rec.jobId, originOf(rec));
+        await this.registerStored(rec);
         if (beingSubmitted) this.submitting.add(rec.jobId);
         log.info({ state: state ?? (beingSubmitted ? 'being submitted' : 'unknown (JobManager unreachable)') }, 'job registered again from the store');
       } catch (err) {
@@ -327,11 +323,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     const log = this.opts.log.child({ jobId: rec.jobId });
     if (rec.submitted === false) this.submitting.add(rec.jobId);
     try {
-      await this.opts.tokens.registerJob(rec.jobId, rec.configuration, { principal: rec.principal ?? 'anonymous' });
-      const at = Date.parse(rec.registeredAt);
-      this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
-      this.configurations.set(rec.jobId, canonical(rec.configuration));
-      this.origins.set(rec.jobId, originOf(rec));
+      await this.registerStored(rec);
       log.info('job registered from the shared store (another replica accepted its run)');
     } catch (err) {
       log.error({ err: (err as Error)?.message }, 'a job another replica registered was refused here (do the replicas share one configuration?); retrying with backoff');
@@ -354,6 +346,15 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     this.submitting.clear();
   }
 
+  /** Registers a stored job with the providers under its stored principal, and follows it here (restore, retry, HA). */
+  private async registerStored(rec: StoredRegistration): Promise<void> {
+    await this.opts.tokens.registerJob(rec.jobId, rec.configuration, { principal: rec.principal ?? 'anonymous' });
+    const at = Date.parse(rec.registeredAt);
+    this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
+    this.configurations.set(rec.jobId, canonical(rec.configuration));
+    this.origins.set(rec.jobId, originOf(rec));
+  }
+
   private scheduleRestore(rec: StoredRegistration, attempt: number, lastError: string): void {
     const delay = Math.min(RESTORE_RETRY_FIRST_MS * 2 ** (attempt - 1), RESTORE_RETRY_MAX_MS);
     const timer = this.clock.setTimer(() => void this.retryRestore(rec, attempt), delay);
@@ -364,12 +365,8 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     if (!this.pending.has(rec.jobId)) return; // the job ended meanwhile
     const log = this.opts.log.child({ jobId: rec.jobId });
     try {
-      await this.opts.tokens.registerJob(rec.jobId, rec.configuration, { principal: rec.principal ?? 'anonymous' });
+      await this.registerStored(rec);
       this.pending.delete(rec.jobId);
-      const at = Date.parse(rec.registeredAt);
-      this.jobs.set(rec.jobId, Number.isFinite(at) ? at : this.now());
-      this.configurations.set(rec.jobId, canonical(rec.configuration));
-      this.origins.set(rec.jobId, originOf(rec));
       log.info({ attempts: attempt + 1 }, 'job registered again from the store after retrying');
     } catch (err) {
       if (!this.pending.has(rec.jobId)) return;

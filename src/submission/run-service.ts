@@ -329,7 +329,7 @@ function artifactList(value: string | undefined): string[] {
 const CLIENT_GONE = 499;
 
 /** A shared store's failure as the client sees it: 503 with Retry-After, the cause in words. */
-export function storeUnavailable(operation: string, err: unknown): GatewayError {
+function storeUnavailable(operation: string, err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   return new GatewayError('GW_HA_STORE_UNAVAILABLE', { store: 'ZooKeeper', operation, reason: (err as Error)?.message ?? String(err) });
 }
