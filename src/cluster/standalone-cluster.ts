@@ -1,11 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { childEnvironment } from './embedded-cluster';
-import { freePort, signalGroup } from './process-group';
+import { freePort, launch, type Member, signalGroup } from './process-group';
 import { flinkDistributionVersion } from './flink-distribution';
 
 export interface StandaloneClusterOptions {
@@ -32,14 +31,6 @@ export interface StandaloneClusterOptions {
   java?: string;
 }
 
-interface Member {
-  name: string;
-  child: ChildProcess;
-  exited: Promise<void>;
-  /** What the script was started with (a JobManager restarts with the same). */
-  script: string;
-  args: string[];
-}
 
 /** The member name of JobManager `i` ('jobmanager' for the first, as with one). */
 const jobManagerName = (i: number) => (i === 0 ? 'jobmanager' : `jobmanager-${i}`);
@@ -241,18 +232,6 @@ export class StandaloneCluster {
   }
 }
 
-/** Starts one script in its own process group (detached), output to log/<name>.console. */
-function launch(name: string, script: string, args: string[], dir: string, env: NodeJS.ProcessEnv): Member {
-  const out = openSync(join(dir, 'log', `${name}.console`), 'a', 0o600);
-  const child = spawn('bash', [script, 'start-foreground', ...args], { detached: true, stdio: ['ignore', out, out], env, cwd: dir });
-  closeSync(out);
-  const exited = new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    child.once('exit', () => resolve());
-    child.once('error', () => resolve());
-  });
-  return { name, child, exited, script, args };
-}
 
 
 /**

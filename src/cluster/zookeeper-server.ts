@@ -1,11 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { childEnvironment } from './embedded-cluster';
-import { freePort, signalGroup } from './process-group';
+import { freePort, launch, signalGroup } from './process-group';
 
 export interface ZooKeeperServerOptions {
   /** A Flink distribution directory: its `bin/zookeeper.sh` and the ZooKeeper shaded into flink-dist. */
@@ -68,14 +68,8 @@ export class ZooKeeperServer {
       FLINK_PID_DIR: join(dir, 'pid'),
       ...(opts.java ? { JAVA_RUN: opts.java } : {}),
     };
-    const out = openSync(join(dir, 'log', 'zookeeper.console'), 'a', 0o600);
-    const child = spawn('bash', [join(opts.home, 'bin', 'zookeeper.sh'), 'start-foreground', '1'], { detached: true, stdio: ['ignore', out, out], env, cwd: dir });
-    closeSync(out);
-    const exited = new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.once('error', () => resolve());
-    });
-    const server = new ZooKeeperServer(`127.0.0.1:${port}`, dir, child, exited, log);
+    const member = launch('zookeeper', join(opts.home, 'bin', 'zookeeper.sh'), ['1'], dir, env);
+    const server = new ZooKeeperServer(`127.0.0.1:${port}`, dir, member.child, member.exited, log);
     try {
       await server.waitReady(port, opts.startupTimeoutMs ?? 60_000);
     } catch (err) {

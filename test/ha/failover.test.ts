@@ -11,6 +11,7 @@ import { decodeLeaderRecord, leaderPath } from '../../src/ha/flink-leader';
 import { ZooKeeperSession } from '../../src/ha/zookeeper';
 import { projectRoot } from '../../src/project-root';
 import { json, newJobId, uploadBytes, uploadFile, WORDCOUNT_CLASS, WORDCOUNT_JAR } from '../helpers/flink';
+import { eventually } from '../helpers/eventually';
 import { buildJar } from '../helpers/jars';
 import { distributionHome, TEST_JOB_JAR, TOKEN_BRIDGE_JAR } from '../helpers/flink-dist';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
@@ -187,7 +188,7 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
       const leader = await leaderIndex();
       const standby = 1 - leader;
       // The leader's gateway is the one that obtains tokens.
-      await waitFor(() => /"leading: every stored job/.test(gateways[leader]!.output()) || round > 1, 'the leader gateway to lead');
+      await eventually(() => /"leading: every stored job/.test(gateways[leader]!.output()) || round > 1, 'the leader gateway to lead', 60_000, 200);
 
       // Jobs that run across the failover, one submitted through each gateway (the standby's is
       // registered by the leader's from ZooKeeper; the leader's dies with it): each task finishes
@@ -206,7 +207,7 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
         expect(probe.status).toBe(200);
         probeIds.push(probeId);
       }
-      for (const probeId of probeIds) await waitFor(async () => (await json('GET', `${cluster.restUrls[leader]}/v1/jobs/${probeId}`)).body.state === 'RUNNING', 'the probe job to run');
+      for (const probeId of probeIds) await eventually(async () => (await json('GET', `${cluster.restUrls[leader]}/v1/jobs/${probeId}`)).body.state === 'RUNNING', 'the probe job to run', 60_000, 200);
 
       // A run by URI in flight on the leader's gateway when it dies (the jar drips in for seconds).
       originProxy.setPlan(onGet({ kind: 'drip', bytesPerSecond: 2 * 1024 * 1024 }));
@@ -276,11 +277,3 @@ function countOf(values: number[]): Record<string, number> {
   return out;
 }
 
-async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await sleep(200);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}

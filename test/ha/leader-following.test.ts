@@ -12,20 +12,12 @@ import { ZooKeeperSession } from '../../src/ha/zookeeper';
 import { gatewayRoot, ZooKeeperRegistrationStore } from '../../src/ha/zookeeper-store';
 import { json, newJobId, uploadFile } from '../helpers/flink';
 import { distributionHome, TEST_JOB_JAR } from '../helpers/flink-dist';
+import { eventually } from '../helpers/eventually';
 import { leaderRecordBytes } from '../helpers/flink-ha-records';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 
 const log = pino({ level: 'warn' });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /**
  * A live gateway following a leader election that the test plays in a real ZooKeeper, writing

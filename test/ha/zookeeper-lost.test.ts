@@ -7,19 +7,11 @@ import { identityFromConfig, leaderPath } from '../../src/ha/flink-leader';
 import { ZooKeeperSession } from '../../src/ha/zookeeper';
 import { json, newJobId, uploadFile } from '../helpers/flink';
 import { distributionHome, TEST_JOB_JAR } from '../helpers/flink-dist';
+import { eventually } from '../helpers/eventually';
 import { leaderRecordBytes } from '../helpers/flink-ha-records';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 
 const log = pino({ level: 'warn' });
-
-async function eventually(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /**
  * The cluster's ZooKeeper gone under a leading gateway (the leader record played by the test, the
