@@ -83,6 +83,7 @@ export interface LeaderState {
 export class FlinkLeaderFollower extends EventEmitter<{ change: [LeaderState] }> {
   private state: LeaderState = { leading: false };
   private stopped = false;
+  private reads = 0;
   private readonly path: string;
 
   constructor(
@@ -116,15 +117,18 @@ export class FlinkLeaderFollower extends EventEmitter<{ change: [LeaderState] }>
 
   private async read(): Promise<void> {
     if (this.stopped || !this.session.isConnected) return;
+    // Reads may overlap (a watch fires while one is in flight): only the latest one decides.
+    const seq = ++this.reads;
     const watch = () => void this.read().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the Flink leader record'));
     const node = await this.session.getData(this.path, watch);
     if (!node) {
       // No record yet (no leader elected): wait for it to appear.
       await this.session.exists(this.path, watch);
-      this.set({ leading: false });
+      if (seq === this.reads) this.set({ leading: false });
       return;
     }
     const record = decodeLeaderRecord(node.data);
+    if (seq !== this.reads) return;
     this.set({ leading: isLeaderRecordOf(record, this.self), ...(record ? { record } : {}) });
   }
 

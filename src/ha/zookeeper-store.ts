@@ -29,6 +29,9 @@ export class ZooKeeperRegistrationStore
   private readonly dir: string;
   private syncing: Promise<void> | undefined;
   private again = false;
+  private fullAgain = false;
+  /** Nodes with a live data watch of this session (a list change does not re-read them). */
+  private readonly watched = new Set<string>();
 
   constructor(
     private readonly session: ZooKeeperSession,
@@ -36,7 +39,8 @@ export class ZooKeeperRegistrationStore
   ) {
     super();
     this.dir = `${gatewayRoot(session.settings.namespace)}/registrations`;
-    session.on('up', () => void this.sync().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations')));
+    // A new session (after expiry) has none of the old watches: read every node again.
+    session.on('up', () => void this.sync(true).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations')));
   }
 
   get where(): string {
@@ -45,7 +49,7 @@ export class ZooKeeperRegistrationStore
 
   async init(): Promise<void> {
     await this.session.mkdirp(this.dir);
-    await this.sync();
+    await this.sync(true);
   }
 
   list(): StoredRegistration[] {
@@ -71,6 +75,8 @@ export class ZooKeeperRegistrationStore
       }
     }
     this.jobs.set(reg.jobId, reg);
+    // A node this replica wrote is watched too: another replica may change or remove it.
+    if (!this.watched.has(reg.jobId)) await this.readOne(reg.jobId);
   }
 
   async remove(jobId: string, attempt?: string): Promise<void> {
@@ -102,8 +108,14 @@ export class ZooKeeperRegistrationStore
     await this.syncing;
   }
 
-  /** Re-reads the list (and re-arms the watches); runs once more if asked again meanwhile. */
-  sync(): Promise<void> {
+  /**
+   * Re-reads the list (re-arming its watch) and reads the nodes not watched yet; `full` reads every
+   * node again (a new session, whose data watches are gone). A watched node is not re-read on a
+   * list change: each read would add one more watcher of that node.
+   * Runs once more if asked again meanwhile.
+   */
+  sync(full = false): Promise<void> {
+    this.fullAgain ||= full;
     if (this.syncing) {
       this.again = true;
       return this.syncing;
@@ -111,7 +123,9 @@ export class ZooKeeperRegistrationStore
     this.syncing = (async () => {
       do {
         this.again = false;
-        await this.readAll();
+        const all = this.fullAgain;
+        this.fullAgain = false;
+        await this.readAll(all);
       } while (this.again);
     })().finally(() => {
       this.syncing = undefined;
@@ -119,7 +133,7 @@ export class ZooKeeperRegistrationStore
     return this.syncing;
   }
 
-  private async readAll(): Promise<void> {
+  private async readAll(full: boolean): Promise<void> {
     if (!this.session.isConnected) return;
     const onList = () => void this.sync().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations'));
     const children = new Set((await this.session.getChildren(this.dir, onList)).filter((c) => JOB_ID.test(c)));
@@ -129,12 +143,18 @@ export class ZooKeeperRegistrationStore
         this.emit('removed', jobId);
       }
     }
-    for (const jobId of children) await this.readOne(jobId);
+    if (full) this.watched.clear();
+    for (const jobId of children) if (!this.watched.has(jobId)) await this.readOne(jobId);
   }
 
+  /** Reads one node and watches it (one watch per node: `watched`). */
   private async readOne(jobId: string): Promise<void> {
-    const onData = () => void this.readOne(jobId).catch((err: unknown) => this.log.warn({ jobId, err: (err as Error).message }, 'cannot read a shared job registration'));
+    const onData = () => {
+      this.watched.delete(jobId);
+      void this.readOne(jobId).catch((err: unknown) => this.log.warn({ jobId, err: (err as Error).message }, 'cannot read a shared job registration'));
+    };
     const node = await this.session.getData(`${this.dir}/${jobId}`, onData);
+    if (node) this.watched.add(jobId);
     if (!node) {
       if (this.jobs.delete(jobId)) this.emit('removed', jobId);
       return;
