@@ -1,4 +1,4 @@
-import { redactUri, type FsPluginDefinition, type PluginContext } from '../../src/artifacts/plugin-kit';
+import { BulkHttpClient, redactUri, type FsPluginDefinition, type PluginContext } from '../../src/artifacts/plugin-kit';
 import { createGuardedDispatcher, hasProxy, proxySettingsFrom } from './guarded-dispatcher';
 import { HttpFileSystem } from './http-file-system';
 import { httpOptions } from './options';
@@ -39,7 +39,9 @@ export function createHttpFileSystem(ctx: PluginContext, env: NodeJS.ProcessEnv 
     readTimeoutMs: settings.readTimeoutMs,
     proxy,
   });
-  return new HttpFileSystem({ dispatcher, guard, settings, log, checkTargetsBeforeProxy: hasProxy(proxy) });
+  // Without a proxy, the bulk client (ADR 0014); undici serves proxied requests.
+  const bulk = hasProxy(proxy) ? undefined : new BulkHttpClient({ guard, ca, connectTimeoutMs: settings.connectTimeoutMs, readTimeoutMs: settings.readTimeoutMs });
+  return new HttpFileSystem({ dispatcher, ...(bulk ? { bulk } : {}), guard, settings, log, checkTargetsBeforeProxy: hasProxy(proxy) });
 }
 
 /** Header names are lower-cased once; the option's check (`headerProblems`) refused bad ones at start-up. */

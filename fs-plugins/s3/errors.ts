@@ -50,11 +50,13 @@ export function translateS3Error(err: unknown, uri: URL, signal: AbortSignal): E
   if (status === 400 && name !== undefined && INVALID.has(name)) {
     return fetchError.invalid(uri, `the store rejected the request (${label(status, name)})`);
   }
-  if (name === 'TimeoutError' || code === 'ETIMEDOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+  if (name === 'TimeoutError' || code === 'ETIMEDOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'ERR_BULK_READ_TIMEOUT') {
     return fetchError.unavailable(uri, 'timed out (no data from the store within the socket timeout)');
   }
-  if (code === 'UND_ERR_CONNECT_TIMEOUT') return fetchError.unavailable(uri, 'timed out connecting to the store');
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ERR_BULK_CONNECT_TIMEOUT') return fetchError.unavailable(uri, 'timed out connecting to the store');
   if (status !== undefined) return fetchError.unavailable(uri, label(status, name));
+  // The bulk client's own messages name no request detail.
+  if (code === 'ERR_BULK_PROTOCOL' || code === 'ERR_BULK_CLOSED') return fetchError.unavailable(uri, (err as Error).message);
   return fetchError.unavailable(uri, code !== undefined && /^[A-Z0-9_]{2,40}$/.test(code) ? code : label(undefined, name));
 }
 

@@ -4,13 +4,9 @@ import { Agent as HttpsAgent } from 'node:https';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Logger } from 'pino';
-import type { ConnectGuard } from '../../src/artifacts/plugin-kit';
+import { trustedCa, type ConnectGuard } from '../../src/artifacts/plugin-kit';
+import { CONNECT_TIMEOUT_MS, READ_TIMEOUT_MS } from './timeouts';
 import type { BucketTarget } from './options';
-
-/** Connect phase limit: a black-holed endpoint fails in 10 s instead of the OS's minutes. */
-const CONNECTION_TIMEOUT_MS = 10_000;
-/** Socket inactivity limit; without it a body that stalls after the headers hangs forever (storage.md §7). */
-const SOCKET_TIMEOUT_MS = 60_000;
 
 export interface ClientCacheDeps {
   guard: ConnectGuard;
@@ -68,9 +64,10 @@ export class S3ClientCache {
       maxAttempts: 3,
       requestHandler: new NodeHttpHandler({
         httpAgent: new HttpAgent(agentOptions),
-        httpsAgent: new HttpsAgent(this.deps.ca !== undefined ? { ...agentOptions, ca: this.deps.ca } : agentOptions),
-        connectionTimeout: CONNECTION_TIMEOUT_MS,
-        socketTimeout: SOCKET_TIMEOUT_MS,
+        // The bundle is trusted in addition to Node's store (a bare `ca` would replace it: AWS's own endpoints would fail).
+        httpsAgent: new HttpsAgent(this.deps.ca !== undefined ? { ...agentOptions, ca: trustedCa(this.deps.ca) } : agentOptions),
+        connectionTimeout: CONNECT_TIMEOUT_MS,
+        socketTimeout: READ_TIMEOUT_MS,
       }),
     };
     if (target.endpoint) config.endpoint = target.endpoint.href.replace(/\/$/, '');

@@ -1,10 +1,9 @@
 import type { Readable } from 'node:stream';
 import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Logger } from 'pino';
-import type { Agent, Dispatcher } from 'undici';
-import { fetchError, type ConnectGuard, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/artifacts/plugin-kit';
+import { BulkHttpClient, discardBody, fetchError, type BulkResponse, type ConnectGuard, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/artifacts/plugin-kit';
 import { abortReason, translateS3Error } from './errors';
-import { createGuardedAgent } from './guarded-agent';
+import { CONNECT_TIMEOUT_MS, READ_TIMEOUT_MS } from './timeouts';
 import type { BucketTarget, S3Settings } from './options';
 import { endpointPort, S3ClientCache } from './s3-client-cache';
 import { signGetObject } from './signed-request';
@@ -31,12 +30,15 @@ interface HeadLike {
 export class S3FileSystem implements FileSystem {
   readonly supportsRange = true;
   private readonly clients: S3ClientCache;
-  /** GetObject bodies: signed by the SDK, transferred by undici (about twice node:http's throughput). */
-  private readonly agent: Agent;
+  /**
+   * GetObject bodies: signed by the SDK, transferred by the plugin kit's bulk client (read straight
+   * into 1 MiB buffers: about a third of undici's CPU per byte, ADR 0014).
+   */
+  private readonly bulk: BulkHttpClient;
 
   constructor(private readonly deps: S3FileSystemDeps) {
     this.clients = new S3ClientCache({ guard: deps.guard, log: deps.log, ...(deps.ca !== undefined ? { ca: deps.ca } : {}) });
-    this.agent = createGuardedAgent(deps.guard, deps.ca);
+    this.bulk = new BulkHttpClient({ guard: deps.guard, ...(deps.ca !== undefined ? { ca: deps.ca } : {}), connectTimeoutMs: CONNECT_TIMEOUT_MS, readTimeoutMs: READ_TIMEOUT_MS });
   }
 
   async stat(uri: URL, signal: AbortSignal): Promise<ObjectStat> {
@@ -74,10 +76,10 @@ export class S3FileSystem implements FileSystem {
       Range: range ? `bytes=${range.start}-${range.end}` : undefined,
     };
     for (let attempt = 0; ; attempt++) {
-      let res: Dispatcher.ResponseData;
+      let res: BulkResponse;
       try {
         const req = await signGetObject(client, input, signal);
-        res = await this.agent.request({ origin: req.origin, path: req.path, method: 'GET', headers: req.headers, signal });
+        res = await this.bulk.request({ origin: new URL(req.origin), path: req.path, method: 'GET', headers: req.headers, signal });
       } catch (err) {
         throw translateS3Error(err, uri, signal);
       }
@@ -112,7 +114,7 @@ export class S3FileSystem implements FileSystem {
 
   async close(): Promise<void> {
     this.clients.close();
-    await this.agent.close();
+    await this.bulk.close();
   }
 
   private prepare(uri: URL, signal: AbortSignal): { client: S3Client; location: S3Location; target: BucketTarget } {
@@ -137,7 +139,7 @@ function etagIntegrity(headers: Headers): ObjectStat['integrity'] {
   return { algorithm: 'md5', expected: etag.toLowerCase() };
 }
 
-type Headers = Dispatcher.ResponseData['headers'];
+type Headers = Record<string, string | string[] | undefined>;
 
 function header(headers: Headers, name: string): string | undefined {
   const value = headers[name];
@@ -173,7 +175,7 @@ function toStat(out: HeadLike): ObjectStat {
 }
 
 /** The S3 error code of an error response (`<Code>NoSuchKey</Code>`); the rest of the body is dropped unread. */
-async function errorCode(res: Dispatcher.ResponseData): Promise<string | undefined> {
+async function errorCode(res: BulkResponse): Promise<string | undefined> {
   let text = '';
   try {
     for await (const chunk of res.body) {
@@ -187,18 +189,14 @@ async function errorCode(res: Dispatcher.ResponseData): Promise<string | undefin
 }
 
 /** Reads and drops a body we do not use, so the connection can be reused (or is closed if it is large). */
-async function discard(res: Dispatcher.ResponseData): Promise<void> {
-  try {
-    await res.body.dump({ limit: 64 * 1024 });
-  } catch {
-    // The connection is closed instead; nothing to report.
-  }
+function discard(res: BulkResponse): Promise<void> {
+  return discardBody(res.body);
 }
 
 /**
- * The body as the caller gets it, undici's own stream without a copy or an extra stream hop:
- * undici destroys it with the abort reason when `signal` aborts and with its own error on a reset
- * or a read timeout; the latter is translated into a gateway error on its way into `destroy`, so
+ * The body as the caller gets it, the bulk client's own stream without a copy or an extra stream
+ * hop: the client destroys it with the abort reason when `signal` aborts and with its own error on
+ * a reset or a read timeout; the latter is translated into a gateway error on its way into `destroy`, so
  * that `errored`, the 'error' event and pipeline() all carry the translated error. Destroying the
  * stream (consumer gone, size limit hit) aborts the request and frees the connection.
  */

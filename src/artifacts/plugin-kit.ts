@@ -10,6 +10,7 @@ export { fetchError } from './fetch-error';
 export { redactUri } from './uri';
 export { errorChain, findGatewayError, specificErrorCode } from './error-chain';
 export { guardedConnector, trustedCa } from './guarded-connector';
+export { BulkHttpClient, BulkHttpError, discardBody, type BulkResponse } from './bulk-http';
 export { GatewayError, isGatewayError } from '../errors/gateway-error';
 export { ConfigError, type Configuration, type ConfigProblem } from '../config/registry';
 export { option, parseUrl, type ConfigRule, type OptionDef } from '../config/types';
