@@ -1,14 +1,13 @@
-import type { Agent } from 'node:http';
 import type { Readable } from 'node:stream';
 import { isIP } from 'node:net';
-import { ContainerClient, newPipeline, type BlobClient, type Pipeline, type StoragePipelineOptions } from '@azure/storage-blob';
+import { ContainerClient, newPipeline, type BlobClient, type IHttpClient, type Pipeline, type StoragePipelineOptions } from '@azure/storage-blob';
 import type { TokenCredential } from '@azure/identity';
 import type { Logger } from 'pino';
-import { fetchError, redactUri, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject, type PluginContext } from '../../src/artifacts/plugin-kit';
+import { BulkHttpClient, fetchError, redactUri, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject, type PluginContext } from '../../src/artifacts/plugin-kit';
 import { defaultBlobEndpoint, isAzureStorageHost, parseAzureUri, type AzureBlobLocation } from './azure-uri';
 import { lazyDefaultCredential, resolveAzureAuth, type AzureAuth } from './credentials';
 import { translateAzureError, translateStreamError } from './errors';
-import { createGuardedAgents, type GuardedAgents } from './guarded-agent';
+import { bulkTransport } from './bulk-transport';
 import { configuredEndpoint, configuredSecret } from './options';
 
 /**
@@ -22,6 +21,9 @@ const RETRY_OPTIONS = { maxTries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 200
  * connection is not resumed: Node reports it as `aborted`, which the SDK treats as final (see README).
  */
 const MAX_STREAM_RETRIES = 3;
+/** A black-holed endpoint fails in 10 s; a body or an answer that stalls, after 60 s. */
+const CONNECT_TIMEOUT_MS = 10_000;
+const READ_TIMEOUT_MS = 60_000;
 
 interface Target {
   blob: BlobClient;
@@ -31,13 +33,15 @@ interface Target {
 /** Reads blobs for wasbs/wasb/abfss/abfs URIs through the Blob service. See `azurePlugin`. */
 export class AzureFileSystem implements FileSystem {
   readonly supportsRange = true;
-  private readonly agents: GuardedAgents;
+  private readonly bulk: BulkHttpClient;
+  private readonly transport: IHttpClient;
   private readonly pipelines = new Map<string, Pipeline>();
   private readonly defaultCredential: () => TokenCredential;
   private readonly log: Logger;
 
   constructor(private readonly ctx: PluginContext, defaultCredential: () => TokenCredential = lazyDefaultCredential()) {
-    this.agents = createGuardedAgents(ctx.guard, ctx.ca);
+    this.bulk = new BulkHttpClient({ guard: ctx.guard, ...(ctx.ca !== undefined ? { ca: ctx.ca } : {}), connectTimeoutMs: CONNECT_TIMEOUT_MS, readTimeoutMs: READ_TIMEOUT_MS });
+    this.transport = bulkTransport(this.bulk);
     this.defaultCredential = defaultCredential;
     this.log = ctx.log.child({ plugin: 'azure' });
   }
@@ -52,7 +56,7 @@ export class AzureFileSystem implements FileSystem {
       if (p.contentMD5 && p.contentMD5.length === 16) stat.integrity = { algorithm: 'md5', expected: Buffer.from(p.contentMD5).toString('hex') };
       return stat;
     } catch (err) {
-      throw translateAzureError(err, uri, signal, this.agents.refusals);
+      throw translateAzureError(err, uri, signal);
     }
   }
 
@@ -73,14 +77,14 @@ export class AzureFileSystem implements FileSystem {
       const md5 = range === undefined ? (res.blobContentMD5 ?? res.contentMD5) : undefined;
       if (md5 && md5.length === 16) stat.integrity = { algorithm: 'md5', expected: Buffer.from(md5).toString('hex') };
     } catch (err) {
-      throw translateAzureError(err, uri, signal, this.agents.refusals);
+      throw translateAzureError(err, uri, signal);
     }
     if (body === undefined) throw fetchError.unavailable(uri, 'the download response had no body');
     return { stream: this.guardStream(body as Readable, uri, signal), stat };
   }
 
   async close(): Promise<void> {
-    this.agents.destroy();
+    await this.bulk.close();
   }
 
   /**
@@ -93,7 +97,7 @@ export class AzureFileSystem implements FileSystem {
     const destroy = body.destroy.bind(body);
     // Not `instanceof Error`: an AbortSignal's default reason is a DOMException, from another realm under jest.
     const reason = (): Error => (typeof signal.reason === 'object' && signal.reason !== null ? (signal.reason as Error) : new Error('aborted'));
-    body.destroy = (err?: Error) => destroy(err === undefined || err === null ? err : signal.aborted ? reason() : translateStreamError(err, uri, signal, this.agents.refusals));
+    body.destroy = (err?: Error) => destroy(err === undefined || err === null ? err : signal.aborted ? reason() : translateStreamError(err, uri, signal));
     const onAbort = () => destroy(reason());
     if (signal.aborted) onAbort();
     else {
@@ -108,7 +112,7 @@ export class AzureFileSystem implements FileSystem {
     const endpoint = this.endpointFor(uri, location);
     const port = Number(endpoint.port || (endpoint.protocol === 'https:' ? 443 : 80));
     // IP-literal endpoints are checked before any request (Node connects to them without a lookup);
-    // the agents check again on every socket, which also covers redirects.
+    // the bulk client checks every connection again, which also covers redirects.
     if (isIP(endpoint.hostname.replace(/^\[|\]$/g, ''))) this.ctx.guard.checkHost(endpoint.hostname, port);
     const auth = resolveAzureAuth(this.ctx.config, location, this.defaultCredential);
     if (auth.kind === 'default-azure-credential' && endpoint.protocol !== 'https:') {
@@ -116,7 +120,7 @@ export class AzureFileSystem implements FileSystem {
     }
     const base = endpoint.href.replace(/\/+$/, '');
     const containerUrl = `${base}/${encodeURIComponent(location.container)}${auth.kind === 'sas' ? `?${auth.sas}` : ''}`;
-    const container = new ContainerClient(containerUrl, this.pipeline(base, endpoint.protocol, auth, location));
+    const container = new ContainerClient(containerUrl, this.pipeline(base, auth, location));
     return { blob: container.getBlobClient(location.blobName), location };
   }
 
@@ -150,16 +154,14 @@ export class AzureFileSystem implements FileSystem {
   }
 
   /** One pipeline per endpoint and credential, so connections and tokens are reused across fetches. */
-  private pipeline(base: string, protocol: string, auth: AzureAuth, location: AzureBlobLocation): Pipeline {
+  private pipeline(base: string, auth: AzureAuth, location: AzureBlobLocation): Pipeline {
     const id = `${base}|${auth.kind}|${auth.kind === 'default-azure-credential' ? '' : auth.configKey}`;
     let pipeline = this.pipelines.get(id);
     if (pipeline === undefined) {
-      // `agent` is not in StoragePipelineOptions' type, but storage-blob spreads these options into
-      // core-client's createClientPipeline, which installs agentPolicy for it (checked in 12.34; the
-      // hostname guard test in test/contract/azure.test.ts fails if a later version drops it).
-      const options: StoragePipelineOptions & { agent: Agent } = {
+      // The SDK signs and retries; the bulk client moves the bytes (bulk-transport.ts).
+      const options: StoragePipelineOptions = {
         retryOptions: RETRY_OPTIONS,
-        agent: this.agents.forProtocol(protocol),
+        httpClient: this.transport,
         userAgentOptions: { userAgentPrefix: 'flink-jar-gateway' },
       };
       pipeline = newPipeline(auth.credential, options);

@@ -1,5 +1,4 @@
 import { GatewayError, fetchError, findGatewayError } from '../../src/artifacts/plugin-kit';
-import type { RefusalLog } from './guarded-agent';
 
 /** The parts of a RestError (or a Node/identity error) this edge looks at. */
 interface SdkErrorShape {
@@ -35,13 +34,11 @@ function safeCause(err: unknown): Error {
   return out;
 }
 
-
-function guardRefusal(err: SdkErrorShape, refusals: RefusalLog): GatewayError {
+/** A guard refusal the SDK re-wrapped (only its code and the request URL are left). */
+function guardRefusal(err: SdkErrorShape): GatewayError {
   try {
     const u = new URL(err.request?.url ?? '');
     const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
-    const recorded = refusals.find(u.hostname, port);
-    if (recorded) return recorded;
     return new GatewayError('GW_FETCH_RESTRICTED_HOST', { uri: `${u.hostname}:${port}`, address: 'a restricted address', hostPort: `${u.hostname}:${port}` });
   } catch {
     return new GatewayError('GW_FETCH_RESTRICTED_HOST', { uri: '<unknown>', address: 'a restricted address', hostPort: '<host>:<port>' });
@@ -53,12 +50,12 @@ function guardRefusal(err: SdkErrorShape, refusals: RefusalLog): GatewayError {
  * `RestError.message` is empty for failed downloads, so this branches on `statusCode` and `code`;
  * messages carry only a status and the store's error code, never a key or a SAS signature.
  */
-export function translateAzureError(err: unknown, uri: URL, signal: AbortSignal | undefined, refusals: RefusalLog): unknown {
+export function translateAzureError(err: unknown, uri: URL, signal: AbortSignal | undefined): unknown {
   if (signal?.aborted) return signal.reason ?? err;
   const direct = findGatewayError(err);
   if (direct) return direct;
   const e = shape(err);
-  if (e.code === 'GW_FETCH_RESTRICTED_HOST') return guardRefusal(e, refusals);
+  if (e.code === 'GW_FETCH_RESTRICTED_HOST') return guardRefusal(e);
   const status = typeof e.statusCode === 'number' ? e.statusCode : undefined;
   const detail = [status, e.code].filter((x) => x !== undefined && x !== '').join(' ');
   if (status === 404 || (status === undefined && e.code !== undefined && NOT_FOUND_CODES.has(e.code))) {
@@ -78,14 +75,14 @@ export function translateAzureError(err: unknown, uri: URL, signal: AbortSignal 
  * (a resumed range request reconnects), or GW_FETCH_UNAVAILABLE. The SDK reports a dropped
  * connection as an AbortError of its own, which is not the caller's abort.
  */
-export function translateStreamError(err: unknown, uri: URL, signal: AbortSignal, refusals: RefusalLog): Error {
+export function translateStreamError(err: unknown, uri: URL, signal: AbortSignal): Error {
   if (signal.aborted) return signal.reason instanceof Error ? signal.reason : new Error('aborted');
   const direct = findGatewayError(err);
   if (direct) return direct;
   const e = shape(err);
-  if (e.code === 'GW_FETCH_RESTRICTED_HOST') return guardRefusal(e, refusals);
+  if (e.code === 'GW_FETCH_RESTRICTED_HOST') return guardRefusal(e);
   if (typeof e.statusCode === 'number') {
-    const out = translateAzureError(err, uri, signal, refusals);
+    const out = translateAzureError(err, uri, signal);
     if (out instanceof Error) return out;
   }
   const what = [e.name, e.code].filter((x) => x !== undefined && x !== '').join(' ');

@@ -3,9 +3,10 @@ import { Readable } from 'node:stream';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import type { ConnectGuard } from './fs-plugin';
 import { trustedCa } from './guarded-connector';
+import { slabPool } from './slab-pool';
 
 /** Bytes per read buffer: one body chunk handed on, one positional write of the file. */
-const SLAB_BYTES = 1024 * 1024;
+const SLAB_BYTES = slabPool.bytes;
 /** A slab with less room than this is handed on and a fresh one read into (a read is ≤ 64 KiB on loopback). */
 const MIN_READ_BYTES = 64 * 1024;
 /** A partly filled slab is handed on after this long, so that a slow origin still shows progress. */
@@ -260,7 +261,10 @@ class Connection {
       this.socket.destroy();
       return false;
     }
-    return this.exchange.onRead(n, buf);
+    const more = this.exchange.onRead(n, buf);
+    // The exchange ended in this read and gave the connection back to the pool: it reads on, so that
+    // stray bytes or a close while idle are seen (false would stop the socket until the next request).
+    return more || (this.exchange === undefined && !this.socket.destroyed);
   }
 
   startIdle(ms: number, onExpire: () => void): void {
@@ -300,7 +304,7 @@ class Exchange {
   private resolve!: (r: BulkResponse) => void;
   private reject!: (err: unknown) => void;
   private state: 'head' | 'body' | 'done' = 'head';
-  private slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+  private slab = slabPool.take();
   /** Bytes of the slab in use: the head so far, or the decoded body. */
   private fill = 0;
   /** Body bytes of the slab already handed on. */
@@ -323,7 +327,7 @@ class Exchange {
     private readonly conn: Connection,
     private readonly req: BulkRequest,
     head: string,
-    readTimeoutMs: number,
+    private readonly readTimeoutMs: number,
     private readonly release: (c: Connection) => void,
   ) {
     this.response = new Promise<BulkResponse>((resolve, reject) => {
@@ -373,6 +377,11 @@ class Exchange {
       if (end < 0) {
         if (this.fill >= MAX_HEAD_BYTES) this.protocol(`the response head is over ${MAX_HEAD_BYTES} bytes`);
         return this.state !== 'done';
+      }
+      if (end + 4 > MAX_HEAD_BYTES) {
+        // The whole head may arrive in one read of up to a slab.
+        this.protocol(`the response head is over ${MAX_HEAD_BYTES} bytes`);
+        return false;
       }
       const parsed = this.parseHead(this.slab.toString('latin1', 0, end));
       if (parsed === undefined) return false;
@@ -498,6 +507,7 @@ class Exchange {
       }
       const line = this.line.slice(0, -1);
       this.line = '';
+      if (this.cstate === Chunked.Trailer && line === '' && p < to) this.reusable = false; // bytes beyond the body, as for Content-Length
       this.chunkLine(line);
     }
   }
@@ -542,7 +552,11 @@ class Exchange {
     if (this.state !== 'body') return false;
     const room = this.slab.length - this.fill;
     if (room < MIN_READ_BYTES || (this.fill > this.pushed && Date.now() - this.lastPush >= PUSH_AFTER_MS)) this.push();
-    if (this.paused) return false;
+    if (this.paused) {
+      // The wait is the consumer's now, not the server's: no read timeout until it wants more (as undici).
+      this.conn.socket.setTimeout(0);
+      return false;
+    }
     return true;
   }
 
@@ -553,11 +567,14 @@ class Exchange {
       this.bodyBytes += chunk.length;
       this.pushed = this.fill;
       this.lastPush = Date.now();
+      slabPool.lend(chunk);
       if (!body.push(chunk)) this.paused = true;
     }
     if (this.slab.length - this.fill < MIN_READ_BYTES) {
-      // The consumer may hold on to what it was given: a fresh slab, never the same memory twice.
-      this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+      // The consumer may hold on to what it was given: the next slab, never the same memory twice
+      // (a slab is reused only once every chunk of it was recycled, slab-pool.ts).
+      slabPool.retire(this.slab);
+      this.slab = slabPool.take();
       this.fill = 0;
       this.pushed = 0;
     }
@@ -567,7 +584,10 @@ class Exchange {
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    if (this.state === 'body' && !this.conn.socket.destroyed) this.conn.socket.resume();
+    if (this.state === 'body' && !this.conn.socket.destroyed) {
+      this.conn.socket.setTimeout(this.readTimeoutMs);
+      this.conn.socket.resume();
+    }
   }
 
   private complete(): void {
@@ -633,6 +653,7 @@ class Exchange {
   }
 
   private detach(): void {
+    slabPool.retire(this.slab);
     this.req.signal.removeEventListener('abort', this.onAbort);
     if (this.conn.exchange === this) this.conn.exchange = undefined;
   }
@@ -641,6 +662,10 @@ class Exchange {
 class BulkBody extends Readable {
   constructor(private readonly exchange: Exchange) {
     super({ highWaterMark: 2 * SLAB_BYTES });
+    // An error is never uncaught: consumers (pipeline, for await, an SDK's wrapper while it reads)
+    // get it from their own listener or from `errored`; a wrapper that let go of the body early
+    // (the Azure SDK's retriable stream, destroyed on the caller's abort) must not crash the process.
+    this.on('error', () => undefined);
   }
 
   override _read(): void {
@@ -649,6 +674,8 @@ class BulkBody extends Readable {
 
   override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
     this.exchange.bodyDestroyed();
-    cb(err);
+    // The body may fail in the read that resolved the response, before the caller awaiting it could
+    // add an 'error' listener: emitted now, the error would be uncaught. One turn later, as undici does.
+    setImmediate(() => cb(err));
   }
 }

@@ -5,6 +5,7 @@ import { crc32 } from 'node:zlib';
 import { GatewayError } from '../errors/gateway-error';
 import { whenRoom } from '../stream-room';
 import type { ObjectStat } from './fs-plugin';
+import { slabPool } from './slab-pool';
 import { redactUri } from './uri';
 
 /** Bytes read back per call when the digest catches up over parts that arrived out of order. */
@@ -127,6 +128,9 @@ export class ObjectFile {
     const written = bufs.length === 1 ? this.fh.write(bufs[0]!, 0, n, at) : this.fh.writev(bufs, at);
     part.inflight = Promise.all([written, room]).then(
       () => {
+        // Written, hashed, and held by nobody else (a tee may keep what it was given): the bulk
+        // client's slabs can be reused (slab-pool.ts; other buffers are ignored).
+        if (!this.o.openTee) for (const b of bufs) slabPool.recycle(b);
         part.durable += n;
         if (this.contiguous() > this.hashed) void this.catchUp();
         done();
