@@ -38,7 +38,7 @@ interface Sample {
  * CPU from the children's counters. Then `openssl dgst -sha256` of that file, so that curl's CPU plus
  * the digest's is the CPU a native client spends on the gateway's work (write the file, SHA-256 it).
  */
-async function curlDownload(env: BenchEnv, url: string, expected: { size: number; sha256: string }): Promise<{ curl: Sample; withDigest: Sample }> {
+async function curlDownload(env: BenchEnv, url: string, expected: { size: number; sha256: string }, withMd5: boolean): Promise<{ curl: Sample; withDigest: Sample; withMd5?: Sample }> {
   const file = env.scratch('curl-out');
   try {
     const c0 = childrenCpuSeconds();
@@ -50,9 +50,14 @@ async function curlDownload(env: BenchEnv, url: string, expected: { size: number
     const c2 = childrenCpuSeconds();
     if (dgst.status !== 0 || !dgst.stdout.startsWith(expected.sha256)) throw new Error(`openssl dgst: ${dgst.stderr.trim() || dgst.stdout.trim()}`);
     const gib = expected.size / GiB;
+    // The store checksum too (what the S3 and Azure plugins verify): MD5 of the same file.
+    const md5 = withMd5 ? await runCommand('openssl', ['dgst', '-md5', '-r', file], 60_000) : undefined;
+    const c3 = childrenCpuSeconds();
+    if (md5 !== undefined && md5.status !== 0) throw new Error(`openssl dgst -md5: ${md5.stderr.trim()}`);
     return {
       curl: { mibps: expected.size / MiB / secs!, cpuPerGiB: (c1 - c0) / gib },
       withDigest: { mibps: expected.size / MiB / (secs! + dgst.ms / 1000), cpuPerGiB: (c2 - c0) / gib },
+      ...(md5 !== undefined ? { withMd5: { mibps: expected.size / MiB / (secs! + (dgst.ms + md5.ms) / 1000), cpuPerGiB: (c3 - c0) / gib } } : {}),
     };
   } finally {
     rmSync(file, { force: true });
@@ -165,8 +170,8 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
       { name: 'fetch.http', uri: `${origin.url}/${jar.name}`, curlUrl: `${origin.url}/${jar.name}`, min: 0.9, store: 'HTTP origin (bench/servers/jar-origin.cjs)', plugin: 'http' },
       { name: 'fetch.s3-presigned', uri: presigned, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver with SigV4 checks (test/servers/s3-server.ts)', plugin: 'http (presigned URL)' },
       { name: 'fetch.azure-sas', uri: sas, curlUrl: sas, min: 0.8, store: 'Azurite blob (test/servers/azurite.ts)', plugin: 'http (SAS URL)' },
-      { name: 'fetch.s3-native', uri: `s3://bench/${jar.name}`, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver', plugin: 's3 (access key; anchor: curl on a presigned URL)' },
-      { name: 'fetch.azure-native', uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`, curlUrl: sas, min: 0.8, store: 'Azurite blob', plugin: 'azure (shared key; anchor: curl on a SAS URL)' },
+      { name: 'fetch.s3-native', md5: true, uri: `s3://bench/${jar.name}`, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver', plugin: 's3 (access key; anchor: curl on a presigned URL)' },
+      { name: 'fetch.azure-native', md5: true, uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`, curlUrl: sas, min: 0.8, store: 'Azurite blob', plugin: 'azure (shared key; anchor: curl on a SAS URL)' },
     ];
     for (const c of cases.filter((x) => selected(plan, x.name))) {
       // The whole fetcher when it can fetch this URI; otherwise (say a HEAD it cannot do) the
@@ -189,7 +194,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
         return { mibps: size / MiB / (r.ms / 1000), cpuPerGiB: cpu / (size / GiB) };
       };
       // The anchor side of a round: curl -o (+ openssl dgst of its file), then curl | tee | openssl dgst.
-      const anchorOnce = async () => ({ ...(await curlDownload(env, c.curlUrl, expected)), tee: await curlTeeDigest(env, c.curlUrl, expected) });
+      const anchorOnce = async () => ({ ...(await curlDownload(env, c.curlUrl, expected, c.md5 === true)), tee: await curlTeeDigest(env, c.curlUrl, expected) });
       const { gateway, anchor } = await sideBySide(plan, c.name, gatewayOnce, anchorOnce);
       const g = summarize(gateway.map((x) => x.mibps));
       const a = summarize(anchor.map((x) => x.curl.mibps));
@@ -201,6 +206,8 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
         curl: summarize(anchor.map((x) => x.curl.cpuPerGiB)),
         curlPlusOpensslDgst: summarize(anchor.map((x) => x.withDigest.cpuPerGiB)),
         curlTeeOpensslDgst: summarize(anchor.map((x) => x.tee.cpuPerGiB)),
+        // The S3 and Azure plugins also check the store's MD5 (single-part ETag, Content-MD5).
+        ...(c.md5 ? { curlPlusSha256PlusMd5: summarize(anchor.map((x) => x.withMd5!.cpuPerGiB)) } : {}),
       };
       const cpuRatio = round(cpu.gateway.median / cpu.curlPlusOpensslDgst.median);
       emit({
@@ -231,6 +238,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
           cpuRatioIs: 'gateway / (curl -o + openssl dgst -sha256 of the file), CPU-s per GiB; lower is better',
           cpuTarget: '≤ 1.5× curl -o + openssl dgst',
           cpuMet: judged(plan, true, cpuRatio <= 1.5),
+          ...(cpu.curlPlusSha256PlusMd5 ? { cpuRatioSameWork: round(cpu.gateway.median / cpu.curlPlusSha256PlusMd5.median), cpuRatioSameWorkIs: 'gateway / (curl -o + openssl dgst -sha256 + openssl dgst -md5): the same work, the store checksum included (information)' } : {}),
           ...(isObjectStore ? { stretch: '≥ 1.0× curl and ≥ 0.85× the ceiling', stretchMet: judged(plan, true, ratio >= 1 && vsCeiling >= 0.85) } : {}),
           reps: plan.reps,
           warmups: plan.warmups,
