@@ -191,7 +191,9 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
       coordinator = resources.adopt(new HaCoordinator({ session: zookeeper, store, ...(sharedClaims ? { claims: sharedClaims } : {}), registrations, tokens, cluster, ...(watcher ? { watcher } : {}), readStates: () => fetchJobStates(cluster), log: haLog }), (c) => c.stop());
       await coordinator.start();
     } else {
-      if (zookeeper) await zookeeper.start();
+      // Without tokens ZooKeeper holds only the job-id claims: a quorum not reachable yet makes runs
+      // 503 GW_HA_STORE_UNAVAILABLE until it is, as on the coordinator's path; it does not stop start-up.
+      if (zookeeper) await zookeeper.start().catch((err: unknown) => haLog.warn({ err: (err as Error).message }, 'ZooKeeper is not reachable yet; runs answer 503 GW_HA_STORE_UNAVAILABLE until it is'));
       // Register the stored jobs again, then obtain tokens (the first cycle covers them), then follow the jobs.
       await registrations.restore(() => fetchJobStates(cluster));
       await tokens.start();

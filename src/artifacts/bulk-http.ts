@@ -661,7 +661,7 @@ class Exchange {
 
 class BulkBody extends Readable {
   constructor(private readonly exchange: Exchange) {
-    super({ highWaterMark: 2 * SLAB_BYTES });
+    super({ highWaterMark: SLAB_BYTES });
     // An error is never uncaught: consumers (pipeline, for await, an SDK's wrapper while it reads)
     // get it from their own listener or from `errored`; a wrapper that let go of the body early
     // (the Azure SDK's retriable stream, destroyed on the caller's abort) must not crash the process.

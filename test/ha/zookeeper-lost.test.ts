@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { freePort } from '../../src/cluster/process-group';
 import { ZooKeeperServer } from '../../src/cluster/zookeeper-server';
 import { identityFromConfig, leaderPath } from '../../src/ha/flink-leader';
 import { ZooKeeperSession } from '../../src/ha/zookeeper';
@@ -61,6 +62,41 @@ describe('ZooKeeper lost under a leading gateway', () => {
     expect({ status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0], retryAfter: r.headers['retry-after'] }).toEqual({ status: 503, code: 'GW_HA_STORE_UNAVAILABLE', retryAfter: '5' });
     // Not queued for the connection timeout: a disconnected session refuses at once.
     expect(Date.now() - started).toBeLessThan(2_000);
+    expect((await json('GET', `${flinkUrl()}/v1/jobs/${jobId}`)).status).toBe(404);
+  }, 60_000);
+});
+
+/**
+ * Tokens off: ZooKeeper holds only the job-id claims. A quorum that is not up yet when the gateway
+ * starts (a pod restarted with its ZooKeeper) must not stop the gateway: runs answer 503 until it is.
+ */
+describe('ZooKeeper not reachable when a gateway without tokens starts', () => {
+  let dir: string;
+  let gw: TestGateway;
+  let jarId: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'gw-ha-zk-down-'));
+    const port = await freePort(); // nothing listens there
+    writeFileSync(
+      join(dir, 'config.yaml'),
+      `high-availability.type: zookeeper\nhigh-availability.zookeeper.quorum: "127.0.0.1:${port}"\nhigh-availability.cluster-id: gw-zk-down\nhigh-availability.zookeeper.client.session-timeout: 4000\nhigh-availability.zookeeper.client.connection-timeout: 1000\n`,
+    );
+    gw = await startGateway(flinkUrl(), { 'gateway.cluster.flink-conf': join(dir, 'config.yaml'), 'gateway.tokens.store-dir': join(dir, 'store'), 'security.delegation.tokens.enabled': 'false' });
+    jarId = String((await uploadFile(gw.url, TEST_JOB_JAR, 'GatewayTestJob.jar')).body.filename).split('/').pop()!;
+  }, 120_000);
+
+  afterAll(async () => {
+    if (jarId) await json('DELETE', `${flinkUrl()}/v1/jars/${jarId}`).catch(() => undefined);
+    await gw?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('starts, says why, and answers a run 503 GW_HA_STORE_UNAVAILABLE; nothing runs', async () => {
+    expect(gw.logs.some((l) => String(l.msg).startsWith('ZooKeeper is not reachable yet'))).toBe(true);
+    const jobId = newJobId();
+    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, entryClass: 'dev.flinkjargateway.testjobs.TokenProbe', programArgsList: ['--provider', 'oauth2'] });
+    expect({ status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0] }).toEqual({ status: 503, code: 'GW_HA_STORE_UNAVAILABLE' });
     expect((await json('GET', `${flinkUrl()}/v1/jobs/${jobId}`)).status).toBe(404);
   }, 60_000);
 });
