@@ -18,6 +18,9 @@ export interface S3FileSystemDeps {
 
 interface HeadLike {
   ContentLength?: number;
+  ChecksumSHA256?: string;
+  ChecksumCRC32?: string;
+  ChecksumType?: string;
   ServerSideEncryption?: string;
   SSECustomerAlgorithm?: string;
   ContentRange?: string;
@@ -45,13 +48,14 @@ export class S3FileSystem implements FileSystem {
     const { client, location } = this.prepare(uri, signal);
     try {
       const out = await client.send(
-        new HeadObjectCommand({ Bucket: location.bucket, Key: location.key, VersionId: location.versionId }),
+        // ChecksumMode: the object's own SHA-256 or CRC32, when its uploader had S3 store one.
+        new HeadObjectCommand({ Bucket: location.bucket, Key: location.key, VersionId: location.versionId, ChecksumMode: 'ENABLED' }),
         { abortSignal: signal },
       );
       // S3 serves ranges of every object; each is pinned to the version, or to the ETag.
       const stat: ObjectStat = { ...toStat(out), pinnedRanges: true };
       // The whole-object MD5 check survives a parallel ranged read: the ETag is a property of the object.
-      const integrity = etagIntegrity({
+      const integrity = storeChecksum(out) ?? etagIntegrity({
         etag: out.ETag,
         'x-amz-server-side-encryption': out.ServerSideEncryption,
         'x-amz-server-side-encryption-customer-algorithm': out.SSECustomerAlgorithm,
@@ -74,6 +78,8 @@ export class S3FileSystem implements FileSystem {
       VersionId: pin?.version ?? location.versionId,
       IfMatch: pin?.version === undefined && pin?.etag !== undefined ? `"${pin.etag}"` : undefined,
       Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+      // A whole-object read is checked against the object's stored checksum when it has one.
+      ChecksumMode: range ? undefined : ('ENABLED' as const),
     };
     for (let attempt = 0; ; attempt++) {
       let res: BulkResponse;
@@ -95,7 +101,7 @@ export class S3FileSystem implements FileSystem {
           await discard(res);
           throw fetchError.changed(uri, 'the store sent another ETag than the one asked for with If-Match');
         }
-        const integrity = range ? undefined : etagIntegrity(headers);
+        const integrity = range ? undefined : (storeChecksum(checksumsOfHeaders(headers)) ?? etagIntegrity(headers));
         if (integrity) stat.integrity = integrity;
         return { stream: translateErrors(res.body, uri, signal), stat };
       }
@@ -125,6 +131,37 @@ export class S3FileSystem implements FileSystem {
     if (target.endpoint) this.deps.guard.checkHost(target.endpoint.hostname, endpointPort(target.endpoint));
     return { client: this.clients.get(target), location, target };
   }
+}
+
+/**
+ * The object's stored full-object checksum, preferred to the ETag's MD5: SHA-256 costs nothing (the
+ * gateway computes it anyway), CRC32 a seventh of MD5. A COMPOSITE checksum (of the parts of a
+ * multipart upload, `…-N`) is not a checksum of the bytes read; CRC32C and CRC64NVME have no native
+ * implementation in Node, so they leave the check to the ETag.
+ */
+function storeChecksum(out: HeadLike): ObjectStat['integrity'] {
+  if (out.ChecksumType !== undefined && out.ChecksumType !== 'FULL_OBJECT') return undefined;
+  const hex = (b64: string | undefined, bytes: number) => {
+    if (b64 === undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) return undefined;
+    const raw = Buffer.from(b64, 'base64');
+    return raw.length === bytes ? raw.toString('hex') : undefined;
+  };
+  const sha256 = hex(out.ChecksumSHA256, 32);
+  if (sha256 !== undefined) return { algorithm: 'sha256', expected: sha256 };
+  const crc32 = hex(out.ChecksumCRC32, 4);
+  if (crc32 !== undefined) return { algorithm: 'crc32', expected: crc32 };
+  return undefined;
+}
+
+function checksumsOfHeaders(headers: Headers): HeadLike {
+  const out: HeadLike = {};
+  const sha = header(headers, 'x-amz-checksum-sha256');
+  if (sha) out.ChecksumSHA256 = sha;
+  const crc = header(headers, 'x-amz-checksum-crc32');
+  if (crc) out.ChecksumCRC32 = crc;
+  const type = header(headers, 'x-amz-checksum-type');
+  if (type) out.ChecksumType = type;
+  return out;
 }
 
 /**

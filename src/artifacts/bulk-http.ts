@@ -310,6 +310,7 @@ class Exchange {
   /** Body bytes of the slab already handed on. */
   private pushed = 0;
   private lastPush = 0;
+  private pushTimer: NodeJS.Timeout | undefined;
   private received = 0;
   private framing: Framing = { kind: 'none' };
   private reusable = false;
@@ -552,6 +553,8 @@ class Exchange {
     if (this.state !== 'body') return false;
     const room = this.slab.length - this.fill;
     if (room < MIN_READ_BYTES || (this.fill > this.pushed && Date.now() - this.lastPush >= PUSH_AFTER_MS)) this.push();
+    // Bytes left in the slab when the server pauses are handed on by the timer, not at the next read.
+    if (this.fill > this.pushed && this.pushTimer === undefined) this.pushTimer = setTimeout(() => this.pushLate(), PUSH_AFTER_MS);
     if (this.paused) {
       // The wait is the consumer's now, not the server's: no read timeout until it wants more (as undici).
       this.conn.socket.setTimeout(0);
@@ -560,7 +563,19 @@ class Exchange {
     return true;
   }
 
-  private push(): void {
+  /** The timer's hand-on of a partly filled slab; pauses the socket if the consumer is behind. */
+  private pushLate(): void {
+    this.pushTimer = undefined;
+    if (this.state !== 'body' || this.fill <= this.pushed || this.paused) return;
+    // Never a new slab here: the socket's next read already goes to the rest of this one.
+    this.push(false);
+    if (this.paused) {
+      this.conn.socket.setTimeout(0);
+      this.conn.socket.pause();
+    }
+  }
+
+  private push(nextSlab = true): void {
     const body = this.body!;
     if (this.fill > this.pushed) {
       const chunk = this.slab.subarray(this.pushed, this.fill);
@@ -570,7 +585,7 @@ class Exchange {
       slabPool.lend(chunk);
       if (!body.push(chunk)) this.paused = true;
     }
-    if (this.slab.length - this.fill < MIN_READ_BYTES) {
+    if (nextSlab && this.slab.length - this.fill < MIN_READ_BYTES) {
       // The consumer may hold on to what it was given: the next slab, never the same memory twice
       // (a slab is reused only once every chunk of it was recycled, slab-pool.ts).
       slabPool.retire(this.slab);
@@ -653,6 +668,8 @@ class Exchange {
   }
 
   private detach(): void {
+    if (this.pushTimer !== undefined) clearTimeout(this.pushTimer);
+    this.pushTimer = undefined;
     slabPool.retire(this.slab);
     this.req.signal.removeEventListener('abort', this.onAbort);
     if (this.conn.exchange === this) this.conn.exchange = undefined;

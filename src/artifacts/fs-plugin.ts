@@ -29,10 +29,11 @@ export interface ObjectStat {
   lastModified?: number;
   /**
    * A checksum the store vouches for, verified end to end while streaming (e.g. the MD5 in a
-   * single-part S3 ETag, an Azure Content-MD5, an S3 CRC32). Leave it out when unsure: a wrong
-   * expectation fails good downloads.
+   * single-part S3 ETag, an Azure Content-MD5, an S3 full-object CRC32 or SHA-256). Leave it out
+   * when unsure: a wrong expectation fails good downloads. `sha256` is compared with the digest the
+   * gateway computes anyway (free); `crc32` costs a seventh of `md5`'s CPU per byte.
    */
-  integrity?: { algorithm: 'md5' | 'crc32'; /** hex */ expected: string };
+  integrity?: { algorithm: 'md5' | 'crc32' | 'sha256'; /** hex */ expected: string };
   /**
    * The store serves byte ranges of this object and can pin each one to `version` or `etag` (a
    * strong validator): `open` with `range` and `pin` then returns exactly those bytes of exactly

@@ -60,6 +60,7 @@ export class ObjectFile {
   private failure?: Error;
   private readonly parts: Part[] = [];
   private scratch?: Buffer;
+  private sha256?: string;
 
   private constructor(private readonly fh: FileHandle, private readonly o: ObjectFileOptions) {
     this.expect(o.integrity);
@@ -213,14 +214,15 @@ export class ObjectFile {
     if (this.failure) throw this.failure;
     const size = this.contiguous();
     if (size !== this.issuedTotal || size !== this.hashed) throw fetchProblem(this.o.uri, `the parts do not tile the object (${this.hashed} of ${this.issuedTotal} bytes in order)`);
-    return { sha256: this.sha.digest('hex'), size };
+    this.sha256 = this.sha.digest('hex');
+    return { sha256: this.sha256, size };
   }
 
   /** The store checksum's mismatch, if any (after `finish`). */
   integrityProblem(): string | undefined {
     const integrity = this.integrity;
     if (!integrity) return undefined;
-    const actual = integrity.algorithm === 'md5' ? this.md5!.digest('hex') : (this.crc >>> 0).toString(16).padStart(8, '0');
+    const actual = integrity.algorithm === 'md5' ? this.md5!.digest('hex') : integrity.algorithm === 'sha256' ? this.sha256 : (this.crc >>> 0).toString(16).padStart(8, '0');
     return actual === integrity.expected.toLowerCase() ? undefined : `${integrity.algorithm} ${actual} ≠ ${integrity.expected}`;
   }
 

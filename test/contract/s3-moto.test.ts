@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { CreateBucketCommand, PutBucketVersioningCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutBucketVersioningCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { crc32 } from 'node:zlib';
 import { s3Plugin } from '../../fs-plugins/s3';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { startMotoServer, type IamPolicy, type MotoServer } from '../servers/moto-server';
@@ -102,6 +103,32 @@ describe('s3 plugin on moto: object versions and IAM', () => {
   afterAll(async () => {
     await Promise.all(opened.map((f) => f.close()));
     await server?.stop();
+  });
+
+  it("prefers the object's stored full-object checksum to the ETag's MD5: SHA-256 (free), then CRC32; a whole read is checked against it", async () => {
+    const bytes = randomBytes(300_000);
+    const client = fixtureClient(server.url, admin);
+    try {
+      await client.send(new PutObjectCommand({ Bucket: 'jars', Key: 'sha.jar', Body: bytes, ChecksumAlgorithm: 'SHA256' }));
+      await client.send(new PutObjectCommand({ Bucket: 'jars', Key: 'crc.jar', Body: bytes, ChecksumAlgorithm: 'CRC32' }));
+    } finally {
+      client.destroy();
+    }
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    expect((await fs.stat(new URL('s3://jars/sha.jar'), signal())).integrity).toEqual({ algorithm: 'sha256', expected: sha256 });
+    expect((await fs.stat(new URL('s3://jars/crc.jar'), signal())).integrity).toEqual({ algorithm: 'crc32', expected: crc32(bytes).toString(16).padStart(8, '0') });
+    for (const key of ['sha.jar', 'crc.jar']) {
+      const opened = await fs.open(new URL(`s3://jars/${key}`), { signal: signal() });
+      expect(opened.stat.integrity?.algorithm).toBe(key === 'sha.jar' ? 'sha256' : 'crc32');
+      await readAll(opened.stream);
+      const dir = await mkdtemp(join(tmpdir(), 's3-checksum-'));
+      try {
+        const got = await downloadTo(fs, new URL(`s3://jars/${key}`), join(dir, 'x'), { signal: signal(), maxBytes: 1 << 30, onProgress: () => undefined });
+        expect(got.sha256).toBe(sha256);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    }
   });
 
   it('two PUTs of the same key get two distinct version ids', () => {

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { httpPlugin } from '../../fs-plugins/http';
 import { ERROR_CODES, type ErrorCode } from '../../src/errors/codes';
 import { filesUnder, json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_CLASS, WORDCOUNT_JAR } from '../helpers/flink';
+import { eventually } from '../helpers/eventually';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { buildJar } from '../helpers/jars';
 import { writePaddedJar } from '../helpers/padded-jar';
@@ -17,15 +18,6 @@ const PLACEHOLDER = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n'
 /** In every jar name of this file, to find what it left on the JobManager. */
 const TAG = `pipe${randomBytes(4).toString('hex')}`;
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-
-async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await sleep(20);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`);
-}
 
 /**
  * The pipelined upload hand-off (ADR 0008) on the real embedded Flink: with
@@ -158,7 +150,10 @@ describe('pipelined upload hand-off on the real embedded Flink', () => {
   it('the first GET reset mid-body: the half-sent upload is aborted, the retry is handed off from the cache, one jar runs', async () => {
     const name = names[2]!;
     const uploads = uploadsStarted();
-    const r = await withPlan(originProxy, firstGet({ kind: 'reset', afterBytes: 3 * MiB }), () => run(gw, placeholder, uriOf(`/jobs/${name}`)));
+    // The reset comes once the pipelined upload has reached the JobManager: the gateway hands its
+    // first bytes on a MiB at a time, so on loopback a reset at a fixed offset can beat the upload.
+    const started = () => eventually(() => uploadsStarted() > uploads, 'the pipelined upload to start', 10_000, 10);
+    const r = await withPlan(originProxy, firstGet({ kind: 'reset', afterBytes: 3 * MiB, until: started }), () => run(gw, placeholder, uriOf(`/jobs/${name}`)));
     // Seen once under load in CI as a 503 (cause unknown): say what the gateway logged if it recurs.
     if (r.status !== 200) console.log('reset mid-body run failed; gateway warnings:', JSON.stringify(gw.logs.filter((l) => Number(l.level) >= 40).slice(-10)));
     expect({ status: r.status, errors: r.body.errors }).toEqual({ status: 200, errors: undefined });

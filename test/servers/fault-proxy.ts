@@ -3,8 +3,12 @@ import { connect, createServer, type AddressInfo, type Server, type Socket } fro
 /** What the proxy does to one connection (one request: the proxy makes every connection carry one). */
 export type Fault =
   | { kind: 'pass' }
-  /** Forwards `afterBytes` bytes of the response (headers included), then resets the client's TCP connection. */
-  | { kind: 'reset'; afterBytes: number }
+  /**
+   * Forwards `afterBytes` bytes of the response (headers included), then resets the client's TCP
+   * connection — once `until` resolved, when given (a reset at a known point of the client's work,
+   * not at whatever point a race reached).
+   */
+  | { kind: 'reset'; afterBytes: number; until?: () => Promise<unknown> }
   /** Forwards `afterBytes` bytes of the response, then sends nothing more until the client gives up. */
   | { kind: 'stall'; afterBytes: number }
   /** Forwards the whole response at `bytesPerSecond`. */
@@ -194,9 +198,13 @@ function relay(upstream: Socket, client: Socket, fault: Fault, timers: Set<NodeJ
         if (sent >= fault.afterBytes) {
           if (fault.kind === 'reset') {
             upstream.destroy();
-            // Let the bytes already written leave before the RST.
-            client.once('drain', () => client.resetAndDestroy());
-            if (client.writableLength === 0) client.resetAndDestroy();
+            const reset = () => {
+              // Let the bytes already written leave before the RST.
+              if (client.writableLength === 0) client.resetAndDestroy();
+              else client.once('drain', () => client.resetAndDestroy());
+            };
+            if (fault.until) void fault.until().finally(reset);
+            else reset();
           } else {
             upstream.pause(); // stall: hold the connection open, send nothing more
           }

@@ -669,6 +669,25 @@ describe('timeouts', () => {
     expect(chunks.length).toBeGreaterThan(1);
   });
 
+  it('bytes received just before the server pauses are handed on by a timer, not only at the next read', async () => {
+    let finish: () => void = () => undefined;
+    const o = await rawServer((s) => {
+      s.write('HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n' + 'x'.repeat(1000));
+      finish = () => s.write('y'.repeat(1000));
+    });
+    const res = await get(client({ readTimeoutMs: 5000 }), o);
+    const first = await new Promise<Buffer>((resolve) =>
+      res.body.once('data', (c: Buffer) => {
+        res.body.pause();
+        resolve(c);
+      }),
+    );
+    expect(first.toString()).toBe('x'.repeat(1000)); // while the server sends nothing more
+    finish();
+    const { data } = await readAll(res.body);
+    expect(data.toString()).toBe('y'.repeat(1000));
+  });
+
   describe('connect timeout', () => {
     /** A listener in a stopped process with its accept queue filled: a further SYN is dropped, the connect hangs. */
     async function fullBacklog(): Promise<number> {
