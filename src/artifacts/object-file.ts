@@ -121,17 +121,26 @@ export class ObjectFile {
       return;
     }
     let room: Promise<void> | undefined;
+    // The chunks the tee was given from memory (it may keep them); the others it gets read back.
+    let teed: Set<Buffer> | undefined;
     for (let i = 0, offset = at; i < bufs.length; offset += bufs[i]!.length, i++) {
-      if (offset === this.hashed && this.catching === undefined) room = this.digest(bufs[i]!) ?? room;
+      if (offset === this.hashed && this.catching === undefined) {
+        room = this.digest(bufs[i]!) ?? room;
+        if (this.o.openTee) {
+          teed ??= new Set();
+          teed.add(bufs[i]!);
+        }
+      }
     }
     part.issued += n;
     this.o.onProgress(this.issuedTotal);
     const written = bufs.length === 1 ? this.fh.write(bufs[0]!, 0, n, at) : this.fh.writev(bufs, at);
     part.inflight = Promise.all([written, room]).then(
       () => {
-        // Written, hashed, and held by nobody else (a tee may keep what it was given): the bulk
+        // Written, hashed, and held by nobody else (a tee may keep what it was given; a later part
+        // of a parallel read reaches the tee read back from the file, not from these): the bulk
         // client's slabs can be reused (slab-pool.ts; other buffers are ignored).
-        if (!this.o.openTee) for (const b of bufs) slabPool.recycle(b);
+        for (const b of bufs) if (!teed?.has(b)) slabPool.recycle(b);
         part.durable += n;
         if (this.contiguous() > this.hashed) void this.catchUp();
         done();
