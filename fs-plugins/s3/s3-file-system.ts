@@ -95,13 +95,14 @@ export class S3FileSystem implements FileSystem {
           await discard(res);
           throw fetchError.unavailable(uri, `HTTP ${status} ${range ? 'without the requested byte range' : 'to a request without Range'}`);
         }
-        const stat = statOfHeaders(headers);
+        const head = headOfHeaders(headers);
+        const stat = toStat(head);
         // Some S3-compatible stores ignore If-Match: hold what they sent to the pin ourselves.
         if (pin?.version === undefined && pin?.etag !== undefined && stat.etag !== undefined && stat.etag !== pin.etag) {
           await discard(res);
           throw fetchError.changed(uri, 'the store sent another ETag than the one asked for with If-Match');
         }
-        const integrity = range ? undefined : (storeChecksum(checksumsOfHeaders(headers)) ?? etagIntegrity(headers));
+        const integrity = range ? undefined : (storeChecksum(head) ?? etagIntegrity(headers));
         if (integrity) stat.integrity = integrity;
         return { stream: translateErrors(res.body, uri, signal), stat };
       }
@@ -153,17 +154,6 @@ function storeChecksum(out: HeadLike): ObjectStat['integrity'] {
   return undefined;
 }
 
-function checksumsOfHeaders(headers: Headers): HeadLike {
-  const out: HeadLike = {};
-  const sha = header(headers, 'x-amz-checksum-sha256');
-  if (sha) out.ChecksumSHA256 = sha;
-  const crc = header(headers, 'x-amz-checksum-crc32');
-  if (crc) out.ChecksumCRC32 = crc;
-  const type = header(headers, 'x-amz-checksum-type');
-  if (type) out.ChecksumType = type;
-  return out;
-}
-
 /**
  * End-to-end check for a whole-object read: a single-part object's ETag is the MD5 of its bytes,
  * unless it is encrypted with KMS or a customer key (then the ETag is opaque) or was uploaded in
@@ -183,8 +173,8 @@ function header(headers: Headers, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** The stat of a GetObject response, as toStat reads a HeadObject output. */
-function statOfHeaders(headers: Headers): ObjectStat {
+/** A GetObject response's headers as the HeadObject output they mirror (for toStat and storeChecksum). */
+function headOfHeaders(headers: Headers): HeadLike {
   const head: HeadLike = {};
   const length = Number(header(headers, 'content-length') ?? Number.NaN);
   if (Number.isSafeInteger(length) && length >= 0) head.ContentLength = length;
@@ -196,7 +186,13 @@ function statOfHeaders(headers: Headers): ObjectStat {
   if (version) head.VersionId = version;
   const lastModified = Date.parse(header(headers, 'last-modified') ?? '');
   if (Number.isFinite(lastModified)) head.LastModified = new Date(lastModified);
-  return toStat(head);
+  const sha256 = header(headers, 'x-amz-checksum-sha256');
+  if (sha256) head.ChecksumSHA256 = sha256;
+  const crc32 = header(headers, 'x-amz-checksum-crc32');
+  if (crc32) head.ChecksumCRC32 = crc32;
+  const checksumType = header(headers, 'x-amz-checksum-type');
+  if (checksumType) head.ChecksumType = checksumType;
+  return head;
 }
 
 function toStat(out: HeadLike): ObjectStat {

@@ -14,6 +14,29 @@ import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 
 const log = pino({ level: 'warn' });
 
+/** The cluster's Flink configuration for ZooKeeper HA, as a deployment would write it. */
+function writeHaConf(dir: string, quorum: string, clusterId: string, connectionTimeoutMs: number): string {
+  const file = join(dir, 'config.yaml');
+  writeFileSync(
+    file,
+    `high-availability.type: zookeeper\nhigh-availability.zookeeper.quorum: "${quorum}"\nhigh-availability.cluster-id: ${clusterId}\nhigh-availability.zookeeper.client.session-timeout: 4000\nhigh-availability.zookeeper.client.connection-timeout: ${connectionTimeoutMs}\n`,
+  );
+  return file;
+}
+
+/** A gateway on that configuration, and the test job's jar uploaded through it. */
+async function gatewayWithJar(dir: string, flinkConf: string, options: Record<string, string>): Promise<{ gw: TestGateway; jarId: string }> {
+  const gw = await startGateway(flinkUrl(), { 'gateway.cluster.flink-conf': flinkConf, 'gateway.tokens.store-dir': join(dir, 'store'), ...options });
+  const jarId = String((await uploadFile(gw.url, TEST_JOB_JAR, 'GatewayTestJob.jar')).body.filename).split('/').pop()!;
+  return { gw, jarId };
+}
+
+async function cleanUp(gw: TestGateway | undefined, jarId: string | undefined, dir: string | undefined): Promise<void> {
+  if (jarId) await json('DELETE', `${flinkUrl()}/v1/jars/${jarId}`).catch(() => undefined);
+  await gw?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}
+
 /**
  * The cluster's ZooKeeper gone under a leading gateway (the leader record played by the test, the
  * JobManager the suites' embedded Flink). Besides the answer, this file ending at all is part of
@@ -37,19 +60,12 @@ describe('ZooKeeper lost under a leading gateway', () => {
     await session.mkdirp(path);
     await session.setData(path, leaderRecordBytes(`pekko.tcp://flink@${id.host}:${id.port ?? 6123}/user/rpc/dispatcher_1`));
     session.close();
-    writeFileSync(
-      join(dir, 'config.yaml'),
-      `high-availability.type: zookeeper\nhigh-availability.zookeeper.quorum: "${zk.connectString}"\nhigh-availability.cluster-id: gw-zk-lost\nhigh-availability.zookeeper.client.session-timeout: 4000\nhigh-availability.zookeeper.client.connection-timeout: 3000\n`,
-    );
-    gw = await startGateway(flinkUrl(), { 'gateway.cluster.flink-conf': join(dir, 'config.yaml'), 'gateway.tokens.store-dir': join(dir, 'store'), 'gateway.tokens.unregistered-jobs': 'ignore' });
-    jarId = String((await uploadFile(gw.url, TEST_JOB_JAR, 'GatewayTestJob.jar')).body.filename).split('/').pop()!;
+    ({ gw, jarId } = await gatewayWithJar(dir, writeHaConf(dir, zk.connectString, 'gw-zk-lost', 3000), { 'gateway.tokens.unregistered-jobs': 'ignore' }));
   }, 120_000);
 
   afterAll(async () => {
-    if (jarId) await json('DELETE', `${flinkUrl()}/v1/jars/${jarId}`).catch(() => undefined);
-    await gw?.close();
+    await cleanUp(gw, jarId, dir);
     await zk?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('the gateway steps down, and a run is 503 GW_HA_STORE_UNAVAILABLE with Retry-After at once; nothing runs', async () => {
@@ -78,19 +94,10 @@ describe('ZooKeeper not reachable when a gateway without tokens starts', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-ha-zk-down-'));
     const port = await freePort(); // nothing listens there
-    writeFileSync(
-      join(dir, 'config.yaml'),
-      `high-availability.type: zookeeper\nhigh-availability.zookeeper.quorum: "127.0.0.1:${port}"\nhigh-availability.cluster-id: gw-zk-down\nhigh-availability.zookeeper.client.session-timeout: 4000\nhigh-availability.zookeeper.client.connection-timeout: 1000\n`,
-    );
-    gw = await startGateway(flinkUrl(), { 'gateway.cluster.flink-conf': join(dir, 'config.yaml'), 'gateway.tokens.store-dir': join(dir, 'store'), 'security.delegation.tokens.enabled': 'false' });
-    jarId = String((await uploadFile(gw.url, TEST_JOB_JAR, 'GatewayTestJob.jar')).body.filename).split('/').pop()!;
+    ({ gw, jarId } = await gatewayWithJar(dir, writeHaConf(dir, `127.0.0.1:${port}`, 'gw-zk-down', 1000), { 'security.delegation.tokens.enabled': 'false' }));
   }, 120_000);
 
-  afterAll(async () => {
-    if (jarId) await json('DELETE', `${flinkUrl()}/v1/jars/${jarId}`).catch(() => undefined);
-    await gw?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => cleanUp(gw, jarId, dir));
 
   it('starts, says why, and answers a run 503 GW_HA_STORE_UNAVAILABLE; nothing runs', async () => {
     expect(gw.logs.some((l) => String(l.msg).startsWith('ZooKeeper is not reachable yet'))).toBe(true);
