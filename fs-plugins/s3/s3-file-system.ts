@@ -173,25 +173,27 @@ function header(headers: Headers, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** The response headers that are text fields of a HeadObject output, as they are named there. */
+const TEXT_HEADERS = [
+  ['content-range', 'ContentRange'],
+  ['etag', 'ETag'],
+  ['x-amz-version-id', 'VersionId'],
+  ['x-amz-checksum-sha256', 'ChecksumSHA256'],
+  ['x-amz-checksum-crc32', 'ChecksumCRC32'],
+  ['x-amz-checksum-type', 'ChecksumType'],
+] as const;
+
 /** A GetObject response's headers as the HeadObject output they mirror (for toStat and storeChecksum). */
 function headOfHeaders(headers: Headers): HeadLike {
   const head: HeadLike = {};
   const length = Number(header(headers, 'content-length') ?? Number.NaN);
   if (Number.isSafeInteger(length) && length >= 0) head.ContentLength = length;
-  const contentRange = header(headers, 'content-range');
-  if (contentRange) head.ContentRange = contentRange;
-  const etag = header(headers, 'etag');
-  if (etag) head.ETag = etag;
-  const version = header(headers, 'x-amz-version-id');
-  if (version) head.VersionId = version;
   const lastModified = Date.parse(header(headers, 'last-modified') ?? '');
   if (Number.isFinite(lastModified)) head.LastModified = new Date(lastModified);
-  const sha256 = header(headers, 'x-amz-checksum-sha256');
-  if (sha256) head.ChecksumSHA256 = sha256;
-  const crc32 = header(headers, 'x-amz-checksum-crc32');
-  if (crc32) head.ChecksumCRC32 = crc32;
-  const checksumType = header(headers, 'x-amz-checksum-type');
-  if (checksumType) head.ChecksumType = checksumType;
+  for (const [name, field] of TEXT_HEADERS) {
+    const value = header(headers, name);
+    if (value) head[field] = value;
+  }
   return head;
 }
 
