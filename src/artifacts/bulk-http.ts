@@ -9,7 +9,7 @@ import { slabPool } from './slab-pool';
 const SLAB_BYTES = slabPool.bytes;
 /** A slab with less room than this is handed on and a fresh one read into (a read is ≤ 64 KiB on loopback). */
 const MIN_READ_BYTES = 64 * 1024;
-/** A partly filled slab is handed on after this long (a timer), so that a slow origin still shows progress. */
+/** A partly filled slab is handed on after this long, so that a slow origin still shows progress. */
 const PUSH_AFTER_MS = 100;
 /** The response head (status line and header fields) may not be larger. */
 const MAX_HEAD_BYTES = 64 * 1024;
@@ -309,6 +309,7 @@ class Exchange {
   private fill = 0;
   /** Body bytes of the slab already handed on. */
   private pushed = 0;
+  private lastPush = 0;
   private pushTimer: NodeJS.Timeout | undefined;
   private received = 0;
   private framing: Framing = { kind: 'none' };
@@ -454,6 +455,7 @@ class Exchange {
       this.reusable = false;
     }
     this.state = 'body';
+    this.lastPush = Date.now();
     this.body = new BulkBody(this);
     this.resolve({ statusCode, headers, body: this.body });
     if (this.framing.kind === 'none' || (this.framing.kind === 'length' && this.framing.left === 0)) {
@@ -549,19 +551,16 @@ class Exchange {
   /** Hands on a full (or old) slab; false pauses the socket while the consumer is behind. */
   private afterBodyBytes(): boolean {
     if (this.state !== 'body') return false;
-    if (this.slab.length - this.fill < MIN_READ_BYTES) this.push();
-    this.armPush();
+    const room = this.slab.length - this.fill;
+    if (room < MIN_READ_BYTES || (this.fill > this.pushed && Date.now() - this.lastPush >= PUSH_AFTER_MS)) this.push();
+    // Bytes left in the slab when the server pauses are handed on by the timer, not at the next read.
+    if (this.fill > this.pushed && this.pushTimer === undefined) this.pushTimer = setTimeout(() => this.pushLate(), PUSH_AFTER_MS);
     if (this.paused) {
       // The wait is the consumer's now, not the server's: no read timeout until it wants more (as undici).
       this.conn.socket.setTimeout(0);
       return false;
     }
     return true;
-  }
-
-  /** Bytes waiting in a partly filled slab are handed on by a timer, whether or not more arrive. */
-  private armPush(): void {
-    if (this.fill > this.pushed && this.pushTimer === undefined && !this.paused) this.pushTimer = setTimeout(() => this.pushLate(), PUSH_AFTER_MS);
   }
 
   /** The timer's hand-on of a partly filled slab; pauses the socket if the consumer is behind. */
@@ -582,6 +581,7 @@ class Exchange {
       const chunk = this.slab.subarray(this.pushed, this.fill);
       this.bodyBytes += chunk.length;
       this.pushed = this.fill;
+      this.lastPush = Date.now();
       slabPool.lend(chunk);
       if (!body.push(chunk)) this.paused = true;
     }
@@ -602,7 +602,6 @@ class Exchange {
     if (this.state === 'body' && !this.conn.socket.destroyed) {
       this.conn.socket.setTimeout(this.readTimeoutMs);
       this.conn.socket.resume();
-      this.armPush(); // what waited in the slab while the consumer was behind
     }
   }
 
@@ -644,9 +643,8 @@ class Exchange {
   private closedError(): BulkHttpError {
     if (this.state === 'head') return new BulkHttpError('ERR_BULK_CLOSED', 'the connection closed before the response');
     const f = this.framing;
-    const got = this.bodyBytes + (this.fill - this.pushed);
-    const expected = f.kind === 'length' ? ` of ${got + f.left}` : '';
-    return new BulkHttpError('ERR_BULK_CLOSED', `the connection closed after ${got}${expected} body bytes`);
+    const expected = f.kind === 'length' ? ` of ${this.bodyBytes + (this.fill - this.pushed) + f.left}` : '';
+    return new BulkHttpError('ERR_BULK_CLOSED', `the connection closed after ${this.bodyBytes + (this.fill - this.pushed)}${expected} body bytes`);
   }
 
   private protocol(detail: string): void {
