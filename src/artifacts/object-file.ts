@@ -121,26 +121,17 @@ export class ObjectFile {
       return;
     }
     let room: Promise<void> | undefined;
-    // The chunks the tee was given from memory (it may keep them); the others it gets read back.
-    let teed: Set<Buffer> | undefined;
     for (let i = 0, offset = at; i < bufs.length; offset += bufs[i]!.length, i++) {
-      if (offset === this.hashed && this.catching === undefined) {
-        room = this.digest(bufs[i]!) ?? room;
-        if (this.o.openTee) {
-          teed ??= new Set();
-          teed.add(bufs[i]!);
-        }
-      }
+      if (offset === this.hashed && this.catching === undefined) room = this.digest(bufs[i]!) ?? room;
     }
     part.issued += n;
     this.o.onProgress(this.issuedTotal);
     const written = bufs.length === 1 ? this.fh.write(bufs[0]!, 0, n, at) : this.fh.writev(bufs, at);
     part.inflight = Promise.all([written, room]).then(
       () => {
-        // Written, hashed, and held by nobody else (a tee may keep what it was given; a later part
-        // of a parallel read reaches the tee read back from the file, not from these): the bulk
-        // client's slabs can be reused (slab-pool.ts; other buffers are ignored).
-        for (const b of bufs) if (!teed?.has(b)) slabPool.recycle(b);
+        // Written and hashed: the file's hold on the bulk client's slabs ends (a tee holds its own,
+        // lent in `digest`; slab-pool.ts; other buffers are ignored).
+        for (const b of bufs) slabPool.recycle(b);
         part.durable += n;
         if (this.contiguous() > this.hashed) void this.catchUp();
         done();
@@ -166,7 +157,10 @@ export class ObjectFile {
     if (!this.o.openTee) return undefined;
     this.tee ??= openedTee(this.o.openTee);
     // A destroyed tee (its upload failed) drops the bytes; the download goes on for the cache.
-    if (this.tee.destroyed || this.tee.write(b)) return undefined;
+    if (this.tee.destroyed) return undefined;
+    // The tee holds the chunk beyond the file write: a hold of its own, which its consumer gives back.
+    slabPool.lend(b);
+    if (this.tee.write(b)) return undefined;
     // One wait for room, whatever number of ranges are held by it (each listening would pile up
     // one drain and one close listener per range on the tee).
     const tee = this.tee;
@@ -197,13 +191,26 @@ export class ObjectFile {
         for (;;) {
           const upTo = this.contiguous();
           if (upTo <= this.hashed) break;
-          const n = Math.min(upTo - this.hashed, CATCH_UP_CHUNK);
-          // The tee may keep a reference to what it is given: a fresh buffer then, else one reused.
-          if (!this.o.openTee && this.scratch === undefined) this.scratch = Buffer.allocUnsafeSlow(CATCH_UP_CHUNK);
-          const buf = this.scratch ?? Buffer.allocUnsafe(n);
-          const { bytesRead } = await this.fh.read(buf, 0, n, this.hashed);
-          if (bytesRead !== n) throw new Error(`short read back at ${this.hashed}: ${bytesRead} of ${n} bytes`);
-          await this.digest(buf.subarray(0, n));
+          if (this.o.openTee) {
+            // The tee keeps what it is given: a pooled slab, which its consumer gives back.
+            const slab = slabPool.take();
+            const chunk = slab.subarray(0, Math.min(upTo - this.hashed, slab.length));
+            slabPool.lend(chunk);
+            slabPool.retire(slab);
+            let room: Promise<void> | undefined;
+            try {
+              await this.readBack(chunk);
+              room = this.digest(chunk);
+            } finally {
+              slabPool.recycle(chunk);
+            }
+            await room;
+          } else {
+            this.scratch ??= Buffer.allocUnsafeSlow(CATCH_UP_CHUNK);
+            const chunk = this.scratch.subarray(0, Math.min(upTo - this.hashed, CATCH_UP_CHUNK));
+            await this.readBack(chunk);
+            this.digest(chunk);
+          }
         }
       } catch (err) {
         this.failure ??= err as Error;
@@ -212,6 +219,12 @@ export class ObjectFile {
       }
     })();
     return this.catching;
+  }
+
+  /** Fills `chunk` from the file at the digest's position. */
+  private async readBack(chunk: Buffer): Promise<void> {
+    const { bytesRead } = await this.fh.read(chunk, 0, chunk.length, this.hashed);
+    if (bytesRead !== chunk.length) throw new Error(`short read back at ${this.hashed}: ${bytesRead} of ${chunk.length} bytes`);
   }
 
   /**

@@ -6,10 +6,17 @@
  * a chunk is no longer referenced — the download's file writer, once the write completed and no tee
  * holds the bytes — gives them back with `recycle`.
  *
+ * Every holder of a lent chunk recycles it once: a chunk with two holders (the file writer and a
+ * tee) is lent twice. Whoever a chunk is passed to without keeping it (a PassThrough) passes the
+ * duty on with it; the JobManager upload (cluster/streamed-upload.ts) is such a final holder.
+ *
  * Giving back is optional: a chunk never recycled is simply collected. A slab returns to the pool
  * only when the client has moved on from it and every chunk cut from it was recycled, so memory is
  * never handed out twice while in use (as long as a caller recycles only chunks it no longer holds).
  */
+
+import { open } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 
 const SLAB_BYTES = 1024 * 1024;
 /** Free slabs kept; more are dropped. Enough for 8 parallel ranges with a few chunks in flight each. */
@@ -83,4 +90,36 @@ function armIdleRelease(): void {
     }, IDLE_RELEASE_MS);
     idleTimer.unref();
   }
+}
+
+/**
+ * A file read as a stream of pooled slabs, one MiB per read, each lent to the stream's consumer:
+ * a consumer that recycles them (the JobManager upload) reads a file of any size with a few slabs,
+ * where `fs.createReadStream` allocates a fresh buffer for every read.
+ */
+export function slabFileStream(path: string): Readable {
+  const file = open(path, 'r');
+  // A file that cannot be opened fails the stream at its first read, not as an unhandled rejection.
+  file.catch(() => undefined);
+  return new Readable({
+    highWaterMark: 0,
+    read() {
+      const slab = slabPool.take();
+      file
+        .then((fh) => fh.read(slab, 0, SLAB_BYTES, null))
+        .then(({ bytesRead }) => {
+          const chunk = slab.subarray(0, bytesRead);
+          if (bytesRead > 0) slabPool.lend(chunk);
+          slabPool.retire(slab);
+          this.push(bytesRead > 0 ? chunk : null);
+        })
+        .catch((err: unknown) => {
+          slabPool.retire(slab);
+          this.destroy(err as Error);
+        });
+    },
+    destroy(err, done) {
+      file.then((fh) => fh.close()).then(() => done(err), () => done(err));
+    },
+  });
 }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { copyFile, link, mkdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { slabFileStream } from '../artifacts/slab-pool';
 import type { JobManagerClient } from './jobmanager-client';
 import { MultipartJarBody } from './multipart-jar-body';
 import { PipelinedUpload } from './pipelined-upload';
@@ -63,7 +63,8 @@ export class JarHandoff {
     // Read from disk only once a JobManager connection takes the body: a hand-off waiting for one
     // of the client's connections must not hold jar bytes (RSS grew with the requests in flight).
     body.feedWhenRead(() => {
-      const file = createReadStream(path);
+      // In pooled slabs the upload gives back as it sends them: a few MiB for a jar of any size.
+      const file = slabFileStream(path);
       file.once('end', () => body.complete());
       file.once('error', (err) => body.abandon(err));
       return file;

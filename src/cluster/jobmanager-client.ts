@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Agent as HttpAgent } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { coreOptions } from '../config/options';
@@ -6,6 +7,7 @@ import type { Configuration } from '../config/registry';
 import { trustedCa } from '../artifacts/guarded-connector';
 import { GatewayError } from '../errors/gateway-error';
 import { isWebSubmitDisabled, summariseFlinkErrors } from './flink-errors';
+import { type JobManagerTls, streamedPost, uploadAgent } from './streamed-upload';
 
 export interface JsonResponse {
   status: number;
@@ -21,6 +23,8 @@ export interface JobManagerClientOptions {
   dispatcher?: Dispatcher;
   /** The pool for client traffic the gateway passes through; default: one like `dispatcher`'s. */
   passThroughDispatcher?: Dispatcher;
+  /** TLS towards an https JobManager (the pools' connect options, and the uploads' agent). */
+  tls?: JobManagerTls;
 }
 
 /**
@@ -38,6 +42,8 @@ export class JobManagerClient {
    * many clients hold pass-through connections, the gateway's own calls and readiness still get one.
    */
   private readonly passThroughDispatcher: Dispatcher;
+  /** Jar uploads (`streamedPost`: the write callbacks give slab chunks back to their pool). */
+  private readonly uploads: HttpAgent;
   private readonly origin: string;
   private readonly pathPrefix: string;
 
@@ -48,6 +54,7 @@ export class JobManagerClient {
     this.baseUrl = `${this.origin}${this.pathPrefix}`;
     this.dispatcher = opts.dispatcher ?? JobManagerClient.pool();
     this.passThroughDispatcher = opts.passThroughDispatcher ?? JobManagerClient.pool();
+    this.uploads = uploadAgent(url.protocol === 'https:', opts.tls);
   }
 
   /** A keep-alive connection pool to the JobManager (`connect`: TLS options when its REST speaks TLS). */
@@ -92,18 +99,10 @@ export class JobManagerClient {
    */
   async upload(body: Readable, contentType: string, signal?: AbortSignal): Promise<JsonResponse> {
     try {
-      const res = await this.dispatcher.request({
-        origin: this.origin,
-        path: this.target('/v1/jars/upload'),
-        method: 'POST',
-        headers: { 'content-type': contentType },
-        body,
-        ...(signal ? { signal } : {}),
-      });
-      const text = await res.body.text();
-      const misconfigured = this.tlsRedirect(res.statusCode, res.headers.location);
+      const res = await streamedPost(this.uploads, new URL(`${this.baseUrl}/v1/jars/upload`), contentType, body, signal);
+      const misconfigured = this.tlsRedirect(res.status, res.location);
       if (misconfigured) throw misconfigured;
-      return { status: res.statusCode, ...parseJson(text) };
+      return { status: res.status, ...parseJson(res.text) };
     } catch (err) {
       throw this.translate(err, 'upload', this.opts.requestTimeoutMs);
     }
@@ -201,6 +200,7 @@ export class JobManagerClient {
 
   async close(): Promise<void> {
     await this.dispatcher.close();
+    this.uploads.destroy();
   }
 }
 
@@ -247,6 +247,6 @@ export function jobManagerClientOptions(config: Configuration, baseUrl: string):
     baseUrl,
     requestTimeoutMs: config.get(coreOptions.clusterRequestTimeout),
     runTimeoutMs: config.get(coreOptions.clusterRunTimeout),
-    ...(tls ? { dispatcher: JobManagerClient.pool(tls), passThroughDispatcher: JobManagerClient.pool(tls) } : {}),
+    ...(tls ? { tls, dispatcher: JobManagerClient.pool(tls), passThroughDispatcher: JobManagerClient.pool(tls) } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { slabPool } from '../artifacts/slab-pool';
 import { whenRoom } from '../stream-room';
 import { MultipartJarBody } from './multipart-jar-body';
 
@@ -46,9 +47,15 @@ export class PipelinedUpload<T extends Releasable> extends Writable {
       return;
     }
     const stream = body.stream;
-    // A failed or aborted upload drops the bytes; the download goes on for the cache, and
-    // `complete()` tells the caller to hand off from there.
-    if (stream.destroyed || stream.write(chunk)) {
+    // A failed or aborted upload drops the bytes (and gives back its hold on a pooled slab); the
+    // download goes on for the cache, and `complete()` tells the caller to hand off from there.
+    if (stream.destroyed) {
+      slabPool.recycle(chunk);
+      done();
+      return;
+    }
+    // The body passes the chunk on as it is; the JobManager upload gives it back once sent.
+    if (stream.write(chunk)) {
       done();
       return;
     }

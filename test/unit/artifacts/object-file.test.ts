@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ObjectFile } from '../../../src/artifacts/object-file';
 import { slabPool } from '../../../src/artifacts/slab-pool';
@@ -60,5 +60,58 @@ describe('slabPool', () => {
     const before = slabPool.free;
     slabPool.recycle(Buffer.alloc(1024 * 1024));
     expect(slabPool.free).toBe(before);
+  });
+});
+
+describe('ObjectFile with a tee, on pooled slabs', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'object-file-tee-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** Chunks as the bulk client hands them on: cut from pooled slabs, each lent once, taken as read. */
+  async function* pooled(bytes: Buffer): AsyncGenerator<Buffer> {
+    for (let at = 0; at < bytes.length; at += slabPool.bytes) {
+      const slab = slabPool.take();
+      const n = bytes.copy(slab, 0, at, Math.min(at + slabPool.bytes, bytes.length));
+      const chunk = slab.subarray(0, n);
+      slabPool.lend(chunk);
+      slabPool.retire(slab);
+      yield chunk;
+    }
+  }
+
+  it('the tee holds its own share of each slab: a slab is reused only once the file and the tee let go', async () => {
+    const bytes = randomBytes(9 * slabPool.bytes + 4321);
+    const half = 5 * slabPool.bytes;
+    const teed: Buffer[] = [];
+    // A consumer that takes each chunk at once but reads it only later and then gives it back, as
+    // the JobManager upload does once its socket sent it: a slab reused too early shows in what it read.
+    let sent = Promise.resolve();
+    const tee = () =>
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          sent = sent.then(async () => {
+            await new Promise((resolve) => setTimeout(resolve, 3));
+            teed.push(Buffer.from(chunk));
+            slabPool.recycle(chunk);
+          });
+          done();
+        },
+      });
+    const file = await ObjectFile.create(join(dir, 'teed'), { uri: new URL('https://h/a.jar'), maxBytes: 1 << 30, onProgress: () => undefined, openTee: tee, writeBuffer: 4 * 1024 * 1024 });
+    // Two parts, the later one first: its bytes reach the tee read back from the file (in slabs too).
+    const later = file.part(half, bytes.length);
+    const first = file.part(0, half);
+    await pipeline(Readable.from(pooled(bytes.subarray(half))), file.writer(later));
+    await pipeline(Readable.from(pooled(bytes.subarray(0, half))), file.writer(first));
+    await file.settled(first);
+    await file.settled(later);
+    const { sha256 } = await file.finish();
+    await file.close();
+    await sent;
+    expect(sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
+    expect(Buffer.concat(teed).equals(bytes)).toBe(true);
   });
 });

@@ -1,0 +1,207 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { slabFileStream, slabPool } from '../../../src/artifacts/slab-pool';
+import { streamedPost, uploadAgent } from '../../../src/cluster/streamed-upload';
+
+const MiB = 1024 * 1024;
+
+interface Received {
+  bytes: Buffer;
+  ended: boolean;
+}
+
+/** A real HTTP server standing in for the JobManager's upload handler. */
+async function server(answer: (req: http.IncomingMessage, res: http.ServerResponse, got: Received) => void) {
+  const received: Received[] = [];
+  const s = http.createServer((req, res) => {
+    const got: Received = { bytes: Buffer.alloc(0), ended: false };
+    received.push(got);
+    const parts: Buffer[] = [];
+    req.on('data', (b: Buffer) => parts.push(b));
+    req.on('end', () => {
+      got.ended = true;
+      got.bytes = Buffer.concat(parts);
+    });
+    req.on('error', () => undefined);
+    answer(req, res, got);
+  });
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const url = new URL(`http://127.0.0.1:${(s.address() as AddressInfo).port}/v1/jars/upload`);
+  return { url, received, close: () => new Promise<void>((resolve) => s.close(() => resolve())) };
+}
+
+const answerWhenEnded = (req: http.IncomingMessage, res: http.ServerResponse) =>
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"filename":"/jm/x.jar"}'));
+
+/** Chunks cut from pooled slabs, as the bulk client hands them on (each lent once). */
+function pooledChunks(bytes: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let at = 0; at < bytes.length; at += slabPool.bytes) {
+    const slab = slabPool.take();
+    const n = bytes.copy(slab, 0, at, Math.min(at + slabPool.bytes, bytes.length));
+    const chunk = slab.subarray(0, n);
+    slabPool.lend(chunk);
+    slabPool.retire(slab);
+    out.push(chunk);
+  }
+  return out;
+}
+
+describe('streamedPost (the JobManager upload)', () => {
+  it('sends every byte, chunked, and gives each pooled chunk back once the socket is done with it', async () => {
+    const jm = await server(answerWhenEnded);
+    const agent = uploadAgent(false);
+    try {
+      const bytes = randomBytes(6 * MiB + 123);
+      const chunks = pooledChunks(bytes);
+      const slabs = new Set(chunks.map((c) => c.buffer));
+      const answer = await streamedPost(agent, jm.url, 'multipart/form-data; boundary=x', Readable.from(chunks));
+      expect(answer).toEqual({ status: 200, text: '{"filename":"/jm/x.jar"}' });
+      expect(jm.received[0]!.bytes.equals(bytes)).toBe(true);
+      // Every slab came back: the pool hands them out again.
+      const again = Array.from({ length: chunks.length }, () => slabPool.take());
+      expect(again.filter((s) => slabs.has(s.buffer)).length).toBe(chunks.length);
+      for (const s of again) slabPool.retire(s);
+    } finally {
+      agent.destroy();
+      await jm.close();
+    }
+  });
+
+  it('a body that fails before its end destroys the request: the server never sees its end', async () => {
+    const jm = await server(answerWhenEnded);
+    const agent = uploadAgent(false);
+    try {
+      const body = new Readable({ read() {} });
+      body.push(randomBytes(64 * 1024));
+      const sent = streamedPost(agent, jm.url, 'application/octet-stream', body);
+      await sleep(50);
+      body.destroy(new Error('the store checksum did not match'));
+      await expect(sent).rejects.toThrow('the store checksum did not match');
+      await sleep(50);
+      expect(jm.received).toHaveLength(1);
+      expect(jm.received[0]!.ended).toBe(false);
+    } finally {
+      agent.destroy();
+      await jm.close();
+    }
+  });
+
+  it('an answer before the body ends settles the upload, and the body is no longer read', async () => {
+    const jm = await server((_req, res) => res.writeHead(413, { connection: 'close' }).end('{"errors":["too large"]}'));
+    const agent = uploadAgent(false);
+    try {
+      let reads = 0;
+      const endless = new Readable({
+        read() {
+          reads++;
+          this.push(Buffer.alloc(64 * 1024));
+        },
+      });
+      const answer = await streamedPost(agent, jm.url, 'application/octet-stream', endless);
+      expect(answer.status).toBe(413);
+      expect(answer.text).toContain('too large');
+      const at = reads;
+      await sleep(100);
+      expect(reads - at).toBeLessThan(20);
+      endless.destroy();
+    } finally {
+      agent.destroy();
+      await jm.close();
+    }
+  });
+
+  it('reads the body only once a connection takes the request', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let first = true;
+    const jm = await server((req, res) => {
+      const hold = first;
+      first = false;
+      req.on('end', () => void (hold ? held : Promise.resolve()).then(() => res.writeHead(200).end('{}')));
+    });
+    const agent = new http.Agent({ maxSockets: 1 });
+    try {
+      const a = streamedPost(agent, jm.url, 'application/octet-stream', Readable.from([Buffer.from('first')]));
+      await sleep(50);
+      let read = false;
+      const body = new Readable({
+        read() {
+          read = true;
+          this.push(Buffer.from('second'));
+          this.push(null);
+        },
+      });
+      const b = streamedPost(agent, jm.url, 'application/octet-stream', body);
+      await sleep(100);
+      expect(read).toBe(false); // queued behind the first: holds no bytes
+      release();
+      expect((await a).status).toBe(200);
+      expect((await b).status).toBe(200);
+      expect(read).toBe(true);
+      expect(jm.received[1]!.bytes.toString()).toBe('second');
+    } finally {
+      agent.destroy();
+      await jm.close();
+    }
+  });
+
+  it('its signal aborts the exchange', async () => {
+    const jm = await server(answerWhenEnded);
+    const agent = uploadAgent(false);
+    try {
+      const body = new Readable({ read() {} });
+      const ac = new AbortController();
+      const sent = streamedPost(agent, jm.url, 'application/octet-stream', body, ac.signal);
+      body.push(Buffer.from('part'));
+      await sleep(50);
+      ac.abort(new Error('the gateway is shutting down'));
+      await expect(sent).rejects.toThrow('the gateway is shutting down');
+      body.destroy();
+    } finally {
+      agent.destroy();
+      await jm.close();
+    }
+  });
+});
+
+describe('slabFileStream', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'slab-file-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reads a file in pooled slabs that a recycling consumer gets back', async () => {
+    const bytes = randomBytes(3 * MiB + 77);
+    const path = join(dir, 'a.jar');
+    writeFileSync(path, bytes);
+    const parts: Buffer[] = [];
+    const slabs = new Set<ArrayBufferLike>();
+    for await (const chunk of slabFileStream(path) as AsyncIterable<Buffer>) {
+      parts.push(Buffer.from(chunk)); // a copy: the slab goes back now
+      slabs.add(chunk.buffer);
+      slabPool.recycle(chunk);
+    }
+    expect(Buffer.concat(parts).equals(bytes)).toBe(true);
+    // One slab serves the whole file when every chunk comes back before the next read.
+    expect(slabs.size).toBe(1);
+  });
+
+  it('an empty file ends at once; a missing one fails the stream', async () => {
+    const empty = join(dir, 'empty.jar');
+    writeFileSync(empty, '');
+    const seen: Buffer[] = [];
+    for await (const chunk of slabFileStream(empty) as AsyncIterable<Buffer>) seen.push(chunk);
+    expect(seen).toEqual([]);
+    await expect((async () => {
+      for await (const _ of slabFileStream(join(dir, 'missing.jar'))) void _;
+    })()).rejects.toThrow(/ENOENT/);
+  });
+});
