@@ -6,14 +6,15 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ObjectFile } from '../../../src/artifacts/object-file';
 import { slabPool } from '../../../src/artifacts/slab-pool';
+import { pooledChunks } from '../../helpers/slabs';
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'object-file-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('ObjectFile store checksums', () => {
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'object-file-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
   const bytes = randomBytes(200_000);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
 
@@ -64,24 +65,6 @@ describe('slabPool', () => {
 });
 
 describe('ObjectFile with a tee, on pooled slabs', () => {
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'object-file-tee-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-  /** Chunks as the bulk client hands them on: cut from pooled slabs, each lent once, taken as read. */
-  async function* pooled(bytes: Buffer): AsyncGenerator<Buffer> {
-    for (let at = 0; at < bytes.length; at += slabPool.bytes) {
-      const slab = slabPool.take();
-      const n = bytes.copy(slab, 0, at, Math.min(at + slabPool.bytes, bytes.length));
-      const chunk = slab.subarray(0, n);
-      slabPool.lend(chunk);
-      slabPool.retire(slab);
-      yield chunk;
-    }
-  }
-
   it('the tee holds its own share of each slab: a slab is reused only once the file and the tee let go', async () => {
     const bytes = randomBytes(9 * slabPool.bytes + 4321);
     const half = 5 * slabPool.bytes;
@@ -104,8 +87,8 @@ describe('ObjectFile with a tee, on pooled slabs', () => {
     // Two parts, the later one first: its bytes reach the tee read back from the file (in slabs too).
     const later = file.part(half, bytes.length);
     const first = file.part(0, half);
-    await pipeline(Readable.from(pooled(bytes.subarray(half))), file.writer(later));
-    await pipeline(Readable.from(pooled(bytes.subarray(0, half))), file.writer(first));
+    await pipeline(Readable.from(pooledChunks(bytes.subarray(half))), file.writer(later));
+    await pipeline(Readable.from(pooledChunks(bytes.subarray(0, half))), file.writer(first));
     await file.settled(first);
     await file.settled(later);
     const { sha256 } = await file.finish();

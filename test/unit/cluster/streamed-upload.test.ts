@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { slabFileStream, slabPool } from '../../../src/artifacts/slab-pool';
+import { pooledChunks } from '../../helpers/slabs';
 import { streamedPost, uploadAgent } from '../../../src/cluster/streamed-upload';
 
 const MiB = 1024 * 1024;
@@ -39,27 +40,22 @@ async function server(answer: (req: http.IncomingMessage, res: http.ServerRespon
 const answerWhenEnded = (req: http.IncomingMessage, res: http.ServerResponse) =>
   req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"filename":"/jm/x.jar"}'));
 
-/** Chunks cut from pooled slabs, as the bulk client hands them on (each lent once). */
-function pooledChunks(bytes: Buffer): Buffer[] {
-  const out: Buffer[] = [];
-  for (let at = 0; at < bytes.length; at += slabPool.bytes) {
-    const slab = slabPool.take();
-    const n = bytes.copy(slab, 0, at, Math.min(at + slabPool.bytes, bytes.length));
-    const chunk = slab.subarray(0, n);
-    slabPool.lend(chunk);
-    slabPool.retire(slab);
-    out.push(chunk);
+/** One upload exchange's set-up: the server, and an agent (the gateway's unless given), both closed after `fn`. */
+async function withServer(answer: Parameters<typeof server>[0], fn: (jm: Awaited<ReturnType<typeof server>>, agent: http.Agent) => Promise<void>, agent: http.Agent = uploadAgent(false)) {
+  const jm = await server(answer);
+  try {
+    await fn(jm, agent);
+  } finally {
+    agent.destroy();
+    await jm.close();
   }
-  return out;
 }
 
 describe('streamedPost (the JobManager upload)', () => {
   it('sends every byte, chunked, and gives each pooled chunk back once the socket is done with it', async () => {
-    const jm = await server(answerWhenEnded);
-    const agent = uploadAgent(false);
-    try {
+    await withServer(answerWhenEnded, async (jm, agent) => {
       const bytes = randomBytes(6 * MiB + 123);
-      const chunks = pooledChunks(bytes);
+      const chunks = [...pooledChunks(bytes)];
       const slabs = new Set(chunks.map((c) => c.buffer));
       const answer = await streamedPost(agent, jm.url, 'multipart/form-data; boundary=x', Readable.from(chunks));
       expect(answer).toEqual({ status: 200, text: '{"filename":"/jm/x.jar"}' });
@@ -68,16 +64,11 @@ describe('streamedPost (the JobManager upload)', () => {
       const again = Array.from({ length: chunks.length }, () => slabPool.take());
       expect(again.filter((s) => slabs.has(s.buffer)).length).toBe(chunks.length);
       for (const s of again) slabPool.retire(s);
-    } finally {
-      agent.destroy();
-      await jm.close();
-    }
+    });
   });
 
   it('a body that fails before its end destroys the request: the server never sees its end', async () => {
-    const jm = await server(answerWhenEnded);
-    const agent = uploadAgent(false);
-    try {
+    await withServer(answerWhenEnded, async (jm, agent) => {
       const body = new Readable({ read() {} });
       body.push(randomBytes(64 * 1024));
       const sent = streamedPost(agent, jm.url, 'application/octet-stream', body);
@@ -87,16 +78,11 @@ describe('streamedPost (the JobManager upload)', () => {
       await sleep(50);
       expect(jm.received).toHaveLength(1);
       expect(jm.received[0]!.ended).toBe(false);
-    } finally {
-      agent.destroy();
-      await jm.close();
-    }
+    });
   });
 
   it('an answer before the body ends settles the upload, and the body is no longer read', async () => {
-    const jm = await server((_req, res) => res.writeHead(413, { connection: 'close' }).end('{"errors":["too large"]}'));
-    const agent = uploadAgent(false);
-    try {
+    await withServer((_req, res) => res.writeHead(413, { connection: 'close' }).end('{"errors":["too large"]}'), async (jm, agent) => {
       let reads = 0;
       const endless = new Readable({
         read() {
@@ -111,23 +97,19 @@ describe('streamedPost (the JobManager upload)', () => {
       await sleep(100);
       expect(reads - at).toBeLessThan(20);
       endless.destroy();
-    } finally {
-      agent.destroy();
-      await jm.close();
-    }
+    });
   });
 
   it('reads the body only once a connection takes the request', async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let first = true;
-    const jm = await server((req, res) => {
+    const answer = (req: http.IncomingMessage, res: http.ServerResponse) => {
       const hold = first;
       first = false;
       req.on('end', () => void (hold ? held : Promise.resolve()).then(() => res.writeHead(200).end('{}')));
-    });
-    const agent = new http.Agent({ maxSockets: 1 });
-    try {
+    };
+    await withServer(answer, async (jm, agent) => {
       const a = streamedPost(agent, jm.url, 'application/octet-stream', Readable.from([Buffer.from('first')]));
       await sleep(50);
       let read = false;
@@ -146,16 +128,11 @@ describe('streamedPost (the JobManager upload)', () => {
       expect((await b).status).toBe(200);
       expect(read).toBe(true);
       expect(jm.received[1]!.bytes.toString()).toBe('second');
-    } finally {
-      agent.destroy();
-      await jm.close();
-    }
+    }, new http.Agent({ maxSockets: 1 }));
   });
 
   it('its signal aborts the exchange', async () => {
-    const jm = await server(answerWhenEnded);
-    const agent = uploadAgent(false);
-    try {
+    await withServer(answerWhenEnded, async (jm, agent) => {
       const body = new Readable({ read() {} });
       const ac = new AbortController();
       const sent = streamedPost(agent, jm.url, 'application/octet-stream', body, ac.signal);
@@ -164,10 +141,7 @@ describe('streamedPost (the JobManager upload)', () => {
       ac.abort(new Error('the gateway is shutting down'));
       await expect(sent).rejects.toThrow('the gateway is shutting down');
       body.destroy();
-    } finally {
-      agent.destroy();
-      await jm.close();
-    }
+    });
   });
 });
 
