@@ -2,9 +2,9 @@
  * Reuse of the bulk client's 1 MiB read buffers (slabs). A fresh slab per MiB read costs more than
  * the reading itself: measured here, socket→file went from 1.2 to 1.9 CPU-s per GiB with a new
  * buffer for every MiB (page faults on new memory, and the garbage collections V8 starts for
- * external memory). So the client takes slabs from this pool, and the one consumer that knows when
- * a chunk is no longer referenced — the download's file writer, once the write completed and no tee
- * holds the bytes — gives them back with `recycle`.
+ * external memory). So the client takes slabs from this pool, and the consumers that know when a
+ * chunk is no longer referenced — the download's file writer once its write completed, and the
+ * JobManager upload once its socket sent it — give them back with `recycle` (ADR 0015).
  *
  * Every holder of a lent chunk recycles it once: a chunk with two holders (the file writer and a
  * tee) is lent twice. Whoever a chunk is passed to without keeping it (a PassThrough) passes the

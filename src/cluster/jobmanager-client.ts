@@ -23,7 +23,7 @@ export interface JobManagerClientOptions {
   dispatcher?: Dispatcher;
   /** The pool for client traffic the gateway passes through; default: one like `dispatcher`'s. */
   passThroughDispatcher?: Dispatcher;
-  /** TLS towards an https JobManager (the pools' connect options, and the uploads' agent). */
+  /** TLS towards an https JobManager: the connect options of the default pools, and the uploads' agent. */
   tls?: JobManagerTls;
 }
 
@@ -52,8 +52,8 @@ export class JobManagerClient {
     this.origin = url.origin;
     this.pathPrefix = url.pathname.replace(/\/+$/, '');
     this.baseUrl = `${this.origin}${this.pathPrefix}`;
-    this.dispatcher = opts.dispatcher ?? JobManagerClient.pool();
-    this.passThroughDispatcher = opts.passThroughDispatcher ?? JobManagerClient.pool();
+    this.dispatcher = opts.dispatcher ?? JobManagerClient.pool(opts.tls);
+    this.passThroughDispatcher = opts.passThroughDispatcher ?? JobManagerClient.pool(opts.tls);
     this.uploads = uploadAgent(url.protocol === 'https:', opts.tls);
   }
 
@@ -99,7 +99,7 @@ export class JobManagerClient {
    */
   async upload(body: Readable, contentType: string, signal?: AbortSignal): Promise<JsonResponse> {
     try {
-      const res = await streamedPost(this.uploads, new URL(`${this.baseUrl}/v1/jars/upload`), contentType, body, signal);
+      const res = await streamedPost(this.uploads, new URL(this.target('/v1/jars/upload'), this.origin), contentType, body, signal);
       const misconfigured = this.tlsRedirect(res.status, res.location);
       if (misconfigured) throw misconfigured;
       return { status: res.status, ...parseJson(res.text) };
@@ -247,6 +247,6 @@ export function jobManagerClientOptions(config: Configuration, baseUrl: string):
     baseUrl,
     requestTimeoutMs: config.get(coreOptions.clusterRequestTimeout),
     runTimeoutMs: config.get(coreOptions.clusterRunTimeout),
-    ...(tls ? { tls, dispatcher: JobManagerClient.pool(tls), passThroughDispatcher: JobManagerClient.pool(tls) } : {}),
+    ...(tls ? { tls } : {}),
   };
 }

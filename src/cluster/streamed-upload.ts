@@ -61,7 +61,8 @@ export function streamedPost(agent: http.Agent, url: URL, contentType: string, b
     request.once('socket', () => {
       body.on('data', (chunk: Buffer) => {
         const more = request.write(chunk, (err) => {
-          // Written out (or dropped with the connection): nothing here holds the chunk any more.
+          // Written out: nothing holds the chunk any more. After a failed write it is left to the
+          // collector rather than trusted to be free.
           if (!err) slabPool.recycle(chunk);
         });
         if (!more) body.pause();
