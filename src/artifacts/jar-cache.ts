@@ -26,6 +26,11 @@ export interface CacheEntry {
 export class JarCache {
   private readonly entries = new Map<string, CacheEntry>();
   private readonly inUse = new Map<string, number>();
+  /** Per blob, the file identity (see `identity`) it had when its bytes last matched its digest. */
+  private readonly verified = new Map<string, string>();
+  private readonly verifying = new Map<string, Promise<boolean>>();
+  private readonly refreshing = new Set<Promise<unknown>>();
+  private hashed = 0;
 
   constructor(
     readonly dir: string,
@@ -68,18 +73,46 @@ export class JarCache {
   }
 
   /**
-   * Whether the blob on disk still has the digest it is filed under (hashed again, streaming), so a
-   * blob changed behind the gateway's back never reaches the JobManager. A mismatch removes it.
+   * Whether the blob on disk still has the digest it is filed under, so a blob changed behind the
+   * gateway's back never reaches the JobManager. A mismatch removes it.
+   *
+   * The bytes are hashed again unless the file is provably untouched since they last matched: same
+   * device, inode, size, mtime and ctime (nanoseconds), and no other name for the inode. Any write,
+   * truncate, chmod or `utimes` sets the ctime to now, and nothing but the clock can set it back, so
+   * a file whose ctime did not move has not changed. A hard link handed to the JobManager (the
+   * shared-dir hand-off) moves the ctime too; `hold`'s release checks the blob again in the
+   * background once it is the only name left, so the next run of that jar needs no hashing.
    */
   async verifyBlob(sha256: string): Promise<boolean> {
+    const running = this.verifying.get(sha256);
+    if (running) return running;
+    const check = this.check(sha256).finally(() => this.verifying.delete(sha256));
+    this.verifying.set(sha256, check);
+    return check;
+  }
+
+  private async check(sha256: string): Promise<boolean> {
     const path = this.blobPath(sha256);
+    const before = await identity(path);
+    if (before === undefined) {
+      this.verified.delete(sha256);
+      return false;
+    }
+    if (before.sole && this.verified.get(sha256) === before.key) return true;
+    this.verified.delete(sha256);
     const hash = createHash('sha256');
+    this.hashed++;
     try {
       await pipeline(createReadStream(path, { highWaterMark: 1024 * 1024 }), hash);
     } catch {
       return false;
     }
-    if (hash.digest('hex') === sha256) return true;
+    if (hash.digest('hex') === sha256) {
+      // Remembered only if nothing touched the file while it was read.
+      const after = await identity(path);
+      if (after?.sole && after.key === before.key) this.verified.set(sha256, after.key);
+      return true;
+    }
     this.log.error({ sha256, path }, 'a cached jar does not match its digest (changed on disk); removed, it will be downloaded again');
     for (const [key, e] of this.entries) {
       if (e.sha256 !== sha256) continue;
@@ -90,11 +123,30 @@ export class JarCache {
     return false;
   }
 
+  /** Checks a released blob in the background (see `verifyBlob`), when it is the inode's only name. */
+  private refresh(sha256: string): void {
+    const job = identity(this.blobPath(sha256))
+      .then((id) => (id?.sole && this.verified.get(sha256) !== id.key ? this.verifyBlob(sha256) : undefined))
+      .catch((err: unknown) => this.log.warn({ sha256, err: (err as Error).message }, 'background check of a cached jar failed'))
+      .finally(() => this.refreshing.delete(job));
+    this.refreshing.add(job);
+  }
+
+  /** Resolves once the background checks started so far have ended (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.refreshing.size > 0) await Promise.all([...this.refreshing]);
+  }
+
   /** Moves a verified download into place and records it. */
   async commit(key: string, tmpFile: string, entry: Omit<CacheEntry, 'fetchedAt' | 'lastUsed'>): Promise<CacheEntry> {
     const target = this.blobPath(entry.sha256);
     if (existsSync(target)) await unlink(tmpFile);
-    else await rename(tmpFile, target);
+    else {
+      await rename(tmpFile, target);
+      // The caller hashed these bytes as it wrote them, in the cache's private tmp directory.
+      const id = await identity(target);
+      if (id?.sole) this.verified.set(entry.sha256, id.key);
+    }
     const full: CacheEntry = { ...entry, fetchedAt: this.now(), lastUsed: this.now() };
     this.entries.set(key, full);
     await writeFile(join(this.dir, 'index', `${key}.json`), JSON.stringify(full), { mode: 0o600 });
@@ -131,8 +183,12 @@ export class JarCache {
       if (released) return;
       released = true;
       const n = (this.inUse.get(sha256) ?? 1) - 1;
-      if (n <= 0) this.inUse.delete(sha256);
-      else this.inUse.set(sha256, n);
+      if (n > 0) {
+        this.inUse.set(sha256, n);
+        return;
+      }
+      this.inUse.delete(sha256);
+      this.refresh(sha256);
     };
   }
 
@@ -161,7 +217,21 @@ export class JarCache {
     }
   }
 
-  stats(): { entries: number } {
-    return { entries: this.entries.size };
+  /** `hashed`: how many times a blob's bytes were read again to check them. */
+  stats(): { entries: number; hashed: number } {
+    return { entries: this.entries.size, hashed: this.hashed };
+  }
+}
+
+/**
+ * What identifies a file's current bytes without reading them: device, inode, size, mtime and
+ * ctime in nanoseconds; `sole` when the inode has no other name (no hard link handed out).
+ */
+async function identity(path: string): Promise<{ key: string; sole: boolean } | undefined> {
+  try {
+    const s = await stat(path, { bigint: true });
+    return { key: `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`, sole: s.nlink === 1n };
+  } catch {
+    return undefined;
   }
 }

@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, linkSync, mkdtempSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -52,5 +53,60 @@ describe('JarCache', () => {
     await tight.evict();
     expect(tight.lookup('held')).toBeDefined();
     release();
+  });
+
+  describe('verifyBlob', () => {
+    const bytes = randomBytes(256 * 1024);
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    async function cached(): Promise<JarCache> {
+      const cache = new JarCache(dir, 1e9, log, () => now);
+      await cache.init();
+      const tmp = join(cache.tmpDir, 'k.part');
+      writeFileSync(tmp, bytes);
+      utimesSync(tmp, 1_000_000_000, 1_000_000_000); // whole seconds: the rewrite below can set them back exactly
+      await cache.commit('k', tmp, { uri: 's3://b/k', sha256: sha, size: bytes.length });
+      return cache;
+    }
+
+    it('reads an untouched blob again only while something else may change it (a hard link handed out)', async () => {
+      const cache = await cached();
+      expect(await cache.verifyBlob(sha)).toBe(true);
+      expect(cache.stats().hashed).toBe(0); // committed by the download that hashed it
+      const handed = join(dir, 'handed.jar');
+      linkSync(cache.blobPath(sha), handed);
+      const release = cache.hold(sha);
+      expect(await Promise.all([cache.verifyBlob(sha), cache.verifyBlob(sha)])).toEqual([true, true]);
+      expect(cache.stats().hashed).toBe(1); // one check shared by concurrent callers
+      expect(await cache.verifyBlob(sha)).toBe(true);
+      expect(cache.stats().hashed).toBe(2); // never remembered while another name exists
+      unlinkSync(handed);
+      release();
+      await cache.settled();
+      expect(cache.stats().hashed).toBe(3); // checked once in the background after the release
+      expect(await cache.verifyBlob(sha)).toBe(true);
+      expect(cache.stats().hashed).toBe(3);
+    });
+
+    it('catches a rewrite of the same size whose mtime was set back (the ctime moved), and removes the blob', async () => {
+      const cache = await cached();
+      const path = cache.blobPath(sha);
+      const before = statSync(path, { bigint: true });
+      writeFileSync(path, randomBytes(bytes.length));
+      utimesSync(path, 1_000_000_000, 1_000_000_000);
+      const after = statSync(path, { bigint: true });
+      expect([after.size, after.mtimeNs, after.ino]).toEqual([before.size, before.mtimeNs, before.ino]);
+      expect(await cache.verifyBlob(sha)).toBe(false);
+      expect(existsSync(path)).toBe(false);
+      expect(cache.lookup('k')).toBeUndefined();
+    });
+
+    it('checks every blob once after a restart', async () => {
+      await cached();
+      const again = new JarCache(dir, 1e9, log, () => now);
+      await again.init();
+      expect(await again.verifyBlob(sha)).toBe(true);
+      expect(await again.verifyBlob(sha)).toBe(true);
+      expect(again.stats().hashed).toBe(1);
+    });
   });
 });
