@@ -33,6 +33,8 @@ export interface Origin {
 export interface Flink {
   restUrl: string;
   uploadDir: string;
+  /** The JobManager's JVM (CPU time). */
+  pid: number;
 }
 
 /**
@@ -113,7 +115,7 @@ export class BenchEnv {
       });
       this.cluster = cluster;
       note(`embedded Flink ready at ${cluster.restUrl} in ${Math.round(performance.now() - started)} ms`);
-      return { restUrl: cluster.restUrl, uploadDir: cluster.uploadDir };
+      return { restUrl: cluster.restUrl, uploadDir: cluster.uploadDir, pid: cluster.pid! };
     })();
     return this.flinkP;
   }

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -128,10 +128,12 @@ export interface GatewayProcess {
 /**
  * Runs the built gateway (`node bin/flink-jar-gateway.js`, dist/ from `npm run build`) as its own
  * process on 127.0.0.1:0 with `-Dkey=value` options. BENCH_GATEWAY_NODE_ARGS adds Node flags
- * (e.g. `--cpu-prof --cpu-prof-dir=.tmp/prof`) for profiling.
+ * (e.g. `--cpu-prof --cpu-prof-dir=.tmp/prof`) for profiling; BENCH_GATEWAY_STDOUT=<file> appends
+ * every line the gateways print to that file (e.g. with `--trace-gc`).
  */
 export async function startGatewayProcess(root: string, options: Record<string, string>): Promise<GatewayProcess> {
   const logs: Record<string, unknown>[] = [];
+  const rawLines = process.env.BENCH_GATEWAY_STDOUT;
   const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const args = [...nodeArgs, join(root, 'bin', 'flink-jar-gateway.js'), '-Drest.port=0', '-Drest.bind-address=127.0.0.1'];
   for (const [k, v] of Object.entries(options)) args.push(`-D${k}=${v}`);
@@ -139,6 +141,7 @@ export async function startGatewayProcess(root: string, options: Record<string, 
     ready: /^GATEWAY_URL=(\S+)/,
     timeoutMs: 60_000,
     onLine: (line) => {
+      if (rawLines) appendFileSync(rawLines, `${line}\n`);
       if (line.startsWith('{')) {
         try {
           logs.push(JSON.parse(line) as Record<string, unknown>);

@@ -1,6 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
-import { DEFAULT_ZIP_LIMITS, ManifestScanner, readZipEnd, ZIP_TAIL, type ZipLimits } from './zip-bounds';
+import { DEFAULT_ZIP_LIMITS, readZipEnd, ZIP_TAIL, type ZipLimits } from './zip-bounds';
 
 const LOCAL_HEADER = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 
@@ -12,12 +12,12 @@ export type JarVerdict =
 /**
  * Passes bytes through unchanged while hashing them (SHA-256) and checking that they form a zip:
  * a local file header at offset 0 and an end-of-central-directory record in the tail, within the
- * zip-structure bounds (entries, central-directory size, manifest size; see zip-bounds.ts).
- * Memory is bounded by the tail window (64 KiB) and one partial header, whatever the jar size.
+ * end records' bounds (entries, central-directory size; see zip-bounds.ts). The manifest's declared
+ * size is checked by `inspectJar` on the spooled copy, which reads only the central directory.
+ * Memory is bounded by the tail window (64 KiB), whatever the jar size.
  */
 export class JarInspector extends Transform {
   private readonly hash: Hash = createHash('sha256');
-  private readonly manifests: ManifestScanner;
   private head = Buffer.alloc(0);
   /** The last chunks, by reference, covering at least ZIP_TAIL bytes; joined once in verdict(). */
   private tailChunks: Buffer[] = [];
@@ -27,12 +27,10 @@ export class JarInspector extends Transform {
 
   constructor(private readonly limits: ZipLimits = DEFAULT_ZIP_LIMITS) {
     super();
-    this.manifests = new ManifestScanner(limits.maxManifestSize);
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     this.hash.update(chunk);
-    this.manifests.push(chunk);
     this.bytes += chunk.length;
     if (this.head.length < 4) this.head = Buffer.concat([this.head, chunk.subarray(0, 4 - this.head.length)]);
     // Keep references, not copies: copying the window for every chunk doubled the bytes touched.
@@ -57,8 +55,6 @@ export class JarInspector extends Transform {
     const end = readZipEnd(Buffer.concat(this.tailChunks).subarray(-ZIP_TAIL), this.bytes, this.limits);
     if ('reason' in end) return { ...base, ok: false, ...end };
     if (end.entries === 0) return { ...base, ok: false, reason: 'the zip has no entries' };
-    const manifest = this.manifests.oversizedFrom(end.cdStart);
-    if (manifest) return { ...base, ok: false, ...manifest };
     return { ...base, ok: true };
   }
 }

@@ -155,8 +155,10 @@ export class ManifestScanner {
   push(chunk: Buffer): void {
     const base = this.pos;
     this.pos += chunk.length;
-    if (this.carry.length > 0) {
-      // Headers that start in the carried bytes; a complete header fits in MAX_CENTRAL bytes.
+    // Headers that start in the carried bytes; a complete header fits in MAX_CENTRAL bytes. The
+    // carry is mostly the last 3 bytes of a chunk: join the whole header's worth only when a
+    // signature starts in it (joining every time copied every byte of the stream once more).
+    if (this.carry.length > 0 && this.startsInCarry(chunk)) {
       const join = Buffer.concat([this.carry, chunk.subarray(0, MAX_CENTRAL)]);
       for (let at = join.indexOf(CENTRAL_SIG); at >= 0 && at < this.carry.length; at = join.indexOf(CENTRAL_SIG, at + 1)) {
         if (!this.inspect(join, at, this.carryStart)) {
@@ -171,6 +173,12 @@ export class ManifestScanner {
         this.carryStart = this.pos - this.carry.length;
         return;
       }
+    } else if (this.carry.length > 0 && chunk.length < 3) {
+      // A signature may still start in the carry and end in a later chunk.
+      const join = Buffer.concat([this.carry, chunk]);
+      this.carry = Buffer.from(join.subarray(-3));
+      this.carryStart = this.pos - this.carry.length;
+      return;
     }
     for (let at = chunk.indexOf(CENTRAL_SIG); at >= 0; at = chunk.indexOf(CENTRAL_SIG, at + 1)) {
       if (!this.inspect(chunk, at, base)) {
@@ -192,6 +200,13 @@ export class ManifestScanner {
       limit: key,
       reason: `its central directory declares a META-INF/MANIFEST.MF of ${this.lastOversizedSize} bytes uncompressed, more than ${key} (${this.limit} bytes); the JobManager reads the manifest whole. If the jar is genuine, raise ${key}`,
     };
+  }
+
+  /** Whether a central-header signature starts in the carry, with `chunk` following it. */
+  private startsInCarry(chunk: Buffer): boolean {
+    const probe = Buffer.concat([this.carry, chunk.subarray(0, CENTRAL_SIG.length - 1)]);
+    const at = probe.indexOf(CENTRAL_SIG);
+    return at >= 0 && at < this.carry.length;
   }
 
   /** False when `b` ends before the header does. */

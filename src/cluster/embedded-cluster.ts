@@ -44,6 +44,11 @@ export class EmbeddedCluster {
     private readonly configDir: string | undefined,
   ) {}
 
+  /** The JVM's process id (the bench reads its CPU time). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   static jarPath(rootDir: string): string {
     return join(rootDir, 'embedded-flink', 'target', 'embedded-flink.jar');
   }

@@ -5,22 +5,36 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { JarInspector } from '../../../src/artifacts/jar-inspector';
-import { DEFAULT_ZIP_LIMITS, ZIP_TAIL, type ZipLimits } from '../../../src/artifacts/zip-bounds';
-import { zipProblem } from '../../../src/artifacts/zip-verify';
+import { DEFAULT_ZIP_LIMITS, ManifestScanner, ZIP_TAIL, type ZipLimits } from '../../../src/artifacts/zip-bounds';
+import { inspectJar, zipProblem } from '../../../src/artifacts/zip-verify';
 import { craftZip, decoyEndRecord } from '../../helpers/hostile-jars';
 import { buildJar } from '../../helpers/jars';
 
 const MANIFEST = 'Manifest-Version: 1.0\nMain-Class: a.B\n';
 const GiB = 1024 ** 3;
 
-/** The upload path: JarInspector over the bytes in `chunk`-sized pieces. */
+/**
+ * The upload path (JarStreamStorage): JarInspector over the bytes in `chunk`-sized pieces, then,
+ * if it passed, `inspectJar` on the spooled copy.
+ */
 async function streamed(bytes: Buffer, limits?: ZipLimits, chunk = 7) {
   const inspector = new JarInspector(limits);
   const chunks: Buffer[] = [];
   for (let i = 0; i < bytes.length; i += chunk) chunks.push(bytes.subarray(i, i + chunk));
   await pipeline(Readable.from(chunks), inspector, new Writable({ write: (_c, _e, d) => d() }));
   const v = inspector.verdict();
-  return v.ok ? undefined : { reason: v.reason, ...(v.limit ? { limit: v.limit } : {}) };
+  if (!v.ok) return { reason: v.reason, ...(v.limit ? { limit: v.limit } : {}) };
+  const path = join(dir, `u${n++}.jar`);
+  writeFileSync(path, bytes);
+  const { problem } = await inspectJar(path, limits);
+  return problem && { reason: problem.reason, ...(problem.limit ? { limit: problem.limit } : {}) };
+}
+
+/** ManifestScanner over the bytes in `chunk`-sized pieces. */
+function scanned(bytes: Buffer, chunk: number) {
+  const scanner = new ManifestScanner(DEFAULT_ZIP_LIMITS.maxManifestSize);
+  for (let i = 0; i < bytes.length; i += chunk) scanner.push(bytes.subarray(i, i + chunk));
+  return scanner.oversizedFrom(0);
 }
 
 let dir: string;
@@ -64,8 +78,8 @@ describe('zip-structure bounds (uploads: JarInspector; fetched jars: zipProblem)
         limit: 'gateway.artifacts.max-zip-entries',
         reason: 'its central directory declares 60000 entries, more than gateway.artifacts.max-zip-entries (1000); if the jar is genuine, raise gateway.artifacts.max-zip-entries',
       });
-      // At the limit is fine (the fetch path then walks the directory, which has 1 entry, not 60000).
-      expect(await streamed(jar, { ...DEFAULT_ZIP_LIMITS, maxEntries: 60_000 })).toBeUndefined();
+      // At the limit the bound passes (the walk of the directory then finds 1 entry, not 60000, and refuses the zip itself).
+      expect((await streamed(jar, { ...DEFAULT_ZIP_LIMITS, maxEntries: 60_000 }))?.limit).toBeUndefined();
     });
 
     it('refuses a zip64 end record that declares 4 billion entries, with the default limits', async () => {
@@ -126,7 +140,8 @@ describe('zip-structure bounds (uploads: JarInspector; fetched jars: zipProblem)
       const dup = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST }, { name: 'META-INF/MANIFEST.MF', data: MANIFEST, declaredSize: 5 * 1024 ** 2 }] });
       expect(await both(dup)).toMatchObject({ limit: 'gateway.artifacts.max-manifest-size' });
       const other = craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST }, { name: 'META-INF/MANIFEST.MX', data: 'x', declaredSize: 2 * GiB }] });
-      expect(await streamed(other)).toBeUndefined();
+      // Not the manifest: the bound passes (the walk refuses the crafted entry's sizes for itself).
+      expect((await streamed(other))?.limit).toBeUndefined();
     });
 
     it('compares with the limit exactly', async () => {
@@ -137,8 +152,10 @@ describe('zip-structure bounds (uploads: JarInspector; fetched jars: zipProblem)
 
     it('finds the header wherever chunk boundaries fall', async () => {
       const jar = craftZip({ entries: [{ name: 'a.bin', data: randomBytes(3000) }, { name: 'META-INF/MANIFEST.MF', data: MANIFEST, zip64Size: 2n ** 33n }], zip64: {} });
+      const fine = craftZip({ entries: [{ name: 'a.bin', data: randomBytes(3000) }, { name: 'META-INF/MANIFEST.MF', data: MANIFEST, zip64Size: 2n ** 10n }], zip64: {} });
       for (const chunk of [1, 2, 3, 4, 5, 45, 46, 47, 65, 66, 67, 77, 78, 79, 1000]) {
-        expect({ chunk, r: await streamed(jar, undefined, chunk) }).toMatchObject({ chunk, r: { limit: 'gateway.artifacts.max-manifest-size' } });
+        expect({ chunk, r: scanned(jar, chunk) }).toMatchObject({ chunk, r: { limit: 'gateway.artifacts.max-manifest-size' } });
+        expect({ chunk, r: scanned(fine, chunk) }).toEqual({ chunk, r: undefined });
       }
       // Behind a large entry, with the central directory beyond the 64 KiB tail window.
       const big = craftZip({
