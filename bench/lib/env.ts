@@ -122,9 +122,10 @@ export class BenchEnv {
 
   /**
    * A gateway process (`node bin/flink-jar-gateway.js`) in front of the embedded cluster, allowed to
-   * fetch plain http from the bench origin, sharing web.upload.dir with the JobManager. One per `key`.
+   * fetch plain http from the bench origin, sharing web.upload.dir with the JobManager. One per `key`
+   * (`extra` options apply to the first call's process).
    */
-  gateway(key: string, handoff: 'shared-dir' | 'upload'): Promise<GatewayProcess> {
+  gateway(key: string, handoff: 'shared-dir' | 'upload', extra: Record<string, string> = {}): Promise<GatewayProcess> {
     let p = this.gateways.get(key);
     if (!p) {
       p = (async () => {
@@ -144,6 +145,7 @@ export class BenchEnv {
           // BENCH_GATEWAY_OPTS="key=value;key=value": extra options for every gateway process
           // (e.g. gateway.artifacts.parallel-fetch.concurrency=1 to compare with one stream).
           ...Object.fromEntries((process.env.BENCH_GATEWAY_OPTS ?? '').split(';').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+          ...extra,
         });
         this.cleanups.push(async () => {
           await gw.stop();

@@ -38,10 +38,10 @@ export class BenchFetcher {
   }
 
   /**
-   * One fetch into a brand-new cache (so it is always a miss and always writes a new file). Returns
-   * the wall time of `ArtifactFetcher.fetch` and what it produced.
+   * One fetch into a brand-new cache (so it is always a miss and always writes a new file), pinned
+   * to `sha256` if given. Returns the wall time of `ArtifactFetcher.fetch` and what it produced.
    */
-  async fetchOnce(uri: string): Promise<{ ms: number; size: number; sha256: string }> {
+  async fetchOnce(uri: string, sha256?: string): Promise<{ ms: number; size: number; sha256: string }> {
     const dir = join(this.scratchDir, `fetch-cache-${this.n++}`);
     const cache = new JarCache(dir, 64 * 1024 ** 3, this.log);
     await cache.init();
@@ -60,7 +60,7 @@ export class BenchFetcher {
     });
     try {
       const started = performance.now();
-      const jar = await fetcher.fetch(uri);
+      const jar = await fetcher.fetch(uri, sha256 !== undefined ? { sha256 } : {});
       const ms = performance.now() - started;
       jar.release();
       if (jar.fromCache) throw new Error('expected a cache miss');

@@ -172,14 +172,18 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
       { name: 'fetch.azure-sas', uri: sas, curlUrl: sas, min: 0.8, store: 'Azurite blob (test/servers/azurite.ts)', plugin: 'http (SAS URL)' },
       { name: 'fetch.s3-native', md5: true, uri: `s3://bench/${jar.name}`, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver', plugin: 's3 (access key; anchor: curl on a presigned URL)' },
       { name: 'fetch.azure-native', md5: true, uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`, curlUrl: sas, min: 0.8, store: 'Azurite blob', plugin: 'azure (shared key; anchor: curl on a SAS URL)' },
-    ];
+      // Pinned to the jar's SHA-256 (gateway.artifacts.job-jar.sha256): the pin vouches for the bytes, so the store's MD5 is not computed.
+      { name: 'fetch.s3-native.pinned', pin: true, uri: `s3://bench/${jar.name}`, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver', plugin: 's3, pinned SHA-256 (anchor: curl on a presigned URL)' },
+      { name: 'fetch.azure-native.pinned', pin: true, uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`, curlUrl: sas, min: 0.8, store: 'Azurite blob', plugin: 'azure, pinned SHA-256 (anchor: curl on a SAS URL)' },
+    ] as { name: string; uri: string; curlUrl: string; min: number; store: string; plugin: string; md5?: boolean; pin?: boolean }[];
     for (const c of cases.filter((x) => selected(plan, x.name))) {
       // The whole fetcher when it can fetch this URI; otherwise (say a HEAD it cannot do) the
       // download step alone, and the reason is reported.
       let gatewayPath = 'ArtifactFetcher.fetch (stat, open, sha256, temp file, zip check, rename)';
+      const pin = c.pin ? jar.sha256 : undefined;
       let fetcherError: string | undefined;
       try {
-        await fetcher.fetchOnce(c.uri);
+        await fetcher.fetchOnce(c.uri, pin);
       } catch (err) {
         fetcherError = `${(err as { code?: string }).code ?? ''} ${(err as Error).message}`.trim();
         gatewayPath = 'downloadTo only (plugin open, sha256, new file): the full fetcher failed, see fetcherError';
@@ -188,7 +192,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
       const expected = { size, sha256: jar.sha256 };
       const gatewayOnce = async (): Promise<Sample> => {
         const cpu0 = ownCpuSeconds();
-        const r = fetcherError === undefined ? await fetcher.fetchOnce(c.uri) : await fetcher.downloadOnce(c.uri);
+        const r = fetcherError === undefined ? await fetcher.fetchOnce(c.uri, pin) : await fetcher.downloadOnce(c.uri);
         const cpu = ownCpuSeconds() - cpu0;
         if (r.sha256 !== jar.sha256) throw new Error(`${c.name}: wrong sha256`);
         return { mibps: size / MiB / (r.ms / 1000), cpuPerGiB: cpu / (size / GiB) };

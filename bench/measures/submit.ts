@@ -5,7 +5,7 @@ import { type BenchEnv, type BenchJar, deleteJar, type Flink, jarIdOf, runJar, s
 import { curl, type GatewayProcess } from '../lib/procs';
 import { emit, judged, MiB, note, type RunPlan, round, summarize } from '../lib/report';
 
-interface Timed {
+export interface Timed {
   ms: number;
   phases: Record<string, number>;
 }
@@ -39,7 +39,7 @@ const logTime = (l: Record<string, unknown>) => Date.parse(String(l.time));
  * `user.artifacts.job-jar: <uri>` (the gateway fetches, hands off, runs, deletes the transient jar),
  * delete the placeholder. The phases inside the run come from the gateway's own log lines.
  */
-async function byUri(flink: Flink, gw: GatewayProcess, uri: string): Promise<Timed> {
+export async function byUri(flink: Flink, gw: GatewayProcess, uri: string): Promise<Timed> {
   const jobId = newJobId();
   try {
     const t0 = performance.now();
@@ -73,7 +73,7 @@ async function byUri(flink: Flink, gw: GatewayProcess, uri: string): Promise<Tim
   }
 }
 
-function medianPhases(runs: Timed[]): Record<string, number> {
+export function medianPhases(runs: Timed[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const key of Object.keys(runs[0]?.phases ?? {})) {
     out[key] = summarize(runs.map((r) => r.phases[key] ?? Number.NaN)).median;

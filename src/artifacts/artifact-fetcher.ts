@@ -215,7 +215,7 @@ export class ArtifactFetcher {
           const open = tee;
           let fed: Writable | undefined;
           try {
-            const e = await this.download(uri, key, rec, stat, signal, flog, open && (() => (fed = open())));
+            const e = await this.download(uri, key, rec, stat, signal, flog, pin, open && (() => (fed = open())));
             teed = fed !== undefined;
             return e;
           } catch (err) {
@@ -250,6 +250,7 @@ export class ArtifactFetcher {
     stat: ObjectStat,
     signal: AbortSignal,
     log: Logger,
+    sha256Pin: string | undefined,
     tee?: () => Writable,
   ): Promise<CacheEntry> {
     const tmp = join(this.o.cache.tmpDir, `${randomUUID()}.part`);
@@ -270,6 +271,7 @@ export class ArtifactFetcher {
         rangeRetries: this.o.retries,
         log,
         ...(tee ? { tee } : {}),
+        ...(sha256Pin !== undefined ? { sha256Pin } : {}),
       });
       // A body that ends early without a Content-Length is only caught by comparing with the size
       // the store announced before: treat it as a transient failure (retried), not as a bad jar.

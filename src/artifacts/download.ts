@@ -33,6 +33,8 @@ export interface DownloadOptions {
   /** Retries of one failed range (transient failures only). */
   rangeRetries?: number;
   log?: Logger;
+  /** The SHA-256 the caller pinned: a store MD5 is then checked only for bytes that do not match it. */
+  sha256Pin?: string;
 }
 
 /**
@@ -50,9 +52,17 @@ export async function downloadTo(fs: FileSystem, uri: URL, file: string, opts: D
   }
   // The file first: the body's pipeline must be attached as soon as the body exists (an error it
   // emits in between would have no listener).
-  const out = await ObjectFile.create(file, { uri, maxBytes: opts.maxBytes, onProgress: opts.onProgress, writeBuffer: SEQUENTIAL_WRITE_BUFFER, ...(opts.tee ? { openTee: opts.tee } : {}) });
+  const out = await ObjectFile.create(file, {
+    uri,
+    maxBytes: opts.maxBytes,
+    onProgress: opts.onProgress,
+    writeBuffer: SEQUENTIAL_WRITE_BUFFER,
+    ...(opts.tee ? { openTee: opts.tee } : {}),
+    ...(opts.sha256Pin !== undefined ? { sha256Pin: opts.sha256Pin } : {}),
+  });
   let stat: ObjectStat;
   let result: { sha256: string; size: number };
+  let problem: string | undefined;
   let part: Part | undefined;
   try {
     const opened = await fs.open(uri, { signal: opts.signal });
@@ -65,6 +75,7 @@ export async function downloadTo(fs: FileSystem, uri: URL, file: string, opts: D
     out.expect(stat.integrity);
     await pipeline(opened.stream, out.writer(part), { signal: opts.signal });
     result = await out.finish();
+    problem = await out.integrityProblem();
   } finally {
     if (part) await out.settled(part);
     await out.close();
@@ -72,7 +83,6 @@ export async function downloadTo(fs: FileSystem, uri: URL, file: string, opts: D
   if (stat.size !== undefined && result.size !== stat.size) {
     throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the store announced ${stat.size} bytes but sent ${result.size}` });
   }
-  const problem = out.integrityProblem();
   if (problem) throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the bytes do not match the store's checksum (${problem})` });
   return { ...result, stat, parts: 1 };
 }

@@ -33,6 +33,11 @@ export interface ObjectFileOptions {
   openTee?: () => Writable;
   /** Gathered writes per part (one positional writev per batch, not one write per socket chunk). */
   writeBuffer: number;
+  /**
+   * The SHA-256 the caller pinned. It vouches for every byte more strongly than a store MD5, so
+   * that MD5 is computed (from the file) only when the bytes turn out not to be the pinned ones.
+   */
+  sha256Pin?: string;
 }
 
 /**
@@ -69,7 +74,7 @@ export class ObjectFile {
   /** The store checksum to verify, when it is known only once the object is opened (before any byte). */
   expect(integrity: ObjectStat['integrity']): void {
     this.integrity = integrity;
-    this.md5 = integrity?.algorithm === 'md5' ? createHash('md5') : undefined;
+    this.md5 = integrity?.algorithm === 'md5' && this.o.sha256Pin === undefined ? createHash('md5') : undefined;
   }
 
   /** Creates `path` (which must not exist, mode 0600). */
@@ -240,12 +245,31 @@ export class ObjectFile {
     return { sha256: this.sha256, size };
   }
 
-  /** The store checksum's mismatch, if any (after `finish`). */
-  integrityProblem(): string | undefined {
+  /** The store checksum's mismatch, if any (after `finish`, before `close`). */
+  async integrityProblem(): Promise<string | undefined> {
     const integrity = this.integrity;
     if (!integrity) return undefined;
+    if (integrity.algorithm === 'md5' && this.md5 === undefined) {
+      // Pinned: the bytes the caller named are right whatever the store says of them. Other bytes
+      // may still be the object's (a pin of another version), and cached for callers without a
+      // pin: the store's MD5 decides, read back from the file.
+      if (this.sha256 === this.o.sha256Pin) return undefined;
+      this.md5 = await this.fileMd5();
+    }
     const actual = integrity.algorithm === 'md5' ? this.md5!.digest('hex') : integrity.algorithm === 'sha256' ? this.sha256 : (this.crc >>> 0).toString(16).padStart(8, '0');
     return actual === integrity.expected.toLowerCase() ? undefined : `${integrity.algorithm} ${actual} ≠ ${integrity.expected}`;
+  }
+
+  private async fileMd5(): Promise<Hash> {
+    const md5 = createHash('md5');
+    const buf = Buffer.allocUnsafe(1024 * 1024);
+    for (let at = 0; at < this.hashed; ) {
+      const { bytesRead } = await this.fh.read(buf, 0, Math.min(buf.length, this.hashed - at), at);
+      if (bytesRead === 0) break;
+      md5.update(buf.subarray(0, bytesRead));
+      at += bytesRead;
+    }
+    return md5;
   }
 
   /** Closes the file (always; after every writer settled). */

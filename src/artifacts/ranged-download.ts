@@ -54,7 +54,7 @@ export async function rangedDownload(
   uri: URL,
   path: string,
   stat: RangedStat,
-  opts: { signal: AbortSignal; maxBytes: number; onProgress: (bytes: number) => void; tee?: () => Writable; parallel: ParallelSettings; rangeRetries?: number; log?: Logger },
+  opts: { signal: AbortSignal; maxBytes: number; onProgress: (bytes: number) => void; tee?: () => Writable; parallel: ParallelSettings; rangeRetries?: number; log?: Logger; sha256Pin?: string },
 ): Promise<DownloadResult> {
   if (stat.size > opts.maxBytes) throw new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(uri), limit: opts.maxBytes });
   const file = await ObjectFile.create(path, {
@@ -64,6 +64,7 @@ export async function rangedDownload(
     onProgress: opts.onProgress,
     writeBuffer: PART_WRITE_BUFFER,
     ...(opts.tee ? { openTee: opts.tee } : {}),
+    ...(opts.sha256Pin !== undefined ? { sha256Pin: opts.sha256Pin } : {}),
   });
   const pin = stat.version !== undefined ? { version: stat.version } : { etag: stat.etag! };
   const { count, length } = partsOf(stat.size, opts.parallel);
@@ -91,7 +92,7 @@ export async function rangedDownload(
     if (opts.signal.aborted) throw opts.signal.reason;
     const result = await file.finish();
     if (result.size !== stat.size) throw fetchError.unavailable(uri, `the store announced ${stat.size} bytes but sent ${result.size}`);
-    const problem = file.integrityProblem();
+    const problem = await file.integrityProblem();
     if (problem) throw fetchError.unavailable(uri, `the bytes do not match the store's checksum (${problem})`);
     return { ...result, stat, parts: parts.length };
   } finally {

@@ -199,6 +199,25 @@ describe('ArtifactFetcher', () => {
     await expect(fetcher.fetch('mem://bucket/bad.jar')).rejects.toMatchObject({ code: 'GW_FETCH_UNAVAILABLE' });
   });
 
+  it('with a SHA-256 pin, checks the store MD5 only when the bytes are not the pinned ones', async () => {
+    const md5 = createHash('md5').update(jar).digest('hex');
+    const wrong = { algorithm: 'md5' as const, expected: '0'.repeat(32) };
+    // The pin vouches for the bytes: the store's MD5 is not computed, so its being wrong does not matter.
+    store.put('/m.jar', jar, { etag: 'm', integrity: wrong });
+    expect((await fetcher.fetch('mem://bucket/m.jar', { sha256: sha })).sha256).toBe(sha);
+    // Not the pinned bytes: the MD5, read back from the file, says they are the object's, so they are
+    // cached for a caller without a pin; the pinned caller is refused.
+    store.put('/n.jar', jar, { etag: 'n', integrity: { algorithm: 'md5', expected: md5 } });
+    await expect(fetcher.fetch('mem://bucket/n.jar', { sha256: 'f'.repeat(64) })).rejects.toMatchObject({ code: 'GW_FETCH_DIGEST_MISMATCH' });
+    const opens = store.opens;
+    expect((await fetcher.fetch('mem://bucket/n.jar')).fromCache).toBe(true);
+    expect(store.opens).toBe(opens);
+    // Neither the pinned bytes nor the store's: refused like any checksum failure, and not cached.
+    store.put('/o.jar', jar, { etag: 'o', integrity: wrong });
+    await expect(fetcher.fetch('mem://bucket/o.jar', { sha256: 'f'.repeat(64) })).rejects.toMatchObject({ code: 'GW_FETCH_UNAVAILABLE' });
+    await expect(fetcher.fetch('mem://bucket/o.jar')).rejects.toMatchObject({ code: 'GW_FETCH_UNAVAILABLE' });
+  });
+
   it('refuses disallowed schemes, credentials in the URI and directories', async () => {
     await expect(fetcher.fetch('ftp://host/app.jar')).rejects.toMatchObject({ code: 'GW_FETCH_SCHEME_UNSUPPORTED' });
     await expect(fetcher.fetch('mem://user:pw@bucket/app.jar')).rejects.toMatchObject({ code: 'GW_FETCH_URI_INVALID' });

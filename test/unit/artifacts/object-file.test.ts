@@ -18,19 +18,31 @@ describe('ObjectFile store checksums', () => {
   const bytes = randomBytes(200_000);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
 
-  async function written(name: string, integrity: { algorithm: 'sha256' | 'md5' | 'crc32'; expected: string }): Promise<string | undefined> {
-    const file = await ObjectFile.create(join(dir, name), { uri: new URL('s3://b/k'), maxBytes: 1 << 20, integrity, onProgress: () => undefined, writeBuffer: 64 * 1024 });
+  async function written(name: string, integrity: { algorithm: 'sha256' | 'md5' | 'crc32'; expected: string }, sha256Pin?: string): Promise<string | undefined> {
+    const file = await ObjectFile.create(join(dir, name), { uri: new URL('s3://b/k'), maxBytes: 1 << 20, integrity, onProgress: () => undefined, writeBuffer: 64 * 1024, ...(sha256Pin ? { sha256Pin } : {}) });
     const part = file.part(0, bytes.length);
     await pipeline(Readable.from([bytes.subarray(0, 70_000), bytes.subarray(70_000)]), file.writer(part));
     await file.settled(part);
     expect((await file.finish()).sha256).toBe(sha256);
-    await file.close();
-    return file.integrityProblem();
+    try {
+      return await file.integrityProblem();
+    } finally {
+      await file.close();
+    }
   }
+  const md5 = createHash('md5').update(bytes).digest('hex');
 
   it('a stored SHA-256 is compared with the digest computed anyway', async () => {
     expect(await written('ok', { algorithm: 'sha256', expected: sha256.toUpperCase() })).toBeUndefined();
     expect(await written('bad', { algorithm: 'sha256', expected: '0'.repeat(64) })).toBe(`sha256 ${sha256} ≠ ${'0'.repeat(64)}`);
+  });
+
+  it('with a SHA-256 pin the store MD5 is checked only for bytes that are not the pinned ones (read back from the file)', async () => {
+    // The pinned bytes: the pin vouches for them, whatever the store's MD5 says (it is not computed).
+    expect(await written('pinned', { algorithm: 'md5', expected: '0'.repeat(32) }, sha256)).toBeUndefined();
+    // Another version's bytes (the pin is someone else's): the MD5 decides whether they are the object's.
+    expect(await written('other-ok', { algorithm: 'md5', expected: md5 }, 'f'.repeat(64))).toBeUndefined();
+    expect(await written('other-bad', { algorithm: 'md5', expected: '0'.repeat(32) }, 'f'.repeat(64))).toBe(`md5 ${md5} ≠ ${'0'.repeat(32)}`);
   });
 
   it('MD5 and CRC32 as before', async () => {
