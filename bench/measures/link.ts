@@ -85,10 +85,10 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
       fetchers.push(f);
       return f;
     };
-    const gatewaySide = (f: BenchFetcher, uri: string, proxyPid: number) => async (): Promise<Sample> => {
+    const gatewaySide = (f: BenchFetcher, uri: string, proxyPid: number, sha256?: string) => async (): Promise<Sample> => {
       const cpu0 = ownCpuSeconds();
       const p0 = processCpuSeconds(proxyPid);
-      const r = await f.fetchOnce(uri);
+      const r = await f.fetchOnce(uri, sha256);
       if (r.sha256 !== jar.sha256) throw new Error(`${uri}: wrong sha256`);
       return { mibps: size / MiB / (r.ms / 1000), cpuPerGiB: (ownCpuSeconds() - cpu0) / (size / GiB), proxyCpuPerGiB: (processCpuSeconds(proxyPid) - p0) / (size / GiB) };
     };
@@ -176,6 +176,8 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
         const { gateway } = await sideBySide(plan, `fetch.link.s3 ×${n}`, gatewaySide(fetcherFor(n), uri, s3Proxy.child.pid!), async () => undefined);
         byConcurrency[String(n)] = summaries(gateway);
       }
+      // Pinned to the jar's SHA-256: the store's MD5 is not computed (ADR 0017). Information.
+      const pinned = summaries((await sideBySide(plan, `fetch.link.s3 ×${DEFAULT_CONCURRENCY} pinned`, gatewaySide(gwDefault, uri, s3Proxy.child.pid!, jar.sha256), async () => undefined)).gateway);
       const g = byConcurrency[String(DEFAULT_CONCURRENCY)]!;
       const a = anchors.awsCli ?? anchors.s5cmd;
       emit({
@@ -188,7 +190,15 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
         target: `≥ 1.0× the AWS CLI, ≥ 0.9× s5cmd, ≥ 0.9× ${DEFAULT_CONCURRENCY} × the per-connection cap`,
         met: judged(plan, a !== undefined, (anchors.awsCli === undefined || g.mibps.median >= anchors.awsCli.mibps.median) && (anchors.s5cmd === undefined || g.mibps.median >= 0.9 * anchors.s5cmd.mibps.median) && g.mibps.median >= 0.9 * DEFAULT_CONCURRENCY * capMiBps),
         smoke: plan.smoke,
-        params: { bytes: size, link: { capMiBpsPerConnection: capMiBps, rttMs, simulation: 'bench/servers/throttle-proxy.cjs' }, gatewayByConcurrency: byConcurrency, anchors, reps: plan.reps, warmups: plan.warmups },
+        params: {
+          bytes: size,
+          link: { capMiBpsPerConnection: capMiBps, rttMs, simulation: 'bench/servers/throttle-proxy.cjs' },
+          gatewayByConcurrency: byConcurrency,
+          gatewayPinned: { ...pinned, vsCap: round(pinned.mibps.median / (DEFAULT_CONCURRENCY * capMiBps)), is: `${DEFAULT_CONCURRENCY} ranged requests, pinned SHA-256 (no store MD5)` },
+          anchors,
+          reps: plan.reps,
+          warmups: plan.warmups,
+        },
       });
     }
 
