@@ -19,19 +19,29 @@ export function bulkTransport(bulk: BulkHttpClient): IHttpClient {
         throw new Error(`the Azure plugin only reads blobs (a ${method} request with ${req.body ? 'a' : 'no'} body was made)`);
       }
       const url = new URL(req.url);
-      const res = await bulk.request({
-        origin: new URL(url.origin),
-        path: `${url.pathname}${url.search}`,
-        method,
-        headers: req.headers.rawHeaders(),
-        signal: toAbortSignal(req.abortSignal),
-      });
-      const headers = flatHeaders(res.headers);
-      const out: HttpOperationResponse = { request: req, status: res.statusCode, headers: headersLike(headers) };
-      if (method === 'HEAD') await discardBody(res.body);
-      else if (req.streamResponseStatusCodes?.has(res.statusCode)) out.readableStreamBody = res.body;
-      else out.bodyAsText = await readText(res.body);
-      return out;
+      const abort = toAbortSignal(req.abortSignal);
+      let streamed = false;
+      try {
+        const res = await bulk.request({
+          origin: new URL(url.origin),
+          path: `${url.pathname}${url.search}`,
+          method,
+          headers: req.headers.rawHeaders(),
+          signal: abort.signal,
+        });
+        const headers = flatHeaders(res.headers);
+        const out: HttpOperationResponse = { request: req, status: res.statusCode, headers: headersLike(headers) };
+        if (method === 'HEAD') await discardBody(res.body);
+        else if (req.streamResponseStatusCodes?.has(res.statusCode)) {
+          // The SDK's signal still aborts the body until it is read or dropped.
+          out.readableStreamBody = res.body;
+          res.body.once('close', abort.done);
+          streamed = true;
+        } else out.bodyAsText = await readText(res.body);
+        return out;
+      } finally {
+        if (!streamed) abort.done();
+      }
     },
   };
 }
@@ -73,12 +83,21 @@ async function readText(body: NodeJS.ReadableStream & AsyncIterable<unknown>): P
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** The SDK hands an AbortSignalLike (or none); the bulk client takes an AbortSignal. */
-function toAbortSignal(like: WebResource['abortSignal']): AbortSignal {
-  if (like === undefined) return new AbortController().signal;
-  if (like instanceof AbortSignal) return like;
+/**
+ * The SDK hands an AbortSignalLike (or none); the bulk client takes an AbortSignal. `done` removes
+ * the listener a foreign signal got, so one long-lived SDK signal does not collect a listener per
+ * request.
+ */
+function toAbortSignal(like: WebResource['abortSignal']): { signal: AbortSignal; done: () => void } {
+  const none = () => undefined;
+  if (like === undefined) return { signal: new AbortController().signal, done: none };
+  if (like instanceof AbortSignal) return { signal: like, done: none };
   const controller = new AbortController();
-  if (like.aborted) controller.abort();
-  else like.addEventListener('abort', () => controller.abort(), { once: true });
-  return controller.signal;
+  const onAbort = () => controller.abort();
+  if (like.aborted) {
+    controller.abort();
+    return { signal: controller.signal, done: none };
+  }
+  like.addEventListener('abort', onAbort);
+  return { signal: controller.signal, done: () => like.removeEventListener('abort', onAbort) };
 }
