@@ -208,6 +208,7 @@ export class JarCache {
       if (total <= this.maxBytes) break;
       if (this.inUse.has(sha)) continue;
       await unlink(this.blobPath(sha)).catch(() => undefined);
+      this.verified.delete(sha);
       for (const key of b.keys) {
         this.entries.delete(key);
         await unlink(join(this.dir, 'index', `${key}.json`)).catch(() => undefined);
@@ -217,9 +218,9 @@ export class JarCache {
     }
   }
 
-  /** `hashed`: how many times a blob's bytes were read again to check them. */
-  stats(): { entries: number; hashed: number } {
-    return { entries: this.entries.size, hashed: this.hashed };
+  /** `hashed`: how many times a blob's bytes were read again to check them; `remembered`: blobs whose identity is remembered. */
+  stats(): { entries: number; hashed: number; remembered: number } {
+    return { entries: this.entries.size, hashed: this.hashed, remembered: this.verified.size };
   }
 }
 

@@ -58,7 +58,7 @@ export class JobManagerClient {
   }
 
   /** A keep-alive connection pool to the JobManager (`connect`: TLS options when its REST speaks TLS). */
-  static pool(connect?: Agent.Options['connect']): Agent {
+  private static pool(connect?: Agent.Options['connect']): Agent {
     return new Agent({ connections: 64, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0, ...(connect ? { connect } : {}) });
   }
 

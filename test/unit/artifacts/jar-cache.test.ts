@@ -42,7 +42,9 @@ describe('JarCache', () => {
     const release = cache.hold('2'.repeat(64));
     now += 1;
     cache.hold('3'.repeat(64))(); // touched (used and released): most recent
+    expect(cache.stats().remembered).toBe(3);
     await cache.evict();
+    expect(cache.stats().remembered).toBe(2); // an evicted blob's identity is forgotten with it
     expect(cache.lookup('old')).toBeUndefined();
     expect(cache.lookup('held')).toBeDefined();
     expect(cache.lookup('new')).toBeDefined();
