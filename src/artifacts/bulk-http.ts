@@ -1,6 +1,7 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
+import { guardedConnection } from './connect-guard';
 import type { ConnectGuard } from './fs-plugin';
 import { trustedCa } from './guarded-connector';
 import { slabPool } from './slab-pool';
@@ -151,14 +152,10 @@ export class BulkHttpClient {
   private connect(origin: URL, signal: AbortSignal): Promise<Connection> {
     const tls = origin.protocol === 'https:';
     if (!tls && origin.protocol !== 'http:') throw new BulkHttpError('ERR_BULK_PROTOCOL', `unsupported protocol ${origin.protocol}`);
-    const port = Number(origin.port) || (tls ? 443 : 80);
+    const { port, lookup } = guardedConnection(this.opts.guard, origin);
     const host = origin.hostname.replace(/^\[|\]$/g, '');
-    // Node connects to IP literals without a lookup, so the guard checks them here; names are
-    // checked for every address they resolve to, at connect time (no check-then-connect race).
-    this.opts.guard.checkHost(origin.hostname, port);
     const conn = new Connection(keyOf(origin));
     const onread = { buffer: () => conn.buffer(), callback: (n: number, buf: Uint8Array) => conn.onRead(n, buf) };
-    const lookup = this.opts.guard.lookupFor(port);
     // tls.connect honours `onread` as net.connect does (the decrypted bytes), though @types/node omits it.
     const tlsOptions: ConnectionOptions & { onread: typeof onread } = { host, port, lookup, onread, ALPNProtocols: ['http/1.1'], ...(isIP(host) === 0 ? { servername: host } : {}), ...(this.ca ? { ca: this.ca } : {}) };
     const socket = tls ? tlsConnect(tlsOptions) : netConnect({ host, port, lookup, onread });

@@ -124,3 +124,15 @@ export function createConnectGuard(opts: ConnectGuardOptions): ConnectGuard {
   };
   return { enabled: opts.enabled, checkHost, lookupFor, lookup: lookupFor(-1), checkRedirect };
 }
+
+/**
+ * The guard applied to one connection, with the connection's own port (the exemption list is per
+ * host:port): `checkHost` now for an IP literal, which Node connects to without a lookup, and the
+ * lookup to connect with, which checks every address a name resolves to at connect time (no
+ * check-then-connect race). Throws `GW_FETCH_RESTRICTED_HOST` for a restricted literal.
+ */
+export function guardedConnection(guard: ConnectGuard, target: { protocol: string; hostname: string; port: string }): { port: number; lookup: LookupFunction } {
+  const port = Number(target.port) || (target.protocol === 'https:' ? 443 : 80);
+  guard.checkHost(target.hostname, port);
+  return { port, lookup: guard.lookupFor(port) };
+}

@@ -1,5 +1,6 @@
 import { getCACertificates } from 'node:tls';
 import { buildConnector } from 'undici';
+import { guardedConnection } from './connect-guard';
 import type { ConnectGuard } from './fs-plugin';
 
 /**
@@ -12,10 +13,9 @@ export function trustedCa(ca: string | undefined): string[] | undefined {
 }
 
 /**
- * An undici connector that applies the restricted-host guard to every connection with the
- * *connection's* port (the exemption list is per host:port): `checkHost` for IP literals, which
- * Node connects to without a lookup, and the guard's `lookupFor(port)` for names, which checks
- * every resolved address at connect time (no check-then-connect race). HTTP/1.1 only: one large
+ * An undici connector that applies the restricted-host guard to every connection
+ * (`guardedConnection`: IP literals checked at once, names at connect time, with the
+ * connection's own port). HTTP/1.1 only: one large
  * sequential download gains nothing from h2, and h1 is undici's most mature path.
  */
 export function guardedConnector(guard: ConnectGuard, opts: { ca: string | undefined; timeoutMs: number }): buildConnector.connector {
@@ -23,17 +23,17 @@ export function guardedConnector(guard: ConnectGuard, opts: { ca: string | undef
   const tlsOptions = ca === undefined ? {} : { ca };
   const byPort = new Map<number, buildConnector.connector>();
   return (target, callback) => {
-    const port = Number(target.port) || (target.protocol === 'https:' ? 443 : 80);
+    let guarded: ReturnType<typeof guardedConnection>;
     try {
-      guard.checkHost(target.hostname, port);
+      guarded = guardedConnection(guard, target);
     } catch (err) {
       callback(err as Error, null);
       return;
     }
-    let connector = byPort.get(port);
+    let connector = byPort.get(guarded.port);
     if (connector === undefined) {
-      connector = buildConnector({ ...tlsOptions, timeout: opts.timeoutMs, lookup: guard.lookupFor(port), allowH2: false });
-      byPort.set(port, connector);
+      connector = buildConnector({ ...tlsOptions, timeout: opts.timeoutMs, lookup: guarded.lookup, allowH2: false });
+      byPort.set(guarded.port, connector);
     }
     connector(target, callback);
   };
