@@ -132,7 +132,7 @@ export class JarCache {
     this.refreshing.add(job);
   }
 
-  /** Resolves once the background checks started so far have ended (tests, shutdown). */
+  /** Resolves once the background checks started so far have ended (for tests). */
   async settled(): Promise<void> {
     while (this.refreshing.size > 0) await Promise.all([...this.refreshing]);
   }
