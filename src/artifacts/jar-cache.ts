@@ -123,10 +123,13 @@ export class JarCache {
     return false;
   }
 
-  /** Checks a released blob in the background (see `verifyBlob`), when it is the inode's only name. */
+  /**
+   * Checks a released blob in the background (see `verifyBlob`: no read when its identity is
+   * remembered) when it is the inode's only name; with another name a check could not be remembered.
+   */
   private refresh(sha256: string): void {
     const job = identity(this.blobPath(sha256))
-      .then((id) => (id?.sole && this.verified.get(sha256) !== id.key ? this.verifyBlob(sha256) : undefined))
+      .then((id) => (id?.sole ? this.verifyBlob(sha256) : undefined))
       .catch((err: unknown) => this.log.warn({ sha256, err: (err as Error).message }, 'background check of a cached jar failed'))
       .finally(() => this.refreshing.delete(job));
     this.refreshing.add(job);

@@ -155,30 +155,27 @@ export class ManifestScanner {
   push(chunk: Buffer): void {
     const base = this.pos;
     this.pos += chunk.length;
-    // Headers that start in the carried bytes; a complete header fits in MAX_CENTRAL bytes. The
-    // carry is mostly the last 3 bytes of a chunk: join the whole header's worth only when a
-    // signature starts in it (joining every time copied every byte of the stream once more).
-    if (this.carry.length > 0 && this.startsInCarry(chunk)) {
-      const join = Buffer.concat([this.carry, chunk.subarray(0, MAX_CENTRAL)]);
-      for (let at = join.indexOf(CENTRAL_SIG); at >= 0 && at < this.carry.length; at = join.indexOf(CENTRAL_SIG, at + 1)) {
-        if (!this.inspect(join, at, this.carryStart)) {
-          // Still incomplete, so `join` holds all of `chunk`.
-          this.carry = Buffer.from(join.subarray(at));
-          this.carryStart += at;
-          return;
+    if (this.carry.length > 0) {
+      // Headers that start in the carried bytes; a complete header fits in MAX_CENTRAL bytes. The
+      // carry is mostly the last 3 bytes of a chunk: join the whole header's worth only when a
+      // signature starts in it (joining every time copied every byte of the stream once more).
+      if (this.startsInCarry(chunk)) {
+        const join = Buffer.concat([this.carry, chunk.subarray(0, MAX_CENTRAL)]);
+        for (let at = join.indexOf(CENTRAL_SIG); at >= 0 && at < this.carry.length; at = join.indexOf(CENTRAL_SIG, at + 1)) {
+          if (!this.inspect(join, at, this.carryStart)) {
+            // Still incomplete, so `join` holds all of `chunk`.
+            this.carry = Buffer.from(join.subarray(at));
+            this.carryStart += at;
+            return;
+          }
         }
       }
       if (chunk.length < 3) {
-        this.carry = Buffer.from(join.subarray(-3));
+        // A signature may still start in the carry and end in a later chunk.
+        this.carry = Buffer.from(Buffer.concat([this.carry, chunk]).subarray(-3));
         this.carryStart = this.pos - this.carry.length;
         return;
       }
-    } else if (this.carry.length > 0 && chunk.length < 3) {
-      // A signature may still start in the carry and end in a later chunk.
-      const join = Buffer.concat([this.carry, chunk]);
-      this.carry = Buffer.from(join.subarray(-3));
-      this.carryStart = this.pos - this.carry.length;
-      return;
     }
     for (let at = chunk.indexOf(CENTRAL_SIG); at >= 0; at = chunk.indexOf(CENTRAL_SIG, at + 1)) {
       if (!this.inspect(chunk, at, base)) {
