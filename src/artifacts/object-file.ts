@@ -262,7 +262,9 @@ export class ObjectFile {
 
   private async fileMd5(): Promise<Hash> {
     const md5 = createHash('md5');
-    const buf = Buffer.allocUnsafe(1024 * 1024);
+    // The catch-up's scratch buffer: the digest has taken every byte, so nothing else uses it now.
+    this.scratch ??= Buffer.allocUnsafeSlow(CATCH_UP_CHUNK);
+    const buf = this.scratch;
     for (let at = 0; at < this.hashed; ) {
       const { bytesRead } = await this.fh.read(buf, 0, Math.min(buf.length, this.hashed - at), at);
       if (bytesRead === 0) break;
