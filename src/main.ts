@@ -12,6 +12,7 @@ import { formatValue } from './config/types';
 import { errorsMarkdown } from './errors/docs';
 import { STARTUP_CODES, type StartupCode } from './errors/startup-codes';
 import { createLogger } from './logging';
+import { tuneV8 } from './v8-tuning';
 
 const USAGE = `Usage: flink-jar-gateway [--config <file.yaml>] [-D<key>=<value> ...]
 
@@ -20,6 +21,7 @@ embedded Flink session cluster (Java 17 + Maven). Options (defaults → YAML →
 `;
 
 export async function main(argv: readonly string[]): Promise<number> {
+  tuneV8();
   let args: ReturnType<typeof parseArgs>;
   try {
     args = parseArgs(argv);
