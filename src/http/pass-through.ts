@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -109,13 +109,53 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
     const headers503 = upstream.statusCode === 503 && upstream.headers['retry-after'] === undefined ? { 'retry-after': '5' } : {};
     res.writeHead(upstream.statusCode, { ...responseHeaders(upstream.headers), ...headers503 });
     try {
-      await pipeline(upstream.body, res);
+      await relayBody(upstream.body, res);
     } catch (err) {
       // Headers are gone already; all we can do is cut the connection so the client sees a
       // truncated response rather than a silently short one.
       logger.warn({ err: (err as Error).message, path: req.path }, 'pass-through response stream failed');
       res.destroy();
     }
+  }
+
+  /**
+   * Streams an answer's body to the client with backpressure. Settles once the response is closed
+   * (sent, or the client gone: then the body is destroyed, which ends the upstream exchange), or
+   * rejects with the body's error. Written out rather than `stream.pipeline`, which on every call
+   * builds an AbortController and aborts it when done (a DOMException with a stack trace) and
+   * leaves per-request listeners that outlive young-generation collections: measured in the
+   * pass-through bench, the largest share of the objects promoted per request, and so of the
+   * scavenge pauses that set its p99.
+   */
+  function relayBody(body: Readable, res: Response): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const onData = (chunk: Buffer) => {
+        if (!res.write(chunk)) body.pause();
+      };
+      const onDrain = () => body.resume();
+      const onEnd = () => res.end();
+      const done = () => {
+        body.off('data', onData);
+        body.off('end', onEnd);
+        body.off('error', onError);
+        res.off('drain', onDrain);
+        res.off('close', onClose);
+      };
+      const onError = (err: Error) => {
+        done();
+        reject(err);
+      };
+      const onClose = () => {
+        done();
+        if (!body.readableEnded) body.destroy();
+        resolve();
+      };
+      body.on('data', onData);
+      body.once('end', onEnd);
+      body.once('error', onError);
+      res.on('drain', onDrain);
+      res.once('close', onClose);
+    });
   }
 
   /** The JobManager accepted a job graph: register its job, then answer (or refuse, the job cancelled). */

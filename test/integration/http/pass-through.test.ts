@@ -17,6 +17,8 @@ describe('pass-through to the JobManager (a real node:http origin standing in fo
   let origin: Origin;
   let gw: TestGateway;
   const seen: { method: string; url: string; headers: Record<string, unknown>; bytes: number }[] = [];
+  /** Settles when the origin's endless answer (/v1/endless) stops: 'closed' once its client is gone. */
+  let endless: Promise<'closed'> = Promise.resolve('closed');
 
   beforeAll(async () => {
     origin = await startOrigin((req, res) => {
@@ -29,6 +31,20 @@ describe('pass-through to the JobManager (a real node:http origin standing in fo
       req.on('data', (c: Buffer) => (bytes += c.length));
       req.on('end', () => {
         seen.push({ method: req.method!, url: req.url!, headers: req.headers, bytes });
+        if (req.url === '/v1/endless') {
+          res.writeHead(200, { 'content-type': 'application/octet-stream' });
+          const chunk = Buffer.alloc(64 * 1024, 1);
+          const timer = setInterval(() => res.write(chunk), 5);
+          endless = new Promise((resolve) => res.once('close', () => resolve('closed')));
+          res.once('close', () => clearInterval(timer));
+          return;
+        }
+        if (req.url === '/v1/cut-short') {
+          // Declares more than it sends, then drops the connection.
+          res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(1024 * 1024) });
+          res.write(Buffer.alloc(64 * 1024, 2), () => setTimeout(() => res.socket?.destroy(), 50));
+          return;
+        }
         if (req.url === '/v1/big-download') {
           res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(GiB) });
           (async () => {
@@ -64,6 +80,24 @@ describe('pass-through to the JobManager (a real node:http origin standing in fo
     const res = await request(`${gw.url}/missing`);
     expect(res.statusCode).toBe(404);
     await res.body.dump();
+  });
+
+  it('ends the exchange with the JobManager when the client goes away in the middle of an answer', async () => {
+    const res = await request(`${gw.url}/v1/endless`);
+    let received = 0;
+    for await (const c of res.body) {
+      received += (c as Buffer).length;
+      if (received > 1024 * 1024) break;
+    }
+    // Leaving the loop destroys the client's body; the gateway must let go of the origin's answer.
+    const outcome = await Promise.race([endless, new Promise((r) => setTimeout(() => r('still streaming'), 5000))]);
+    expect(outcome).toBe('closed');
+  });
+
+  it('cuts the client connection when the JobManager breaks off its answer, so the client sees it truncated', async () => {
+    const res = await request(`${gw.url}/v1/cut-short`);
+    expect(res.statusCode).toBe(200);
+    await expect(res.body.arrayBuffer()).rejects.toThrow();
   });
 
   it('streams a 1 GiB request and a 1 GiB response, holding a bounded amount while either side stands still', async () => {
