@@ -31,11 +31,13 @@ export const artifactOptions = {
   }),
   // Defaults measured in bench/RESULTS.md (issue 17): on the simulated link (32 MiB/s per
   // connection, 10 ms RTT) 8 requests read 200 MB at 146-171 MiB/s against 99 with 4 and 31 with
-  // one; on loopback the CPU per GiB did not depend on the count. 8 MiB parts: ≈ 250 ms per part on
-  // such a link, so one RTT per part costs ≈ 4 %, and 25 parts of a 200 MB jar.
+  // one; on loopback the CPU per GiB did not depend on the count. Part size, on the 16 MiB/s link
+  // with the short last round (planParts): 16 MiB parts read a 200 MB s3:// object at 115 MiB/s
+  // (pinned 118) against 113 (114) with 8 MiB and 114 (119) with 24 MiB — each request costs about
+  // 25 ms of the link, and the last round's hashing tail no longer grows with the part size.
   parallelFetchPartSize: option({
-    key: 'gateway.artifacts.parallel-fetch.part-size', type: 'memory', default: 8 * 1024 ** 2, min: 64 * 1024, section,
-    description: 'Most bytes per ranged request when a large object is read with several requests at once (S3, Azure Blob, and HTTP(S) origins that send Accept-Ranges: bytes and a strong ETag); the object is cut into a multiple of gateway.artifacts.parallel-fetch.concurrency parts of at most this size, so the last round of requests is full. Objects smaller than two parts are read in one stream.',
+    key: 'gateway.artifacts.parallel-fetch.part-size', type: 'memory', default: 16 * 1024 ** 2, min: 64 * 1024, section,
+    description: 'Most bytes per ranged request when a large object is read with several requests at once (S3, Azure Blob, and HTTP(S) origins that send Accept-Ranges: bytes and a strong ETag); the object is cut into a multiple of gateway.artifacts.parallel-fetch.concurrency parts of at most this size, so the last round of requests is full; an object larger than one round ends with a round of parts a quarter this size, so little is left to hash after the last byte. Objects smaller than two parts are read in one stream.',
   }),
   parallelFetchConcurrency: option({
     key: 'gateway.artifacts.parallel-fetch.concurrency', type: 'int', default: 8, min: 1, max: 64, section,

@@ -23,15 +23,38 @@ export type RangedStat = ObjectStat & { size: number };
 /** Gathered bytes per positional writev of one part (memory: concurrency × this, plus the sockets'). */
 const PART_WRITE_BUFFER = 256 * 1024;
 
+/** The last round's parts are this many times smaller than the others (see `planParts`). */
+const LAST_ROUND_TAPER = 4;
+
+/** One ranged request: bytes [start, end) of the object. */
+export interface PartRange {
+  start: number;
+  end: number;
+}
+
 /**
- * How an object is cut: `partSize` is an upper bound, and the number of parts a multiple of the
- * concurrency, so that the last round of requests is as full as the others (25 parts of 8 MiB on
- * 8 requests leave 7 idle for the whole last round; 32 parts of 6.25 MiB do not).
+ * How an object is cut into ranged requests, in the order they are issued.
+ *
+ * - Whole rounds: the number of parts is a multiple of the concurrency, so that the last round of
+ *   requests is as full as the others (25 parts of 8 MiB on 8 requests leave 7 idle for the whole
+ *   last round; 32 parts of 6.25 MiB do not). `partSize` is an upper bound.
+ * - A short last round: the digest takes bytes in order, so while a round is read it can only
+ *   follow its lowest part; the other parts of the last round are hashed after the last byte
+ *   arrived, and that tail is the round's size. An object larger than one round therefore ends
+ *   with a round of parts `LAST_ROUND_TAPER` times smaller, and the rounds before it share the
+ *   rest. Measured on the bench link (8 × 16 MiB/s, 10 ms): the tail of a 200 MB `s3://` fetch
+ *   went from 46 MB to 17 MB of hashing after the last byte, with the same number of requests.
  */
-export function partsOf(size: number, p: ParallelSettings): { count: number; length: number } {
-  const rounds = Math.ceil(Math.ceil(size / p.partSize) / p.concurrency);
-  const length = Math.ceil(size / (rounds * p.concurrency));
-  return { count: Math.ceil(size / length), length };
+export function planParts(size: number, p: ParallelSettings): PartRange[] {
+  const n = p.concurrency;
+  const last = Math.ceil(p.partSize / LAST_ROUND_TAPER);
+  const body = size > n * p.partSize ? size - n * last : size;
+  const rounds = Math.ceil(Math.ceil(body / p.partSize) / n);
+  const length = Math.ceil(body / (rounds * n));
+  const parts: PartRange[] = [];
+  for (let start = 0; start < body; start += length) parts.push({ start, end: Math.min(body, start + length) });
+  for (let start = body; start < size; start += last) parts.push({ start, end: Math.min(size, start + last) });
+  return parts;
 }
 
 /**
@@ -67,9 +90,7 @@ export async function rangedDownload(
     ...(opts.sha256Pin !== undefined ? { sha256Pin: opts.sha256Pin } : {}),
   });
   const pin = stat.version !== undefined ? { version: stat.version } : { etag: stat.etag! };
-  const { count, length } = partsOf(stat.size, opts.parallel);
-  const parts: Part[] = [];
-  for (let i = 0; i < count; i++) parts.push(file.part(i * length, Math.min(stat.size, (i + 1) * length)));
+  const parts: Part[] = planParts(stat.size, opts.parallel).map((r) => file.part(r.start, r.end));
   // The first failure stops every other range.
   const stop = new AbortController();
   const signal = AbortSignal.any([opts.signal, stop.signal]);

@@ -13,7 +13,7 @@ import { FetchQueue } from '../../../src/artifacts/fetch-queue';
 import type { FileSystem } from '../../../src/artifacts/fs-plugin';
 import { JarCache } from '../../../src/artifacts/jar-cache';
 import { PluginRegistry } from '../../../src/artifacts/plugin-registry';
-import { partsOf } from '../../../src/artifacts/ranged-download';
+import { planParts } from '../../../src/artifacts/ranged-download';
 import { OptionsRegistry, type RawEntry } from '../../../src/config/registry';
 import { buildJar } from '../../helpers/jars';
 import { type HttpOrigin, type RecordedRequest, startHttpOrigin } from '../../servers/http-origin';
@@ -23,7 +23,7 @@ import { type HttpOrigin, type RecordedRequest, startHttpOrigin } from '../../se
 // range on request. The plugin contract suite runs the same download on S3, moto and Azurite.
 
 const PART = 256 * 1024;
-const parts = (size: number) => partsOf(size, { partSize: PART, concurrency: 4 });
+const parts = (size: number) => planParts(size, { partSize: PART, concurrency: 4 });
 const jar = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n', 'pad.bin': randomBytes(3 * 1024 * 1024 + 777) });
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const other = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n', 'pad.bin': randomBytes(3 * 1024 * 1024 + 777) });
@@ -82,13 +82,16 @@ describe('parallel ranged reads (HTTP origin)', () => {
     expect(got.sha256).toBe(sha(jar));
     expect(got.size).toBe(jar.length);
     const gets = ranged();
-    expect(gets).toHaveLength(parts(jar.length).count);
+    expect(gets).toHaveLength(parts(jar.length).length);
     expect(gets.length % 4).toBe(0); // whole rounds of 4 requests
     const etag = `"${createHash('sha1').update(jar).digest('hex')}"`;
     expect(new Set(gets.map((r) => r.headers['if-match']))).toEqual(new Set([etag]));
-    // The parts tile the object exactly.
-    const starts = gets.map((r) => Number(/^bytes=(\d+)-/.exec(r.headers.range!)![1])).sort((a, b) => a - b);
-    expect(starts).toEqual(Array.from({ length: gets.length }, (_, i) => i * parts(jar.length).length));
+    // The parts tile the object exactly: whole rounds, the last one of parts a quarter the size.
+    const asked = gets.map((r) => /^bytes=(\d+)-(\d+)$/.exec(r.headers.range!)!.slice(1).map(Number) as [number, number]).sort((a, b) => a[0] - b[0]);
+    expect(asked.map(([start, end]) => ({ start, end: end + 1 }))).toEqual(parts(jar.length));
+    expect(asked.at(-1)![1] + 1).toBe(jar.length);
+    for (let i = 1; i < asked.length; i++) expect(asked[i]![0]).toBe(asked[i - 1]![1] + 1);
+    expect(asked.slice(-4).every(([start, end]) => end + 1 - start <= PART / 4)).toBe(true);
     got.release();
   });
 
@@ -104,7 +107,7 @@ describe('parallel ranged reads (HTTP origin)', () => {
     expect(await readdir(cache.tmpDir)).toEqual([]);
     expect(await readdir(join(dir, 'cache', 'blobs')).catch(() => [])).toEqual([]);
     // Not retried as a transient failure with a stale pin: one GET per part at most, no second round.
-    expect(ranged().length).toBeLessThanOrEqual(parts(jar.length).count);
+    expect(ranged().length).toBeLessThanOrEqual(parts(jar.length).length);
   });
 
   it('a range that breaks off is retried from where its bytes stopped, and the digest is still right', async () => {
@@ -114,7 +117,7 @@ describe('parallel ranged reads (HTTP origin)', () => {
     expect(got.sha256).toBe(sha(jar));
     const starts = ranged().map((r) => Number(/^bytes=(\d+)-/.exec(r.headers.range!)![1]));
     // Two parts were asked again from inside themselves (resumed at their durable prefix, or their start).
-    expect(starts.length).toBe(parts(jar.length).count + 2);
+    expect(starts.length).toBe(parts(jar.length).length + 2);
     got.release();
   });
 
@@ -130,12 +133,12 @@ describe('parallel ranged reads (HTTP origin)', () => {
   });
 
   it('cancellation stops every range promptly with the caller\'s reason', async () => {
-    const { length } = parts(jar.length);
-    origin.stallRangesFrom(2 * length);
+    const plan = parts(jar.length);
+    origin.stallRangesFrom(plan[2]!.start);
     const stat = await fs.stat(new URL(`${origin.url}/app.jar`), AbortSignal.timeout(10_000));
     const ac = new AbortController();
     hook = (r) => {
-      if (r.headers.range?.startsWith(`bytes=${3 * length}-`)) setTimeout(() => ac.abort(new Error('cancelled by the test')), 50);
+      if (r.headers.range?.startsWith(`bytes=${plan[3]!.start}-`)) setTimeout(() => ac.abort(new Error('cancelled by the test')), 50);
     };
     const progress: number[] = [];
     const err = await downloadTo(fs, new URL(`${origin.url}/app.jar`), join(dir, 'y.part'), { signal: ac.signal, maxBytes: 1 << 30, onProgress: (b) => progress.push(b), stat, parallel: { partSize: PART, concurrency: 4 } }).then(
