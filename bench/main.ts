@@ -2,6 +2,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { projectRoot } from '../src/project-root';
+import { tuneV8 } from '../src/v8-tuning';
 import { BenchEnv } from './lib/env';
 import { killAllTracked } from './lib/procs';
 import { emit, note, type RunPlan } from './lib/report';
@@ -37,6 +38,9 @@ function copyServerScripts(root: string): void {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // The fetch and link measures run the gateway's fetcher in this process: with the V8 settings
+  // the gateway process gives itself (ADR 0018).
+  tuneV8();
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
