@@ -37,7 +37,7 @@ export const artifactOptions = {
   // 25 ms of the link, and the last round's hashing tail no longer grows with the part size.
   parallelFetchPartSize: option({
     key: 'gateway.artifacts.parallel-fetch.part-size', type: 'memory', default: 16 * 1024 ** 2, min: 64 * 1024, section,
-    description: 'Most bytes per ranged request when a large object is read with several requests at once (S3, Azure Blob, and HTTP(S) origins that send Accept-Ranges: bytes and a strong ETag); the object is cut into a multiple of gateway.artifacts.parallel-fetch.concurrency parts of at most this size, so the last round of requests is full; an object larger than one round ends with a round of parts a quarter this size, so little is left to hash after the last byte. Objects smaller than two parts are read in one stream.',
+    description: 'Most bytes per ranged request when a large object is read with several requests at once (S3, Azure Blob, and HTTP(S) origins that send Accept-Ranges: bytes and a strong ETag); the object is cut into a multiple of gateway.artifacts.parallel-fetch.concurrency parts of at most this size, so the last round of requests is full; an object of at least half a round ends with a round of parts a quarter this size, so little is left to hash after the last byte. Objects smaller than two parts are read in one stream.',
   }),
   parallelFetchConcurrency: option({
     key: 'gateway.artifacts.parallel-fetch.concurrency', type: 'int', default: 8, min: 1, max: 64, section,
