@@ -129,6 +129,16 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
    */
   function relayBody(body: Readable, res: Response): Promise<void> {
     return new Promise((resolve, reject) => {
+      // Either side may be gone already (the client closed while the answer's head was awaited).
+      if (res.closed || res.destroyed) {
+        body.destroy();
+        resolve();
+        return;
+      }
+      if (body.destroyed) {
+        reject(body.errored ?? new Error('the answer was closed before it was read'));
+        return;
+      }
       const onData = (chunk: Buffer) => {
         if (!res.write(chunk)) body.pause();
       };
