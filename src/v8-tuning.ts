@@ -21,7 +21,7 @@ import { setFlagsFromString } from 'node:v8';
  * in NODE_OPTIONS, so they are set here rather than on a command line. A V8 that no longer knows one
  * prints `Error: unrecognized flag` on stderr and goes on with its defaults.
  */
-export const V8_FLAGS = ['--external-memory-accounted-in-global-limit', '--heap-growing-percent=100'] as const;
+const V8_FLAGS = ['--external-memory-accounted-in-global-limit', '--heap-growing-percent=100'] as const;
 
 export function tuneV8(): void {
   for (const flag of V8_FLAGS) setFlagsFromString(flag);
