@@ -171,6 +171,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
       uploadMaxBytes: config.get(coreOptions.uploadMaxSize),
       zipLimits: zipLimitsOf(config),
       uploadSpoolDir: cache.tmpDir,
+      handoff,
       jsonLimitBytes: config.get(coreOptions.maxJsonBody),
       isDraining: () => draining,
       fetches,

@@ -94,7 +94,7 @@ export const artifactOptions = {
   }),
   handoff: option({
     key: 'gateway.artifacts.handoff', type: 'enum', default: 'auto', values: ['auto', 'upload', 'shared-dir'], section,
-    description: 'How a fetched jar reaches the JobManager: "upload" (multipart to /v1/jars/upload, works anywhere), "shared-dir" (hard link into <web.upload.dir>/flink-web-upload, no second copy; needs web.upload.dir shared with the JobManager), "auto" (shared-dir when web.upload.dir is known, else upload).',
+    description: 'How a jar reaches the JobManager, fetched by URI or uploaded to the gateway: "upload" (multipart to /v1/jars/upload, works anywhere; an upload streams on as it arrives), "shared-dir" (hard link into <web.upload.dir>/flink-web-upload once every check passed, no second copy; needs web.upload.dir shared with the JobManager and gateway.artifacts.cache-dir on the same volume, else each jar is copied), "auto" (shared-dir when web.upload.dir is known, else upload).',
   }),
   // Flink's own artifact keys: accepted so that one config file serves Flink and the gateway.
   baseDir: option({

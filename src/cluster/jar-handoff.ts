@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { copyFile, link, mkdir, unlink } from 'node:fs/promises';
+import { copyFile, link, mkdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { slabFileStream } from '../artifacts/slab-pool';
+import { GatewayError } from '../errors/gateway-error';
 import type { JobManagerClient } from './jobmanager-client';
 import { MultipartJarBody } from './multipart-jar-body';
 import { PipelinedUpload } from './pipelined-upload';
@@ -30,8 +31,9 @@ export class JarHandoff {
     private readonly log: Logger,
   ) {}
 
-  async handOff(path: string, name: string): Promise<HandedOffJar> {
-    return this.mode === 'shared-dir' ? this.link(path, name) : this.upload(path, name);
+  /** `operation` names the call in an error (the client's upload, or the hand-off of a fetched jar). */
+  async handOff(path: string, name: string, operation = 'jar hand-off'): Promise<HandedOffJar> {
+    return this.mode === 'shared-dir' ? this.link(path, name, operation) : this.upload(path, name);
   }
 
   /**
@@ -43,7 +45,15 @@ export class JarHandoff {
     return new PipelinedUpload<HandedOffJar>(name, (body) => this.send(body));
   }
 
-  private async link(path: string, name: string): Promise<HandedOffJar> {
+  /**
+   * Hard-links `path` into the JobManager's jar directory under a new jar id. A JobManager that
+   * takes no jars over REST (`web.submit.enable: false`) would refuse an upload of it, so it gets
+   * no linked jar either. The copy that stands in for a link that cannot be made is written under
+   * a name Flink does not list (it lists `*.jar`) and renamed, so the JobManager never sees part
+   * of a jar.
+   */
+  private async link(path: string, name: string, operation: string): Promise<HandedOffJar> {
+    await this.checkAcceptsJars(operation);
     const jarDir = join(this.uploadDir!, 'flink-web-upload');
     await mkdir(jarDir, { recursive: true });
     const jarId = `${randomUUID()}_${name}`;
@@ -53,9 +63,26 @@ export class JarHandoff {
     } catch (err) {
       // Different filesystems (EXDEV) or no hard links: fall back to a copy.
       this.log.warn({ code: (err as NodeJS.ErrnoException).code }, 'hard link into the JobManager jar directory failed; copying');
-      await copyFile(path, target);
+      const part = join(jarDir, `.${jarId}.part`);
+      try {
+        await copyFile(path, part);
+        await rename(part, target);
+      } catch (copyErr) {
+        await unlink(part).catch(() => undefined);
+        throw copyErr;
+      }
     }
     return { jarId, filename: target, release: () => this.remove(jarId, target) };
+  }
+
+  /**
+   * Reads the JobManager's dashboard configuration: `features.web-submit` is its
+   * `web.submit.enable`. An answer without it is left to the calls that follow.
+   */
+  private async checkAcceptsJars(operation: string): Promise<void> {
+    const r = await this.cluster.json('GET', '/v1/config', { operation });
+    const features = (r.body as { features?: Record<string, unknown> } | undefined)?.features;
+    if (r.status === 200 && features?.['web-submit'] === false) throw new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation });
   }
 
   private async upload(path: string, name: string): Promise<HandedOffJar> {

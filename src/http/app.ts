@@ -2,6 +2,7 @@ import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import type { FetchProgress } from '../artifacts/fetch-progress';
 import type { ZipLimits } from '../artifacts/zip-bounds';
+import type { JarHandoff } from '../cluster/jar-handoff';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import type { ClusterVersion } from '../cluster/flink-version';
 import type { Authenticator } from './auth';
@@ -32,8 +33,10 @@ export interface AppDeps {
   zipLimits?: ZipLimits;
   /** gateway.http.max-json-body: the largest run, plan or fetch body. */
   jsonLimitBytes?: number;
-  /** Where uploads are spooled while they stream to the JobManager (a private directory). */
+  /** Where uploads are spooled while they are checked (a private directory). */
   uploadSpoolDir?: string;
+  /** How uploads reach the JobManager: a shared-dir hand-off links them into its jar directory (ADR 0019). */
+  handoff?: JarHandoff;
   isDraining: () => boolean;
   fetches?: FetchProgress;
   tokens?: { status(): TokenStatus };

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ZipLimits } from '../artifacts/zip-bounds';
+import type { JarHandoff } from '../cluster/jar-handoff';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { type ClusterVersion, hasApplications } from '../cluster/flink-version';
 import { GatewayError } from '../errors/gateway-error';
@@ -18,8 +19,10 @@ export interface JarRouteDeps {
   uploadMaxBytes: number;
   /** Zip-structure bounds an uploaded jar must keep (gateway.artifacts.max-zip-entries and co.). */
   zipLimits?: ZipLimits;
-  /** Where uploads are spooled while they stream to the JobManager (a private directory). */
+  /** Where uploads are spooled while they are checked (a private directory). */
   uploadSpoolDir?: string;
+  /** How uploads reach the JobManager: a shared-dir hand-off links them into its jar directory (ADR 0019); else they stream to it. */
+  handoff?: JarHandoff;
   /** Largest JSON body accepted on run/plan (Flink's rest.server.max-content-length default). */
   jsonLimitBytes?: number;
   /**
@@ -67,7 +70,14 @@ export function createJarRoutes(deps: JarRouteDeps) {
           return sendJson(res, 200, r.body);
         }
         case 'upload': {
-          const result = await uploadJar(req, deps.cluster, deps.uploadMaxBytes, log, deps.zipLimits, deps.uploadSpoolDir);
+          const result = await uploadJar(req, {
+            cluster: deps.cluster,
+            ...(deps.handoff ? { handoff: deps.handoff } : {}),
+            maxBytes: deps.uploadMaxBytes,
+            log,
+            ...(deps.zipLimits ? { zipLimits: deps.zipLimits } : {}),
+            ...(deps.uploadSpoolDir ? { spoolBase: deps.uploadSpoolDir } : {}),
+          });
           const uploaded = String((result.body as { filename?: unknown }).filename ?? '').split('/').pop();
           if (uploaded) deps.runs.ownJar(uploaded, caller.principal, result.classes > 0);
           return sendJson(res, 200, result.body);

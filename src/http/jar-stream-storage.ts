@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { JarInspector, type JarVerdict } from '../artifacts/jar-inspector';
 import type { ZipLimits } from '../artifacts/zip-bounds';
 import { inspectJar } from '../artifacts/zip-verify';
+import type { HandedOffJar, JarHandoff } from '../cluster/jar-handoff';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { MultipartJarBody } from '../cluster/multipart-jar-body';
 import { GatewayError } from '../errors/gateway-error';
@@ -20,6 +21,12 @@ export interface UploadResult {
 
 export interface JarStreamStorageOptions {
   cluster: JobManagerClient;
+  /**
+   * How the accepted jar reaches the JobManager. With a shared-dir hand-off the spooled copy is
+   * hard-linked into its jar directory once every check passed, and nothing is streamed to
+   * /v1/jars/upload; otherwise (or without one) the jar streams there as it arrives.
+   */
+  handoff?: JarHandoff;
   maxBytes: number;
   log: Logger;
   zipLimits?: ZipLimits;
@@ -34,14 +41,17 @@ export function jarFileName(originalName: string | undefined): string {
 }
 
 /**
- * multer's storage engine for one `POST /jars/upload` (ADR 0002): it stores nothing itself. The
- * file part streams on into a new one-file multipart body towards the JobManager — hashed and
- * checked on the way (JarInspector), and copied to a private spool file that `inspectJar` reads
- * the way Java's JarFile does (the manifest the central directory points to, inflated with a
- * bound). The body's closing boundary is written only by `complete()`, which the caller invokes
- * once multer has read the whole client body and the caller's own checks (one file, the `request`
- * attribute) passed; on any failure `discard()` destroys the body, so Flink never sees a whole
- * file and keeps nothing.
+ * multer's storage engine for one `POST /jars/upload` (ADR 0002, ADR 0019). The file part is
+ * hashed and checked on the way (JarInspector) and copied to a private spool file that
+ * `inspectJar` reads the way Java's JarFile does (the manifest the central directory points to,
+ * inflated with a bound). Nothing reaches the JobManager whole before `complete()`, which the
+ * caller invokes once multer has read the whole client body and the caller's own checks (one file,
+ * the `request` attribute) passed; on any failure `discard()` leaves the JobManager nothing.
+ *
+ * - Streamed (the upload hand-off): the bytes stream on into a new one-file multipart body towards
+ *   the JobManager as they arrive; `complete()` writes its closing boundary, `discard()` destroys it.
+ * - Linked (the shared-dir hand-off, ADR 0019): `complete()` hard-links the spooled copy into the
+ *   JobManager's jar directory, as a fetched jar is handed off; the bytes cross no second socket.
  *
  * One instance per request: it holds that request's one upload.
  */
@@ -49,6 +59,8 @@ export class JarStreamStorage implements StorageEngine {
   private body?: MultipartJarBody;
   private upstream?: Promise<JsonResponse>;
   private spool?: SpoolTap;
+  /** The shared-dir hand-off that links the spooled copy, when this upload is linked. */
+  private readonly linker?: JarHandoff;
   private fileName = '';
   private verdict?: JarVerdict & { ok: true };
   private classes = 0;
@@ -56,7 +68,9 @@ export class JarStreamStorage implements StorageEngine {
   private completed = false;
   private failed = false;
 
-  constructor(private readonly opts: JarStreamStorageOptions) {}
+  constructor(private readonly opts: JarStreamStorageOptions) {
+    if (opts.handoff?.mode === 'shared-dir') this.linker = opts.handoff;
+  }
 
   _handleFile(_req: Request, file: Express.Multer.File, callback: (error?: unknown, info?: Partial<Express.Multer.File>) => void): void {
     let answered = false;
@@ -69,20 +83,10 @@ export class JarStreamStorage implements StorageEngine {
       answer(err);
       this.fail(err);
     };
-    const { cluster, maxBytes, zipLimits, log } = this.opts;
+    const { maxBytes, zipLimits, log } = this.opts;
     this.fileName = jarFileName(file.originalname);
     const inspector = new JarInspector(zipLimits);
-    const body = new MultipartJarBody(this.fileName);
-    this.body = body;
-    const upstream = cluster.upload(body.stream, body.contentType);
-    this.upstream = upstream;
-    upstream.then(
-      (res) => {
-        // An answer before the body was completed is always an error from the JobManager.
-        if (!this.completed) fail(res.status === 200 ? badResponse(cluster) : cluster.failure('upload', res));
-      },
-      (err: unknown) => fail(asGatewayError(err, cluster)),
-    );
+    const body = this.linker ? undefined : this.streamUpstream(fail);
     // busboy stops passing bytes on at the limit but goes on reading the part to its end; answer now,
     // so that the caller's bounded drain, not the rest of an oversized part, decides what is read.
     file.stream.on('limit', () => fail(new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
@@ -90,7 +94,9 @@ export class JarStreamStorage implements StorageEngine {
     this.spool = spool;
     spool.on('error', (err: Error) => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: `the gateway could not keep its copy of the upload (${err.message})` })));
     file.stream.pipe(inspector).pipe(spool);
-    body.feed(spool);
+    // Linked: the spool is the only copy; what it passes on is not needed.
+    if (body) body.feed(spool);
+    else spool.resume();
     // 'end' of the spool: every inspected byte has been handed to the multipart body (only then may
     // the closing boundary follow them) and the copy is on disk.
     spool.once('end', () => {
@@ -117,13 +123,46 @@ export class JarStreamStorage implements StorageEngine {
    */
   async complete(): Promise<UploadResult> {
     const { cluster, log } = this.opts;
-    if (!this.body || !this.upstream || !this.verdict) throw new GatewayError('GW_UPLOAD_FILE_COUNT', { count: 0 });
+    if (!this.verdict || !this.spool) throw new GatewayError('GW_UPLOAD_FILE_COUNT', { count: 0 });
+    if (this.linker) return this.link(this.linker, this.spool, this.verdict);
+    if (!this.body || !this.upstream) throw new GatewayError('GW_UPLOAD_FILE_COUNT', { count: 0 });
     this.completed = true;
     this.body.complete();
     const res = await this.upstream;
     if (res.status !== 200) throw cluster.failure('upload', res);
     log.info({ jar: this.fileName, size: this.verdict.size, sha256: this.verdict.sha256 }, 'jar uploaded');
     return { body: res.body, sha256: this.verdict.sha256, size: this.verdict.size, classes: this.classes };
+  }
+
+  /** Streamed: the multipart body towards the JobManager, whose answer is watched from now on. */
+  private streamUpstream(fail: (err: GatewayError) => void): MultipartJarBody {
+    const { cluster } = this.opts;
+    const body = new MultipartJarBody(this.fileName);
+    this.body = body;
+    const upstream = cluster.upload(body.stream, body.contentType);
+    this.upstream = upstream;
+    upstream.then(
+      (res) => {
+        // An answer before the body was completed is always an error from the JobManager.
+        if (!this.completed) fail(res.status === 200 ? badResponse(cluster) : cluster.failure('upload', res));
+      },
+      (err: unknown) => fail(asGatewayError(err, cluster)),
+    );
+    return body;
+  }
+
+  /** Linked: the checked copy into the JobManager's jar directory, answered as Flink's upload answers. */
+  private async link(linker: JarHandoff, spool: SpoolTap, verdict: JarVerdict & { ok: true }): Promise<UploadResult> {
+    this.completed = true;
+    let handed: HandedOffJar;
+    try {
+      handed = await linker.handOff(spool.path, this.fileName, 'upload');
+    } finally {
+      // The JobManager's name for the jar is a link of its own; the private one goes either way.
+      spool.discard();
+    }
+    this.opts.log.info({ jar: this.fileName, size: verdict.size, sha256: verdict.sha256, handoff: 'shared-dir' }, 'jar uploaded');
+    return { body: { filename: handed.filename, status: 'success' }, sha256: verdict.sha256, size: verdict.size, classes: this.classes };
   }
 
   /** Destroys the body towards the JobManager (so it keeps nothing) and the spooled copy. Idempotent. */
@@ -151,7 +190,8 @@ export class JarStreamStorage implements StorageEngine {
     // A manifest that lies about its size is refused here as it is for fetched jars — before the
     // JobManager would inflate it.
     const inspected = await inspectJar(spool.path, this.opts.zipLimits).catch((e: unknown) => ({ problem: { reason: (e as Error).message, limit: undefined }, points: undefined }));
-    spool.discard();
+    // Linked, a good copy stays until `complete()` links it (or `discard()`).
+    if (!this.linker || inspected.problem !== undefined) spool.discard();
     if (inspected.problem !== undefined) return { ...inspected.problem, ...(inspected.problem.limit ? { limit: inspected.problem.limit } : {}), sha256: verdict.sha256, size: verdict.size };
     this.verdict = verdict;
     this.classes = inspected.points?.classes.size ?? 0;

@@ -5,6 +5,7 @@ import type { Request, Response } from 'express';
 import multer from 'multer';
 import type { Logger } from 'pino';
 import type { ZipLimits } from '../artifacts/zip-bounds';
+import type { JarHandoff } from '../cluster/jar-handoff';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
 import { JarStreamStorage, jarFileName, type UploadResult } from './jar-stream-storage';
@@ -24,18 +25,31 @@ type Feed = PassThrough & { headers: IncomingHttpHeaders; body?: Record<string, 
 
 /**
  * POST /jars/upload with Flink's rules (any file field name, an optional `request` attribute,
- * exactly one file ending in `.jar`), parsed by multer and streamed to the JobManager by a storage
- * engine that buffers nothing (`JarStreamStorage`) while the jar is hashed and checked (zip
- * structure and `zipLimits`, the registry's defaults unless given). The multipart body towards the
- * JobManager is completed only after the whole client body was read and every check passed, so a
- * bad upload never lands there (ADR 0002).
+ * exactly one file ending in `.jar`), parsed by multer into a storage engine that buffers nothing
+ * (`JarStreamStorage`) while the jar is hashed and checked (zip structure and `zipLimits`, the
+ * registry's defaults unless given). The jar reaches the JobManager whole only after the whole
+ * client body was read and every check passed, so a bad upload never lands there: streamed to it
+ * with the multipart body completed last (ADR 0002), or, with a shared-dir hand-off, linked into
+ * its jar directory (ADR 0019).
  *
  * multer reads a feed the gateway pipes the request into, not the request itself: on an error multer
  * drains its input to the end before it reports, which for an oversized body means reading all of
  * it. The gateway instead cuts the feed at the first failure and reads at most `DRAIN_LIMIT` more of
  * the request before answering, then closes the connection.
  */
-export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: number, log: Logger, zipLimits?: ZipLimits, spoolBase: string = tmpdir()): Promise<UploadResult> {
+export interface UploadJarOptions {
+  cluster: JobManagerClient;
+  /** A shared-dir hand-off links the checked jar into the JobManager's jar directory (ADR 0019). */
+  handoff?: JarHandoff;
+  maxBytes: number;
+  log: Logger;
+  zipLimits?: ZipLimits;
+  /** Where the upload is spooled (a private directory; for a linked upload, on the JobManager's volume). */
+  spoolBase?: string;
+}
+
+export function uploadJar(req: Request, opts: UploadJarOptions): Promise<UploadResult> {
+  const { cluster, handoff, maxBytes, log, zipLimits, spoolBase = tmpdir() } = opts;
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes + 64 * 1024) {
     return Promise.reject(closing(new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
@@ -74,7 +88,7 @@ export function uploadJar(req: Request, cluster: JobManagerClient, maxBytes: num
       req.resume();
     };
 
-    const storage = new JarStreamStorage({ cluster, maxBytes, log, spoolBase, ...(zipLimits ? { zipLimits } : {}), onFailure: (err) => stop(err) });
+    const storage = new JarStreamStorage({ cluster, ...(handoff ? { handoff } : {}), maxBytes, log, spoolBase, ...(zipLimits ? { zipLimits } : {}), onFailure: (err) => stop(err) });
     const upload = multer({
       storage,
       limits: { fileSize: maxBytes, files: 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_SIZE },

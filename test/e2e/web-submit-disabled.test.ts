@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import pino from 'pino';
 import { EmbeddedCluster } from '../../src/cluster/embedded-cluster';
 import { projectRoot } from '../../src/project-root';
-import { json, uploadBytes, WORDCOUNT_JAR } from '../helpers/flink';
+import { filesUnder, json, uploadBytes, WORDCOUNT_JAR } from '../helpers/flink';
 import { startGateway, type TestGateway } from '../helpers/gateway';
 
 /**
@@ -13,6 +13,7 @@ import { startGateway, type TestGateway } from '../helpers/gateway';
 describe('a JobManager with web.submit.enable: false', () => {
   let cluster: EmbeddedCluster;
   let gw: TestGateway;
+  let linking: TestGateway;
 
   beforeAll(async () => {
     cluster = await EmbeddedCluster.start({
@@ -24,9 +25,11 @@ describe('a JobManager with web.submit.enable: false', () => {
       flinkConfig: { 'web.submit.enable': 'false' },
     });
     gw = await startGateway(cluster.restUrl, {});
+    linking = await startGateway(cluster.restUrl, { 'web.upload.dir': cluster.uploadDir, 'gateway.artifacts.handoff': 'shared-dir' });
   }, 240_000);
   afterAll(async () => {
     await gw?.close();
+    await linking?.close();
     await cluster?.stop();
   });
 
@@ -42,6 +45,10 @@ describe('a JobManager with web.submit.enable: false', () => {
       expect({ status: r.status, error: String((r.body.errors as string[])[0]).slice(0, 60) }).toEqual({ status: 404, error: expect.stringMatching(/^GW_CLUSTER_SUBMIT_DISABLED: /) });
       expect(String((r.body.errors as string[])[0])).toContain('web.submit.enable: false');
     }
+    // A gateway that would link the jar into the JobManager's directory links nothing (ADR 0019).
+    const linked = await uploadBytes(linking.url, [{ name: 'WordCount.jar', bytes: readFileSync(WORDCOUNT_JAR) }]);
+    expect({ status: linked.status, error: String((linked.body.errors as string[])[0]).slice(0, 60) }).toEqual({ status: 404, error: expect.stringMatching(/^GW_CLUSTER_SUBMIT_DISABLED: /) });
+    expect(filesUnder(cluster.uploadDir).filter((f) => f.endsWith('.jar'))).toEqual([]);
     // Everything else still passes through.
     expect((await json('GET', `${gw.url}/v1/overview`)).status).toBe(200);
   });

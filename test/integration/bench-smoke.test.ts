@@ -31,6 +31,7 @@ const EXPECTED = [
   'passthrough.jobs-overview.p50',
   'passthrough.jobs-overview.p99',
   'upload.200MB',
+  'upload.200MB.upload-handoff',
   'memory.rss-growth.1GiB',
 ];
 

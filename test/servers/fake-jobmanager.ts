@@ -31,6 +31,8 @@ export interface FakeJobManager {
   rejectRuns?: { status: number; message: string };
   /** When set, `/jars/upload` drains the body and answers this status with a Flink error body. */
   rejectUploads?: { status: number; message: string };
+  /** When set, `/config` says `features.web-submit: false` (as Flink with `web.submit.enable: false`). */
+  webSubmitDisabled?: boolean;
   stop(): Promise<void>;
 }
 
@@ -123,7 +125,7 @@ export async function startFakeJobManager(): Promise<FakeJobManager> {
       });
       return;
     }
-    if (req.method === 'GET' && path === '/config') return send(res, 200, { 'refresh-interval': 3000, 'timezone-name': 'UTC', 'timezone-offset': 0, 'flink-version': '2.1.0', 'flink-revision': 'fake', features: { 'web-submit': true, 'web-cancel': true, 'web-rescale': false, 'web-history': false } });
+    if (req.method === 'GET' && path === '/config') return send(res, 200, { 'refresh-interval': 3000, 'timezone-name': 'UTC', 'timezone-offset': 0, 'flink-version': '2.1.0', 'flink-revision': 'fake', features: { 'web-submit': !jm.webSubmitDisabled, 'web-cancel': true, 'web-rescale': false, 'web-history': false } });
     if (req.method === 'GET' && /^\/jobs\/[^/]+\/status$/.test(path)) return send(res, 404, { errors: ['Job not found'] });
     send(res, 404, { errors: ['Not found: ' + path] });
   });
