@@ -1,9 +1,10 @@
-import { createHash, type Hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { type FileHandle, open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import { GatewayError } from '../errors/gateway-error';
 import { whenRoom } from '../stream-room';
+import { FileMd5 } from './file-md5';
 import type { ObjectStat } from './fs-plugin';
 import { slabPool } from './slab-pool';
 import { redactUri } from './uri';
@@ -44,14 +45,15 @@ export interface ObjectFileOptions {
  * The temporary file of one download and its in-order digest. Bytes arrive through part writers
  * (`writer`), one per byte range, each writing at its own offsets with positional `writev` — no
  * Transform hop, no second stream, one thread-pool round trip per gathered batch. The digest
- * (SHA-256, the store checksum, the tee) takes every byte exactly once and in order: straight from
- * memory when a chunk starts where the digest stands (always, for a sequential read), otherwise by
- * reading the file back once the bytes before it are durable (the later parts of a parallel read).
- * Memory stays bounded: nothing waits in memory for an earlier part.
+ * (SHA-256, a CRC32 store checksum, the tee) takes every byte exactly once and in order: straight
+ * from memory when a chunk starts where the digest stands (always, for a sequential read), otherwise
+ * by reading the file back once the bytes before it are durable (the later parts of a parallel
+ * read). A store MD5 is computed beside it on a helper thread from the file's durable prefix
+ * (FileMd5, ADR 0020). Memory stays bounded: nothing waits in memory for an earlier part.
  */
 export class ObjectFile {
   private readonly sha = createHash('sha256');
-  private md5?: Hash;
+  private md5?: FileMd5;
   private integrity?: ObjectStat['integrity'];
   private crc = 0;
   private tee?: Writable;
@@ -67,20 +69,21 @@ export class ObjectFile {
   private scratch?: Buffer;
   private sha256?: string;
 
-  private constructor(private readonly fh: FileHandle, private readonly o: ObjectFileOptions) {
+  private constructor(private readonly fh: FileHandle, private readonly path: string, private readonly o: ObjectFileOptions) {
     this.expect(o.integrity);
   }
 
   /** The store checksum to verify, when it is known only once the object is opened (before any byte). */
   expect(integrity: ObjectStat['integrity']): void {
     this.integrity = integrity;
-    this.md5 = integrity?.algorithm === 'md5' && this.o.sha256Pin === undefined ? createHash('md5') : undefined;
+    this.md5?.cancel();
+    this.md5 = integrity?.algorithm === 'md5' && this.o.sha256Pin === undefined ? new FileMd5(this.path) : undefined;
   }
 
   /** Creates `path` (which must not exist, mode 0600). */
   static async create(path: string, o: ObjectFileOptions): Promise<ObjectFile> {
     // Read and write: later parts are read back for the in-order digest.
-    return new ObjectFile(await open(path, 'wx+', 0o600), o);
+    return new ObjectFile(await open(path, 'wx+', 0o600), path, o);
   }
 
   /** A byte range to fill; parts are tiles of the object, added in any order. */
@@ -138,7 +141,9 @@ export class ObjectFile {
         // lent in `digest`; slab-pool.ts; other buffers are ignored).
         for (const b of bufs) slabPool.recycle(b);
         part.durable += n;
-        if (this.contiguous() > this.hashed) void this.catchUp();
+        const contiguous = this.contiguous();
+        this.md5?.advance(contiguous);
+        if (contiguous > this.hashed) void this.catchUp();
         done();
       },
       (err: unknown) => {
@@ -157,7 +162,6 @@ export class ObjectFile {
   private digest(b: Buffer): Promise<void> | undefined {
     this.hashed += b.length;
     this.sha.update(b);
-    this.md5?.update(b);
     if (this.integrity?.algorithm === 'crc32') this.crc = crc32(b, this.crc);
     if (!this.o.openTee) return undefined;
     this.tee ??= openedTee(this.o.openTee);
@@ -254,28 +258,15 @@ export class ObjectFile {
       // may still be the object's (a pin of another version), and cached for callers without a
       // pin: the store's MD5 decides, read back from the file.
       if (this.sha256 === this.o.sha256Pin) return undefined;
-      this.md5 = await this.fileMd5();
+      this.md5 = new FileMd5(this.path);
     }
-    const actual = integrity.algorithm === 'md5' ? this.md5!.digest('hex') : integrity.algorithm === 'sha256' ? this.sha256 : (this.crc >>> 0).toString(16).padStart(8, '0');
+    const actual = integrity.algorithm === 'md5' ? await this.md5!.digest(this.hashed) : integrity.algorithm === 'sha256' ? this.sha256 : (this.crc >>> 0).toString(16).padStart(8, '0');
     return actual === integrity.expected.toLowerCase() ? undefined : `${integrity.algorithm} ${actual} ≠ ${integrity.expected}`;
-  }
-
-  private async fileMd5(): Promise<Hash> {
-    const md5 = createHash('md5');
-    // The catch-up's scratch buffer: the digest has taken every byte, so nothing else uses it now.
-    this.scratch ??= Buffer.allocUnsafeSlow(CATCH_UP_CHUNK);
-    const buf = this.scratch;
-    for (let at = 0; at < this.hashed; ) {
-      const { bytesRead } = await this.fh.read(buf, 0, Math.min(buf.length, this.hashed - at), at);
-      if (bytesRead === 0) break;
-      md5.update(buf.subarray(0, bytesRead));
-      at += bytesRead;
-    }
-    return md5;
   }
 
   /** Closes the file (always; after every writer settled). */
   close(): Promise<void> {
+    this.md5?.cancel();
     return this.fh.close();
   }
 }
