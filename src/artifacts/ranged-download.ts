@@ -1,6 +1,6 @@
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Readable, Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { GatewayError } from '../errors/gateway-error';
 import { fetchError } from './fetch-error';
@@ -13,7 +13,7 @@ import { redactUri } from './uri';
 export interface ParallelSettings {
   /** Bytes per ranged request. */
   partSize: number;
-  /** Ranged requests streaming at once (briefly up to twice this many open, see `watchForEnd`); 1 = one stream. */
+  /** Ranged requests in flight at once; 1 = one stream. */
   concurrency: number;
 }
 
@@ -67,10 +67,8 @@ export function rangedEligible(fs: FileSystem, stat: ObjectStat, p: ParallelSett
 }
 
 /**
- * Reads the object with `concurrency` ranged requests at once, each written at its offset into one
- * file (ObjectFile), every range pinned to the version or ETag `stat` saw. A part about to end
- * starts the next one early (`watchForEnd`), so for a moment a request more may be in flight (never
- * more than twice `concurrency`). The digest
+ * Reads the object with up to `concurrency` ranged requests at once, each written at its offset
+ * into one file (ObjectFile), every range pinned to the version or ETag `stat` saw. The digest
  * takes the bytes once, in order. A range that fails transiently is retried from its durable
  * prefix (`rangeRetries` times, short backoff); any other failure, the caller's abort, or the
  * object changing (`GW_FETCH_CHANGED`) stops every range, and the caller removes the file.
@@ -97,49 +95,21 @@ export async function rangedDownload(
   // The first failure stops every other range.
   const stop = new AbortController();
   const signal = AbortSignal.any([opts.signal, stop.signal]);
-  let firstError: unknown;
-  // `concurrency` slots; a part gives its slot to the next one when its own end is one request
-  // latency away (see `readPart`), so that the next request is answered as this one ends.
   let next = 0;
-  let slots = opts.parallel.concurrency;
-  let running = 0;
-  let allSettled!: () => void;
-  const settledAll = new Promise<void>((resolve) => {
-    allSettled = resolve;
-  });
-  const launch = (): void => {
-    // Never more than twice the concurrency in flight, however quickly parts give their slots on.
-    while (slots > 0 && running < 2 * opts.parallel.concurrency && next < parts.length && !signal.aborted) {
+  let firstError: unknown;
+  const worker = async () => {
+    while (next < parts.length && !signal.aborted) {
       const part = parts[next++]!;
-      slots--;
-      running++;
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        slots++;
-        launch();
-      };
-      readPart(fs, uri, file, part, stat, pin, signal, opts.rangeRetries ?? 0, opts.log, release)
-        .catch((err: unknown) => {
-          firstError ??= opts.signal.aborted ? (opts.signal.reason ?? err) : err;
-          stop.abort(firstError);
-        })
-        .finally(() => {
-          running--;
-          if (!released) {
-            released = true;
-            slots++;
-          }
-          launch();
-          if (running === 0 && (next >= parts.length || signal.aborted)) allSettled();
-        });
+      try {
+        await readPart(fs, uri, file, part, stat, pin, signal, opts.rangeRetries ?? 0, opts.log);
+      } catch (err) {
+        firstError ??= opts.signal.aborted ? (opts.signal.reason ?? err) : err;
+        stop.abort(firstError);
+      }
     }
   };
   try {
-    launch();
-    if (running === 0) allSettled();
-    await settledAll;
+    await Promise.all(Array.from({ length: Math.min(opts.parallel.concurrency, parts.length) }, worker));
     if (firstError !== undefined) throw firstError;
     if (opts.signal.aborted) throw opts.signal.reason;
     const result = await file.finish();
@@ -164,14 +134,12 @@ async function readPart(
   signal: AbortSignal,
   retries: number,
   log: Logger | undefined,
-  nearEnd: () => void,
 ): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     await file.settled(part);
     const start = part.start + part.durable;
     if (start >= part.end) return;
     try {
-      const asked = performance.now();
       const opened = await fs.open(uri, { signal, range: { start, end: part.end - 1 }, pin });
       const got = opened.stat;
       // A store that ignores the condition still names what it sent: hold it to the pin.
@@ -179,9 +147,7 @@ async function readPart(
         opened.stream.destroy();
         throw fetchError.changed(uri, `a range came from another version (${got.version ?? got.etag ?? `${got.size} bytes`})`);
       }
-      const piped = pipeline(opened.stream, file.writer(part), { signal });
-      watchForEnd(opened.stream, part.end - start, performance.now() - asked, nearEnd);
-      await piped;
+      await pipeline(opened.stream, file.writer(part), { signal });
       await file.settled(part);
       if (part.durable !== part.end - part.start) throw fetchError.unavailable(uri, `the range at ${part.start} ended after ${part.durable} of ${part.end - part.start} bytes`);
       return;
@@ -193,38 +159,4 @@ async function readPart(
       await sleep(delayMs, undefined, { signal });
     }
   }
-}
-
-/**
- * Calls `nearEnd` about one request latency (`latencyMs`, what this range's request took to be
- * answered) before the range's last byte, as the rate seen so far predicts it: a request for the
- * next part sent then is answered as this one ends, instead of one round trip later. On the bench
- * link (16 MiB/s per connection, 10 ms) each part otherwise ended with its connection idle for
- * 20–40 ms. The body comes in chunks of up to 1 MiB (62 ms each at that rate, longer than the
- * latency), so the moment is predicted from each chunk and kept by a timer, not waited for.
- */
-function watchForEnd(body: Readable, bytes: number, latencyMs: number, nearEnd: () => void): void {
-  const began = performance.now();
-  let got = 0;
-  let timer: NodeJS.Timeout | undefined;
-  const done = () => {
-    clearTimeout(timer);
-    body.off('data', onData);
-    body.off('close', done);
-  };
-  const fire = () => {
-    done();
-    nearEnd();
-  };
-  const onData = (chunk: Buffer) => {
-    got += chunk.length;
-    const elapsed = performance.now() - began;
-    // Time left at the rate so far (got / elapsed), less the next request's latency.
-    const wait = ((bytes - got) * elapsed) / got - latencyMs;
-    clearTimeout(timer);
-    if (wait <= 0) fire();
-    else timer = setTimeout(fire, wait).unref();
-  };
-  body.on('data', onData);
-  body.once('close', done);
 }
