@@ -145,6 +145,14 @@ describe('pipelined upload hand-off on the real embedded Flink', () => {
     expect(lines.filter((l) => l?.pipelined === true)).toHaveLength(1);
     expect(lines.filter((l) => l?.pipelined === false)).toHaveLength(2);
     for (const r of results) expect(await waitForJobState(flinkUrl(), r.jobId, ['FINISHED', 'FAILED'])).toBe('FINISHED');
+    // Each run's transient jar is gone once its answer came (the release is awaited before it).
+    const left = await onJobManager(name);
+    if (left.listed || left.files.length > 0) {
+      const ids = new Set(results.map((r) => r.jobId));
+      const lines = gw.logs.filter((l) => ids.has(String(l.jobId)) || (typeof l.level === 'number' && l.level >= 40));
+      const calls = jmProxy.log.filter((r) => r.method === 'DELETE' || r.path.startsWith('/v1/jars/upload')).map((r) => `${r.method} ${r.path}`);
+      throw new Error(`a transient jar of ${name} is left on the JobManager (${JSON.stringify(left)}); gateway lines: ${JSON.stringify(lines)}; JobManager calls: ${JSON.stringify(calls)}`);
+    }
   }, 120_000);
 
   it('the first GET reset mid-body: the half-sent upload is aborted, the retry is handed off from the cache, one jar runs', async () => {
