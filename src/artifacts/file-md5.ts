@@ -52,9 +52,8 @@ type Reply = { id: number; hex: string } | { id: number; error: string };
 interface Waiter {
   resolve: (hex: string) => void;
   reject: (err: Error) => void;
-  /** The helper's failure for this session, when it came before `digest()` was asked for. */
-  failed?: Error;
-  asked: boolean;
+  /** The helper thread that holds the session. */
+  on: Worker;
 }
 
 let worker: Worker | undefined;
@@ -67,16 +66,18 @@ function helper(): Worker {
   w.on('message', (r: Reply) => {
     const waiter = waiters.get(r.id);
     if (!waiter) return;
-    if ('hex' in r) {
-      forget(r.id);
-      waiter.resolve(r.hex);
-      return;
-    }
-    settleFailure(r.id, waiter, new Error(`the MD5 of the downloaded file could not be computed: ${r.error}`));
+    forget(r.id);
+    if ('hex' in r) waiter.resolve(r.hex);
+    else waiter.reject(new Error(`the MD5 of the downloaded file could not be computed: ${r.error}`));
   });
   const lost = (err: Error) => {
     if (worker === w) worker = undefined;
-    for (const [id, waiter] of waiters) settleFailure(id, waiter, err);
+    // Only its own sessions: an 'exit' after an 'error' may come when a new helper serves others.
+    for (const [id, waiter] of waiters) {
+      if (waiter.on !== w) continue;
+      forget(id);
+      waiter.reject(err);
+    }
   };
   w.on('error', (err) => lost(new Error(`the MD5 helper thread failed: ${err.message}`)));
   w.on('exit', (code) => lost(new Error(`the MD5 helper thread exited (${code})`)));
@@ -86,16 +87,11 @@ function helper(): Worker {
   return w;
 }
 
-function settleFailure(id: number, waiter: Waiter, err: Error): void {
-  if (waiter.asked) {
-    forget(id);
-    waiter.reject(err);
-  } else {
-    waiter.failed ??= err;
-  }
-}
-
-/** A session is pending while it is in `waiters`: the helper thread holds the process open until the last one ends. */
+/**
+ * A session is pending while it is in `waiters` (until its digest or failure came, or it was
+ * cancelled): the helper thread holds the process open until the last one ends. A failure settles
+ * the session at once; its result, rejected, waits for `digest()`.
+ */
 function remember(id: number, waiter: Waiter): void {
   waiters.set(id, waiter);
   if (waiters.size === 1) worker?.ref();
@@ -111,7 +107,6 @@ export class FileMd5 {
   private posted = 0;
   private done = false;
   private readonly result: Promise<string>;
-  private readonly waiter: Waiter;
 
   /** `path` must exist; the helper opens it for reading. */
   constructor(path: string) {
@@ -122,9 +117,8 @@ export class FileMd5 {
       reject = rej;
     });
     this.result.catch(() => undefined);
-    this.waiter = { resolve, reject, asked: false };
     const w = helper();
-    remember(this.id, this.waiter);
+    remember(this.id, { resolve, reject, on: w });
     w.postMessage({ op: 'start', id: this.id, path });
   }
 
@@ -133,7 +127,7 @@ export class FileMd5 {
    * of progress, so that a download of small chunks does not send a message per chunk.
    */
   advance(upTo: number): void {
-    if (this.done || upTo < this.posted + READ_BYTES) return;
+    if (this.done || upTo < this.posted + READ_BYTES || !waiters.has(this.id)) return;
     this.posted = upTo;
     helper().postMessage({ op: 'advance', id: this.id, upTo });
   }
@@ -142,13 +136,8 @@ export class FileMd5 {
   digest(size: number): Promise<string> {
     if (!this.done) {
       this.done = true;
-      this.waiter.asked = true;
-      if (this.waiter.failed) {
-        forget(this.id);
-        this.waiter.reject(this.waiter.failed);
-      } else {
-        helper().postMessage({ op: 'digest', id: this.id, upTo: size });
-      }
+      // Already failed (and settled): nothing to ask for.
+      if (waiters.has(this.id)) helper().postMessage({ op: 'digest', id: this.id, upTo: size });
     }
     return this.result;
   }

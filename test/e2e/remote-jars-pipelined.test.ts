@@ -149,9 +149,9 @@ describe('pipelined upload hand-off on the real embedded Flink', () => {
     const left = await onJobManager(name);
     if (left.listed || left.files.length > 0) {
       const ids = new Set(results.map((r) => r.jobId));
-      const lines = gw.logs.filter((l) => ids.has(String(l.jobId)) || (typeof l.level === 'number' && l.level >= 40));
+      const logLines = gw.logs.filter((l) => ids.has(String(l.jobId)) || (typeof l.level === 'number' && l.level >= 40));
       const calls = jmProxy.log.filter((r) => r.method === 'DELETE' || r.path.startsWith('/v1/jars/upload')).map((r) => `${r.method} ${r.path}`);
-      throw new Error(`a transient jar of ${name} is left on the JobManager (${JSON.stringify(left)}); gateway lines: ${JSON.stringify(lines)}; JobManager calls: ${JSON.stringify(calls)}`);
+      throw new Error(`a transient jar of ${name} is left on the JobManager (${JSON.stringify(left)}); gateway lines: ${JSON.stringify(logLines)}; JobManager calls: ${JSON.stringify(calls)}`);
     }
   }, 120_000);
 
