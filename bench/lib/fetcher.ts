@@ -8,7 +8,7 @@ import { fetchError } from '../../src/artifacts/fetch-error';
 import { FetchProgress } from '../../src/artifacts/fetch-progress';
 import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
 import { JarCache } from '../../src/artifacts/jar-cache';
-import { artifactOptions } from '../../src/artifacts/options';
+import { artifactOptions, fetchSettings } from '../../src/artifacts/options';
 import { PluginRegistry } from '../../src/artifacts/plugin-registry';
 import { FetchQueue } from '../../src/artifacts/fetch-queue';
 import { createRegistry } from '../../src/composition';
@@ -54,7 +54,7 @@ export class BenchFetcher {
       maxBytes: this.config.get(artifactOptions.maxSize),
       timeoutMs: this.config.get(artifactOptions.fetchTimeout),
       retries: 0,
-      parallel: { partSize: this.config.get(artifactOptions.parallelFetchPartSize), concurrency: this.config.get(artifactOptions.parallelFetchConcurrency) },
+      parallel: fetchSettings(this.config).parallel,
       progressIntervalMs: 60_000,
       log: this.log,
     });

@@ -3,6 +3,7 @@ import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import type { Clock } from '../clock';
 import { type AuditLog, type AuditSubject, outcomeOf } from '../audit/audit-log';
 import { GatewayError } from '../errors/gateway-error';
 import type { Writable } from 'node:stream';
@@ -38,6 +39,8 @@ export interface FetcherOptions {
   parallel?: ParallelSettings;
   progressIntervalMs: number;
   log: Logger;
+  /** Time for the lone-stream probe of parallel reads; the system clock when absent. */
+  clock?: Clock;
   /** Aborted at shutdown. */
   shutdown?: AbortSignal;
   /** Observes each fetch: plugin name, result, seconds, bytes downloaded. */
@@ -270,6 +273,7 @@ export class ArtifactFetcher {
         ...(this.o.parallel ? { parallel: this.o.parallel } : {}),
         rangeRetries: this.o.retries,
         log,
+        ...(this.o.clock ? { clock: this.o.clock } : {}),
         ...(tee ? { tee } : {}),
         ...(sha256Pin !== undefined ? { sha256Pin } : {}),
       });
@@ -294,7 +298,7 @@ export class ArtifactFetcher {
         ...(st.lastModified !== undefined ? { lastModified: st.lastModified } : {}),
       });
       const ms = performance.now() - started;
-      log.info({ sha256: result.sha256, bytes: result.size, parts: result.parts, ms: Math.round(ms), mibPerSec: Math.round((result.size / 1048576 / (ms / 1000)) * 10) / 10 }, 'jar fetched');
+      log.info({ sha256: result.sha256, bytes: result.size, parts: result.parts, atOnce: result.atOnce, ms: Math.round(ms), mibPerSec: Math.round((result.size / 1048576 / (ms / 1000)) * 10) / 10 }, 'jar fetched');
       return entry;
     } catch (err) {
       await unlink(tmp).catch(() => undefined); // no partial file is ever used

@@ -1,17 +1,12 @@
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
+import type { Clock } from '../clock';
 import { GatewayError } from '../errors/gateway-error';
 import type { FileSystem, ObjectStat } from './fs-plugin';
-import { ObjectFile, type Part } from './object-file';
+import { ObjectFile, type Part, SEQUENTIAL_WRITE_BUFFER } from './object-file';
 import { type ParallelSettings, rangedDownload, rangedEligible, type RangedStat } from './ranged-download';
 import { redactUri } from './uri';
-
-/**
- * Gathered bytes per positional writev of a sequential read: one thread-pool round trip per batch
- * instead of one per 64 KiB socket chunk (the largest cost in a CPU profile of a fetch).
- */
-const SEQUENTIAL_WRITE_BUFFER = 2 * 1024 * 1024;
 
 export interface DownloadResult {
   sha256: string;
@@ -19,6 +14,8 @@ export interface DownloadResult {
   stat: ObjectStat;
   /** Ranged requests that read the object (1 for a single stream), retries not counted. */
   parts: number;
+  /** Most ranged requests in flight at once (1: the object was read in one stream). */
+  atOnce: number;
 }
 
 export interface DownloadOptions {
@@ -35,6 +32,8 @@ export interface DownloadOptions {
   log?: Logger;
   /** The SHA-256 the caller pinned: a store MD5 is then checked only for bytes that do not match it. */
   sha256Pin?: string;
+  /** Time for the lone-stream probe of a parallel read (ranged-download.ts); the system clock when absent. */
+  clock?: Clock;
 }
 
 /**
@@ -84,5 +83,5 @@ export async function downloadTo(fs: FileSystem, uri: URL, file: string, opts: D
     throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the store announced ${stat.size} bytes but sent ${result.size}` });
   }
   if (problem) throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the bytes do not match the store's checksum (${problem})` });
-  return { ...result, stat, parts: 1 };
+  return { ...result, stat, parts: 1, atOnce: 1 };
 }

@@ -43,6 +43,13 @@ export const artifactOptions = {
     key: 'gateway.artifacts.parallel-fetch.concurrency', type: 'int', default: 8, min: 1, max: 64, section,
     description: 'Ranged requests in flight at once for one large object, each pinned to the version or ETag the first request saw (an object replaced mid-read fails with GW_FETCH_CHANGED); 1 reads every object in one stream. Each request holds up to 256 KiB of write buffer plus its socket buffers; measured RSS growth moving 1 GiB: about 10-15 MiB more with 8 requests than with one (bench/RESULTS.md).',
   }),
+  // Measured in bench/RESULTS.md (issue 17, session 12): on loopback one stream reads Azurite at
+  // 487 MiB/s for 1.33 CPU-s/GiB, 8 ranges at 290-338 for 2.06; a real store caps one connection at
+  // tens of MB/s, the bench link at 16 MiB/s.
+  parallelFetchLoneStreamRate: option({
+    key: 'gateway.artifacts.parallel-fetch.lone-stream-rate', type: 'memory', default: 256 * 1024 ** 2, min: 0, section,
+    description: 'Bytes per second (e.g. "256 mb") the first ranged request of a large object must deliver, read alone for 10 ms after its response headers, for the object to be read in one stream. A store next to the gateway serves one stream faster than the gateway hashes it, and then one stream costs less CPU per byte than several (no bytes read back from the file for the in-order digest); a store that caps each connection (a real network) gets the other requests at once, after the first one\'s latency plus 10 ms. 0 starts every ranged request at once.',
+  }),
   progressInterval: option({
     key: 'gateway.artifacts.progress-interval', type: 'duration', default: 5000, min: 100, section,
     description: 'How often a running fetch logs its progress (bytes, total, rate).',
@@ -124,7 +131,11 @@ export function fetchSettings(config: Configuration) {
     zipLimits: zipLimitsOf(config),
     timeoutMs: config.get(artifactOptions.fetchTimeout),
     retries: config.get(artifactOptions.fetchRetries),
-    parallel: { partSize: config.get(artifactOptions.parallelFetchPartSize), concurrency: config.get(artifactOptions.parallelFetchConcurrency) },
+    parallel: {
+      partSize: config.get(artifactOptions.parallelFetchPartSize),
+      concurrency: config.get(artifactOptions.parallelFetchConcurrency),
+      loneStreamRate: config.get(artifactOptions.parallelFetchLoneStreamRate),
+    },
     progressIntervalMs: config.get(artifactOptions.progressInterval),
   };
 }

@@ -2,10 +2,11 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
+import { type Clock, systemClock, type TimerHandle } from '../clock';
 import { GatewayError } from '../errors/gateway-error';
 import { fetchError } from './fetch-error';
 import type { FileSystem, ObjectStat, OpenOptions } from './fs-plugin';
-import { ObjectFile, type Part } from './object-file';
+import { ObjectFile, type Part, SEQUENTIAL_WRITE_BUFFER } from './object-file';
 import type { DownloadResult } from './download';
 import { redactUri } from './uri';
 
@@ -15,7 +16,19 @@ export interface ParallelSettings {
   partSize: number;
   /** Ranged requests in flight at once; 1 = one stream. */
   concurrency: number;
+  /**
+   * Bytes per second a lone first request must deliver for the object to be read in one stream
+   * (see `LoneStreamProbe`); absent or 0 = every request starts at once.
+   */
+  loneStreamRate?: number;
 }
+
+/**
+ * How long the first request is read alone, from its response's headers, before the others start
+ * (`LoneStreamProbe`): on a link capped per connection the delay costs about this much of one
+ * round of requests.
+ */
+export const PROBE_WINDOW_MS = 10;
 
 /** A stat that allows a pinned ranged read (see `rangedEligible`). */
 export type RangedStat = ObjectStat & { size: number };
@@ -78,77 +91,111 @@ export async function rangedDownload(
   uri: URL,
   path: string,
   stat: RangedStat,
-  opts: { signal: AbortSignal; maxBytes: number; onProgress: (bytes: number) => void; tee?: () => Writable; parallel: ParallelSettings; rangeRetries?: number; log?: Logger; sha256Pin?: string },
+  opts: { signal: AbortSignal; maxBytes: number; onProgress: (bytes: number) => void; tee?: () => Writable; parallel: ParallelSettings; rangeRetries?: number; log?: Logger; sha256Pin?: string; clock?: Clock },
 ): Promise<DownloadResult> {
   if (stat.size > opts.maxBytes) throw new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(uri), limit: opts.maxBytes });
+  const clock = opts.clock ?? systemClock;
+  const rate = opts.parallel.loneStreamRate ?? 0;
+  const probe = rate > 0 ? new LoneStreamProbe(rate, clock) : undefined;
   const file = await ObjectFile.create(path, {
     uri,
     maxBytes: opts.maxBytes,
     integrity: stat.integrity,
-    onProgress: opts.onProgress,
+    onProgress: probe ? probeProgress(opts.onProgress, probe) : opts.onProgress,
     writeBuffer: PART_WRITE_BUFFER,
     ...(opts.tee ? { openTee: opts.tee } : {}),
     ...(opts.sha256Pin !== undefined ? { sha256Pin: opts.sha256Pin } : {}),
   });
   const pin = stat.version !== undefined ? { version: stat.version } : { etag: stat.etag! };
-  const parts: Part[] = planParts(stat.size, opts.parallel).map((r) => file.part(r.start, r.end));
+  const plan = planParts(stat.size, opts.parallel);
+  const parts: Part[] = [];
   // The first failure stops every other range.
   const stop = new AbortController();
   const signal = AbortSignal.any([opts.signal, stop.signal]);
+  // Without a probe every part is queued at once; with one, only the first, until the probe decides.
+  const queue: PartRange[] = probe ? plan.slice(0, 1) : plan;
   let next = 0;
   let firstError: unknown;
+  // The probe's verdict (settled before any part after the first is read).
+  let single = false;
+  let decided: Promise<void> = Promise.resolve();
   const worker = async () => {
-    while (next < parts.length && !signal.aborted) {
-      const part = parts[next++]!;
+    while (!signal.aborted) {
+      if (next >= queue.length) await decided;
+      if (next >= queue.length) return;
+      const range = queue[next++]!;
+      const part = file.part(range.start, range.end);
+      parts.push(part);
       try {
-        await readPart(fs, uri, file, part, stat, pin, signal, opts.rangeRetries ?? 0, opts.log);
+        // The first part of a probed read, and the rest of an object read in one stream, are read
+        // like a single stream: gathered into larger writes.
+        const alone = probe !== undefined && (part.start === 0 || single);
+        await readPart(fs, uri, file, part, { stat, pin, signal, retries: opts.rangeRetries ?? 0, log: opts.log, writeBuffer: alone ? SEQUENTIAL_WRITE_BUFFER : PART_WRITE_BUFFER, ...(probe && part.start === 0 ? { probe } : {}) });
       } catch (err) {
         firstError ??= opts.signal.aborted ? (opts.signal.reason ?? err) : err;
         stop.abort(firstError);
       }
     }
   };
+  const running = Array.from({ length: probe ? 1 : Math.min(opts.parallel.concurrency, plan.length) }, worker);
+  if (probe) {
+    decided = probe.verdict(signal).then((fast) => {
+      single = fast;
+      if (fast) {
+        // The rest of the object in one more request, once the first part is read.
+        if (plan.length > 1) queue.push({ start: plan[0]!.end, end: stat.size });
+        opts.log?.debug({ uri: redactUri(uri), mibPerSec: probe.mibPerSec }, 'the first ranged request is fast enough alone: one stream');
+      } else {
+        queue.push(...plan.slice(1));
+        for (let i = 1; i < Math.min(opts.parallel.concurrency, plan.length); i++) running.push(worker());
+      }
+    });
+  }
   try {
-    await Promise.all(Array.from({ length: Math.min(opts.parallel.concurrency, parts.length) }, worker));
+    await decided;
+    await Promise.all(running);
     if (firstError !== undefined) throw firstError;
     if (opts.signal.aborted) throw opts.signal.reason;
     const result = await file.finish();
     if (result.size !== stat.size) throw fetchError.unavailable(uri, `the store announced ${stat.size} bytes but sent ${result.size}`);
     const problem = await file.integrityProblem();
     if (problem) throw fetchError.unavailable(uri, `the bytes do not match the store's checksum (${problem})`);
-    return { ...result, stat, parts: parts.length };
+    return { ...result, stat, parts: parts.length, atOnce: single ? 1 : Math.min(opts.parallel.concurrency, plan.length) };
   } finally {
     await Promise.all(parts.map((p) => file.settled(p)));
     await file.close();
   }
 }
 
+interface PartContext {
+  stat: RangedStat;
+  pin: NonNullable<OpenOptions['pin']>;
+  signal: AbortSignal;
+  retries: number;
+  log: Logger | undefined;
+  writeBuffer: number;
+  /** Times this part's response (the first part's, while the others wait for the verdict). */
+  probe?: LoneStreamProbe;
+}
+
 /** One range, resumed from its durable prefix after a transient failure. */
-async function readPart(
-  fs: FileSystem,
-  uri: URL,
-  file: ObjectFile,
-  part: Part,
-  stat: RangedStat,
-  pin: NonNullable<OpenOptions['pin']>,
-  signal: AbortSignal,
-  retries: number,
-  log: Logger | undefined,
-): Promise<void> {
+async function readPart(fs: FileSystem, uri: URL, file: ObjectFile, part: Part, { stat, pin, signal, retries, log, writeBuffer, probe }: PartContext): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     await file.settled(part);
     const start = part.start + part.durable;
     if (start >= part.end) return;
     try {
       const opened = await fs.open(uri, { signal, range: { start, end: part.end - 1 }, pin });
+      probe?.opened();
       const got = opened.stat;
       // A store that ignores the condition still names what it sent: hold it to the pin.
       if ((pin.version !== undefined && got.version !== undefined && got.version !== pin.version) || (pin.etag !== undefined && got.etag !== undefined && got.etag !== pin.etag) || (got.size !== undefined && got.size !== stat.size)) {
         opened.stream.destroy();
         throw fetchError.changed(uri, `a range came from another version (${got.version ?? got.etag ?? `${got.size} bytes`})`);
       }
-      await pipeline(opened.stream, file.writer(part), { signal });
+      await pipeline(opened.stream, file.writer(part, writeBuffer), { signal });
       await file.settled(part);
+      probe?.ended(part.durable);
       if (part.durable !== part.end - part.start) throw fetchError.unavailable(uri, `the range at ${part.start} ended after ${part.durable} of ${part.end - part.start} bytes`);
       return;
     } catch (err) {
@@ -158,5 +205,86 @@ async function readPart(
       log?.warn({ uri: redactUri(uri), start: part.start + part.durable, attempt: attempt + 1, delayMs, code }, 'ranged read failed; retrying the rest of the range');
       await sleep(delayMs, undefined, { signal });
     }
+  }
+}
+
+/** The fetch's progress callback, also feeding the probe while it decides. */
+function probeProgress(onProgress: (bytes: number) => void, probe: LoneStreamProbe): (bytes: number) => void {
+  return (bytes) => {
+    onProgress(bytes);
+    probe.progress(bytes);
+  };
+}
+
+/**
+ * Decides whether a large object is read in one stream or with parallel ranged requests, from its
+ * first request read alone for `PROBE_WINDOW_MS` after its response's headers: a request that
+ * delivers `rate` bytes per second over that window (or over the whole first part, when that is
+ * shorter) is fast enough alone; one that does not is capped somewhere on the way, and the other
+ * requests start at once.
+ *
+ * Why: parallel requests pay off only where one connection is capped (a real network, a store
+ * that limits each connection). Where the store sits next to the gateway, one stream is faster and
+ * costs less CPU per byte: every byte is hashed from memory as it arrives, while the later parts
+ * of a parallel read are read back from the file for the in-order digest, and the store serves
+ * more requests (bench/RESULTS.md, issue 17: Azurite on loopback 487 MiB/s at 1.33 CPU-s/GiB in one
+ * stream against 290–338 at 2.06 with 8 ranges). The time a lone first request can cost on a
+ * capped link is its latency plus the window.
+ *
+ * Until the verdict only the first part is written, so the file's progress is that part's bytes.
+ * Time comes from the injected clock; the verdict is settled once.
+ */
+export class LoneStreamProbe {
+  private openedAt: number | undefined;
+  private timer: TimerHandle | undefined;
+  private settle: ((fast: boolean) => void) | undefined;
+  private readonly settled: Promise<boolean>;
+  private decidedFast: boolean | undefined;
+  /** The rate seen when the verdict was "fast" (for the log). */
+  mibPerSec: number | undefined;
+
+  constructor(private readonly rate: number, private readonly clock: Clock) {
+    this.settled = new Promise<boolean>((resolve) => (this.settle = resolve));
+  }
+
+  /** Resolves once: true to read the object in one stream. An abort decides "not alone" (no new request starts then anyway). */
+  verdict(signal: AbortSignal): Promise<boolean> {
+    if (signal.aborted) this.decide(false);
+    else signal.addEventListener('abort', () => this.decide(false), { once: true });
+    return this.settled;
+  }
+
+  /** The first part's response has arrived: the window starts. */
+  opened(): void {
+    if (this.openedAt !== undefined || this.decidedFast !== undefined) return;
+    this.openedAt = this.clock.monotonicMs();
+    this.timer = this.clock.setTimer(() => this.decide(false), PROBE_WINDOW_MS);
+  }
+
+  /** Bytes of the first part written so far. */
+  progress(bytes: number): void {
+    if (this.openedAt === undefined || this.decidedFast !== undefined) return;
+    if (bytes >= (this.rate * PROBE_WINDOW_MS) / 1000) this.judge(bytes);
+  }
+
+  /** The first part is complete before the window closed: its rate over the part decides. */
+  ended(bytes: number): void {
+    if (this.decidedFast !== undefined) return;
+    if (this.openedAt === undefined) this.decide(false);
+    else this.judge(bytes);
+  }
+
+  private judge(bytes: number): void {
+    const elapsedMs = Math.max(this.clock.monotonicMs() - this.openedAt!, 0);
+    const fast = elapsedMs <= PROBE_WINDOW_MS && bytes * 1000 >= this.rate * elapsedMs;
+    if (fast) this.mibPerSec = elapsedMs > 0 ? Math.round((bytes * 1000) / elapsedMs / 1048576) : undefined;
+    this.decide(fast);
+  }
+
+  private decide(fast: boolean): void {
+    if (this.decidedFast !== undefined) return;
+    this.decidedFast = fast;
+    this.timer?.cancel();
+    this.settle!(fast);
   }
 }

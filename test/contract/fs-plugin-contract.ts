@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { downloadTo } from '../../src/artifacts/download';
 import { planParts } from '../../src/artifacts/ranged-download';
+import type { Clock } from '../../src/clock';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { heldBufferBytes } from '../helpers/held-buffers';
 import { readAll } from './plugin-fixtures';
@@ -189,6 +190,22 @@ export function fsPluginContract(name: string, setup: () => Promise<ContractFixt
         await rm(dir, { recursive: true, force: true });
       }
     }, 120_000);
+
+    (pinned ? it : it.skip)('a first ranged request fast enough alone: the object is read in one stream of two pinned ranges, one in-order SHA-256', async () => {
+      const st = await fx.fs.stat(fx.large.uri, signal());
+      const dir = await mkdtemp(join(tmpdir(), 'contract-lone-'));
+      // Time stands still: the first request delivers any number of bytes in no time.
+      const still: Clock = { monotonicMs: () => 0, wallMs: () => Date.now(), setTimer: () => ({ cancel: () => undefined }) };
+      try {
+        const file = join(dir, 'large.part');
+        const r = await downloadTo(fx.fs, fx.large.uri, file, { signal: signal(), maxBytes: fx.large.size, onProgress: () => undefined, stat: st, parallel: { partSize: 4 * 1024 * 1024, concurrency: 4, loneStreamRate: 1024 ** 2 }, clock: still });
+        expect({ parts: r.parts, atOnce: r.atOnce, size: r.size, sha256: r.sha256 }).toEqual({ parts: 2, atOnce: 1, size: fx.large.size, sha256: fx.large.sha256 });
+        const onDisk = createHash('sha256');
+        for await (const c of createReadStream(file)) onDisk.update(c as Buffer);
+        expect(onDisk.digest('hex')).toBe(fx.large.sha256);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    }, 120_000);
   });
 }
-

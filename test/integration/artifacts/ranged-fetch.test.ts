@@ -14,6 +14,7 @@ import type { FileSystem } from '../../../src/artifacts/fs-plugin';
 import { JarCache } from '../../../src/artifacts/jar-cache';
 import { PluginRegistry } from '../../../src/artifacts/plugin-registry';
 import { planParts } from '../../../src/artifacts/ranged-download';
+import type { Clock } from '../../../src/clock';
 import { OptionsRegistry, type RawEntry } from '../../../src/config/registry';
 import { buildJar } from '../../helpers/jars';
 import { type HttpOrigin, type RecordedRequest, startHttpOrigin } from '../../servers/http-origin';
@@ -164,6 +165,57 @@ describe('parallel ranged reads (HTTP origin)', () => {
     expect(r.parts).toBeGreaterThan(1);
     expect(Buffer.concat(chunks).equals(jar)).toBe(true);
     expect(r.sha256).toBe(sha(jar));
+  });
+
+  describe('a lone first request (gateway.artifacts.parallel-fetch.lone-stream-rate)', () => {
+    const url = () => new URL(`${origin.url}/app.jar`);
+    const asked = () => ranged().map((r) => /^bytes=(\d+)-(\d+)$/.exec(r.headers.range!)!.slice(1).map(Number) as [number, number]);
+    // Time stands still: every byte arrives in no time, so the first request is fast enough alone.
+    const still: Clock = { monotonicMs: () => 0, wallMs: () => Date.now(), setTimer: () => ({ cancel: () => undefined }) };
+    // Every look at the clock is a second later: the first request is always too slow alone.
+    let t = 0;
+    const crawling: Clock = { monotonicMs: () => (t += 1000), wallMs: () => Date.now(), setTimer: () => ({ cancel: () => undefined }) };
+
+    it('fast enough alone: the first part, then the rest of the object in one more request, pinned and digested once', async () => {
+      const stat = await fs.stat(url(), AbortSignal.timeout(10_000));
+      const r = await downloadTo(fs, url(), join(dir, 'one.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, clock: still });
+      expect({ sha256: r.sha256, size: r.size, parts: r.parts, atOnce: r.atOnce }).toEqual({ sha256: sha(jar), size: jar.length, parts: 2, atOnce: 1 });
+      const first = parts(jar.length)[0]!;
+      expect(asked()).toEqual([[0, first.end - 1], [first.end, jar.length - 1]]);
+      expect(new Set(ranged().map((q) => q.headers['if-match']))).toEqual(new Set([`"${stat.etag}"`]));
+    });
+
+    it('too slow alone: the other requests start, and the object is read in the planned parts', async () => {
+      const stat = await fs.stat(url(), AbortSignal.timeout(10_000));
+      const r = await downloadTo(fs, url(), join(dir, 'many.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, clock: crawling });
+      expect({ sha256: r.sha256, parts: r.parts, atOnce: r.atOnce }).toEqual({ sha256: sha(jar), parts: parts(jar.length).length, atOnce: 4 });
+      expect(asked().map(([s, e]) => ({ start: s, end: e + 1 })).sort((a, b) => a.start - b.start)).toEqual(parts(jar.length));
+      expect(asked()[0]![0]).toBe(0); // the first request went alone
+    });
+
+    it('cancelled while the first request is still being judged: nothing else starts, the caller\'s reason comes back', async () => {
+      origin.stallRangesFrom(0);
+      const stat = await fs.stat(url(), AbortSignal.timeout(10_000));
+      const ac = new AbortController();
+      hook = (q) => {
+        if (q.headers.range !== undefined) setTimeout(() => ac.abort(new Error('cancelled by the test')), 50);
+      };
+      const err = await downloadTo(fs, url(), join(dir, 'c.part'), { signal: ac.signal, maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 3 }, clock: still }).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(err?.message).toBe('cancelled by the test');
+      expect(ranged()).toHaveLength(1);
+    });
+
+    it('a first request that breaks off is retried from its durable prefix before the verdict', async () => {
+      // breakNextRanges resets ranges that do not start at 0: the rest-of-object request breaks once.
+      origin.breakNextRanges(1);
+      const stat = await fs.stat(url(), AbortSignal.timeout(10_000));
+      const r = await downloadTo(fs, url(), join(dir, 'r.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, rangeRetries: 1, clock: still });
+      expect({ sha256: r.sha256, atOnce: r.atOnce }).toEqual({ sha256: sha(jar), atOnce: 1 });
+      expect(ranged()).toHaveLength(3);
+    });
   });
 
   it('a weak ETag is not a pin: the object is read in one stream', async () => {

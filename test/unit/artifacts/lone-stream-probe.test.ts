@@ -1,0 +1,92 @@
+import { LoneStreamProbe, PROBE_WINDOW_MS } from '../../../src/artifacts/ranged-download';
+import { ManualClock } from '../../helpers/manual-clock';
+
+// The verdict of a parallel read's first request, read alone (ranged-download.ts). The clock is
+// driven by hand; the window's bytes are rate × PROBE_WINDOW_MS.
+
+const MiB = 1024 * 1024;
+const RATE = 100 * MiB; // bytes per second
+const WINDOW_BYTES = (RATE * PROBE_WINDOW_MS) / 1000;
+
+const setup = () => {
+  const clock = new ManualClock();
+  const probe = new LoneStreamProbe(RATE, clock);
+  const abort = new AbortController();
+  let verdict: boolean | undefined;
+  void probe.verdict(abort.signal).then((v) => (verdict = v));
+  return { clock, probe, abort, verdict: () => verdict };
+};
+
+describe('LoneStreamProbe: one stream or parallel ranges', () => {
+  it('a first request that delivers the window\'s bytes inside the window is read alone', async () => {
+    const { clock, probe, verdict } = setup();
+    probe.opened();
+    await clock.advance(PROBE_WINDOW_MS - 1);
+    probe.progress(WINDOW_BYTES - 1);
+    await clock.advance(0);
+    expect(verdict()).toBeUndefined();
+    probe.progress(WINDOW_BYTES);
+    await clock.advance(0);
+    expect(verdict()).toBe(true);
+    expect(clock.pending()).toEqual([]); // the window's timer is cancelled
+    expect(probe.mibPerSec).toBe(Math.round(WINDOW_BYTES / ((PROBE_WINDOW_MS - 1) / 1000) / MiB));
+  });
+
+  it('a first request still short of the window\'s bytes when the window closes starts the other requests', async () => {
+    const { clock, probe, verdict } = setup();
+    probe.opened();
+    probe.progress(WINDOW_BYTES / 2);
+    await clock.advance(PROBE_WINDOW_MS - 1);
+    expect(verdict()).toBeUndefined();
+    await clock.advance(1);
+    expect(verdict()).toBe(false);
+    probe.progress(WINDOW_BYTES); // too late: the verdict stands
+    await clock.advance(0);
+    expect(verdict()).toBe(false);
+  });
+
+  it('the window starts at the response headers, not at the request: latency alone does not decide', async () => {
+    const { clock, probe, verdict } = setup();
+    await clock.advance(5 * PROBE_WINDOW_MS); // a slow first byte
+    expect(verdict()).toBeUndefined();
+    probe.opened();
+    await clock.advance(PROBE_WINDOW_MS / 2);
+    probe.progress(WINDOW_BYTES);
+    await clock.advance(0);
+    expect(verdict()).toBe(true);
+  });
+
+  it('a first part shorter than the window is judged by its own rate when it ends', async () => {
+    const fast = setup();
+    fast.probe.opened();
+    await fast.clock.advance(PROBE_WINDOW_MS / 2);
+    fast.probe.ended(WINDOW_BYTES / 2); // exactly the rate
+    await fast.clock.advance(0);
+    expect(fast.verdict()).toBe(true);
+
+    const slow = setup();
+    slow.probe.opened();
+    await slow.clock.advance(PROBE_WINDOW_MS / 2);
+    slow.probe.ended(WINDOW_BYTES / 2 - 1);
+    await slow.clock.advance(0);
+    expect(slow.verdict()).toBe(false);
+  });
+
+  it('an abort settles the verdict as "not alone" (the workers then stop on the same signal)', async () => {
+    const { clock, probe, abort, verdict } = setup();
+    probe.opened();
+    abort.abort(new Error('cancelled'));
+    await clock.advance(0);
+    expect(verdict()).toBe(false);
+    expect(clock.pending()).toEqual([]);
+  });
+
+  it('only the first response starts the window (a retried first part does not restart it)', async () => {
+    const { clock, probe, verdict } = setup();
+    probe.opened();
+    await clock.advance(PROBE_WINDOW_MS - 2);
+    probe.opened();
+    await clock.advance(2);
+    expect(verdict()).toBe(false);
+  });
+});
