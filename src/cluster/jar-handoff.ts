@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { copyFile, link, mkdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { slabFileStream } from '../artifacts/slab-pool';
 import { GatewayError } from '../errors/gateway-error';
@@ -9,6 +10,9 @@ import { MultipartJarBody } from './multipart-jar-body';
 import { PipelinedUpload } from './pipelined-upload';
 
 export type HandoffMode = 'upload' | 'shared-dir';
+
+/** Attempts to delete a transient jar before the gateway gives up and logs it (a JobManager busy or restarting for a moment). */
+const DELETE_ATTEMPTS = 3;
 
 export interface HandedOffJar {
   jarId: string;
@@ -29,6 +33,8 @@ export class JarHandoff {
     private readonly cluster: JobManagerClient,
     private readonly uploadDir: string | undefined,
     private readonly log: Logger,
+    /** Wait before the second attempt to delete a transient jar; doubled for each later one. */
+    private readonly deleteBackoffMs = 250,
   ) {}
 
   /** `operation` names the call in an error (the client's upload, or the hand-off of a fetched jar). */
@@ -108,12 +114,32 @@ export class JarHandoff {
     return { jarId, filename, release: () => this.remove(jarId) };
   }
 
+  /**
+   * Deletes a transient jar from the JobManager. A failure that may pass (no answer, a reset, a 5xx)
+   * is tried again with backoff, so that a moment of JobManager load does not leave the jar on its
+   * disk for good; 400 means Flink no longer has it. Never throws; a jar that could not be deleted
+   * is logged with its id.
+   */
   private async remove(jarId: string, localPath?: string): Promise<void> {
-    try {
-      const r = await this.cluster.json('DELETE', `/v1/jars/${encodeURIComponent(jarId)}`, { operation: 'delete transient jar' });
-      if (r.status !== 200 && r.status !== 400) this.log.warn({ jarId, status: r.status }, 'could not delete a transient jar from the JobManager');
-    } catch (err) {
-      this.log.warn({ jarId, err: (err as Error).message }, 'could not delete a transient jar from the JobManager');
+    for (let attempt = 1; ; attempt++) {
+      let problem: Record<string, unknown>;
+      try {
+        const r = await this.cluster.json('DELETE', `/v1/jars/${encodeURIComponent(jarId)}`, { operation: 'delete transient jar' });
+        if (r.status === 200 || r.status === 400) break;
+        problem = { status: r.status };
+        if (r.status < 500) {
+          this.log.warn({ jarId, ...problem }, 'could not delete a transient jar from the JobManager');
+          break;
+        }
+      } catch (err) {
+        problem = { err: (err as Error).message };
+      }
+      if (attempt >= DELETE_ATTEMPTS) {
+        this.log.warn({ jarId, attempts: attempt, ...problem }, 'could not delete a transient jar from the JobManager');
+        break;
+      }
+      this.log.info({ jarId, attempt, ...problem }, 'deleting a transient jar failed; trying again');
+      await sleep(this.deleteBackoffMs * 2 ** (attempt - 1));
     }
     if (localPath) await unlink(localPath).catch(() => undefined);
   }

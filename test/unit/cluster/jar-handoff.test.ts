@@ -87,3 +87,64 @@ describe('JarHandoff, upload mode', () => {
     }
   });
 });
+
+describe('JarHandoff: deleting a transient jar', () => {
+  /** A JobManager client fake whose DELETE answers follow `answers` (a status, or an error thrown), then 200. */
+  const scripted = (answers: (number | Error)[]) => {
+    const deletes: string[] = [];
+    const fake = {
+      upload: async (body: Readable): Promise<JsonResponse> => {
+        await readByIteration(body);
+        return { status: 200, body: { filename: '/jm/flink-web-upload/0000_app.jar' } };
+      },
+      json: async (method: string, path: string): Promise<JsonResponse> => {
+        deletes.push(`${method} ${path}`);
+        const a = answers.shift() ?? 200;
+        if (a instanceof Error) throw a;
+        return { status: a, body: {} };
+      },
+    };
+    const lines: Record<string, unknown>[] = [];
+    const log = pino({ level: 'info' }, { write: (l: string) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+    return { handoff: new JarHandoff('upload', fake as unknown as JobManagerClient, undefined, log, 1), deletes, lines };
+  };
+  let dir: string;
+  let path: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gw-handoff-del-'));
+    path = join(dir, 'app.jar');
+    writeFileSync(path, randomBytes(1024));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('a 5xx or a dropped connection is tried again, and the jar is deleted', async () => {
+    const { handoff, deletes, lines } = scripted([503, new Error('socket hang up')]);
+    const jar = await handoff.handOff(path, 'app.jar');
+    await jar.release();
+    expect(deletes).toEqual(Array(3).fill('DELETE /v1/jars/0000_app.jar'));
+    expect(lines.filter((l) => l.level === 40)).toEqual([]);
+    expect(lines.map((l) => [l.msg, l.attempt])).toEqual([
+      ['deleting a transient jar failed; trying again', 1],
+      ['deleting a transient jar failed; trying again', 2],
+    ]);
+  }, 10_000);
+
+  it('gives up after 3 attempts with one warning that names the jar', async () => {
+    const { handoff, deletes, lines } = scripted([502, 502, 502, 502]);
+    await (await handoff.handOff(path, 'app.jar')).release();
+    expect(deletes).toHaveLength(3);
+    const warned = lines.filter((l) => l.level === 40);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatchObject({ jarId: '0000_app.jar', attempts: 3, status: 502, msg: 'could not delete a transient jar from the JobManager' });
+  }, 10_000);
+
+  it('a 400 means Flink no longer has the jar; another 4xx is not tried again', async () => {
+    const gone = scripted([400]);
+    await (await gone.handoff.handOff(path, 'app.jar')).release();
+    expect({ deletes: gone.deletes.length, lines: gone.lines }).toEqual({ deletes: 1, lines: [] });
+    const refused = scripted([403]);
+    await (await refused.handoff.handOff(path, 'app.jar')).release();
+    expect(refused.deletes).toHaveLength(1);
+    expect(refused.lines.map((l) => [l.level, l.status])).toEqual([[40, 403]]);
+  }, 10_000);
+});
