@@ -1,6 +1,6 @@
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Readable, Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { type Clock, systemClock, type TimerHandle } from '../clock';
 import { GatewayError } from '../errors/gateway-error';
@@ -29,12 +29,6 @@ export interface ParallelSettings {
  * round of requests.
  */
 export const PROBE_WINDOW_MS = 10;
-
-/**
- * A part asks for the next one ahead of its own end only when its request took at least this long
- * to be answered (`watchForEnd`): next to the store there is no round trip worth hiding.
- */
-const AHEAD_MIN_LATENCY_MS = 5;
 
 /** A stat that allows a pinned ranged read (see `rangedEligible`). */
 export type RangedStat = ObjectStat & { size: number };
@@ -125,11 +119,6 @@ export async function rangedDownload(
   // The probe's verdict (settled before any part after the first is read).
   let single = false;
   let decided: Promise<void> = Promise.resolve();
-  // A worker reads parts one after another. A part whose end is one request latency away hands
-  // its worker's place to a new worker (`watchForEnd`), so the next request is answered as this one
-  // ends; never more than twice the concurrency are open at once.
-  const running: Promise<void>[] = [];
-  let open = 0;
   const worker = async () => {
     while (!signal.aborted) {
       if (next >= queue.length) await decided;
@@ -137,31 +126,18 @@ export async function rangedDownload(
       const range = queue[next++]!;
       const part = file.part(range.start, range.end);
       parts.push(part);
-      let handedOn = false;
-      const nearEnd = () => {
-        if (handedOn || single || open >= 2 * opts.parallel.concurrency || next >= queue.length || signal.aborted) return;
-        handedOn = true;
-        spawn();
-      };
-      open++;
       try {
         // The first part of a probed read, and the rest of an object read in one stream, are read
         // like a single stream: gathered into larger writes.
         const alone = probe !== undefined && (part.start === 0 || single);
-        await readPart(fs, uri, file, part, { stat, pin, signal, retries: opts.rangeRetries ?? 0, log: opts.log, writeBuffer: alone ? SEQUENTIAL_WRITE_BUFFER : PART_WRITE_BUFFER, nearEnd, ...(probe && part.start === 0 ? { probe } : {}) });
+        await readPart(fs, uri, file, part, { stat, pin, signal, retries: opts.rangeRetries ?? 0, log: opts.log, writeBuffer: alone ? SEQUENTIAL_WRITE_BUFFER : PART_WRITE_BUFFER, ...(probe && part.start === 0 ? { probe } : {}) });
       } catch (err) {
         firstError ??= opts.signal.aborted ? (opts.signal.reason ?? err) : err;
         stop.abort(firstError);
-      } finally {
-        open--;
       }
-      if (handedOn) return;
     }
   };
-  const spawn = () => {
-    running.push(worker());
-  };
-  for (let i = 0; i < (probe ? 1 : Math.min(opts.parallel.concurrency, plan.length)); i++) spawn();
+  const running = Array.from({ length: probe ? 1 : Math.min(opts.parallel.concurrency, plan.length) }, worker);
   if (probe) {
     decided = probe.verdict(signal).then((fast) => {
       single = fast;
@@ -171,17 +147,13 @@ export async function rangedDownload(
         opts.log?.debug({ uri: redactUri(uri), mibPerSec: probe.mibPerSec }, 'the first ranged request is fast enough alone: one stream');
       } else {
         queue.push(...plan.slice(1));
-        for (let i = 1; i < Math.min(opts.parallel.concurrency, plan.length); i++) spawn();
+        for (let i = 1; i < Math.min(opts.parallel.concurrency, plan.length); i++) running.push(worker());
       }
     });
   }
   try {
     await decided;
-    // Workers started while waiting are awaited too.
-    for (let seen = 0; seen !== running.length; ) {
-      seen = running.length;
-      await Promise.all(running);
-    }
+    await Promise.all(running);
     if (firstError !== undefined) throw firstError;
     if (opts.signal.aborted) throw opts.signal.reason;
     const result = await file.finish();
@@ -202,22 +174,18 @@ interface PartContext {
   retries: number;
   log: Logger | undefined;
   writeBuffer: number;
-  /** Called about one request latency before the part's last byte (see `watchForEnd`). */
-  nearEnd: () => void;
   /** Times this part's response (the first part's, while the others wait for the verdict). */
   probe?: LoneStreamProbe;
 }
 
 /** One range, resumed from its durable prefix after a transient failure. */
-async function readPart(fs: FileSystem, uri: URL, file: ObjectFile, part: Part, { stat, pin, signal, retries, log, writeBuffer, nearEnd, probe }: PartContext): Promise<void> {
+async function readPart(fs: FileSystem, uri: URL, file: ObjectFile, part: Part, { stat, pin, signal, retries, log, writeBuffer, probe }: PartContext): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     await file.settled(part);
     const start = part.start + part.durable;
     if (start >= part.end) return;
     try {
-      const asked = performance.now();
       const opened = await fs.open(uri, { signal, range: { start, end: part.end - 1 }, pin });
-      const latencyMs = performance.now() - asked;
       probe?.opened();
       const got = opened.stat;
       // A store that ignores the condition still names what it sent: hold it to the pin.
@@ -225,9 +193,7 @@ async function readPart(fs: FileSystem, uri: URL, file: ObjectFile, part: Part, 
         opened.stream.destroy();
         throw fetchError.changed(uri, `a range came from another version (${got.version ?? got.etag ?? `${got.size} bytes`})`);
       }
-      const piped = pipeline(opened.stream, file.writer(part, writeBuffer), { signal });
-      if (latencyMs >= AHEAD_MIN_LATENCY_MS) watchForEnd(opened.stream, part.end - start, latencyMs, nearEnd);
-      await piped;
+      await pipeline(opened.stream, file.writer(part, writeBuffer), { signal });
       await file.settled(part);
       probe?.ended(part.durable);
       if (part.durable !== part.end - part.start) throw fetchError.unavailable(uri, `the range at ${part.start} ended after ${part.durable} of ${part.end - part.start} bytes`);
@@ -240,40 +206,6 @@ async function readPart(fs: FileSystem, uri: URL, file: ObjectFile, part: Part, 
       await sleep(delayMs, undefined, { signal });
     }
   }
-}
-
-/**
- * Calls `nearEnd` about one request latency (`latencyMs`, what this range's request took to be
- * answered) before the range's last byte, as the rate seen so far predicts it: a request for the
- * next part sent then is answered as this one ends, instead of one round trip later. On the bench
- * link (16 MiB/s per connection, 10 ms) each part otherwise ends with its connection idle for
- * 20–40 ms. The body comes in chunks of up to 1 MiB (62 ms each at that rate, longer than the
- * latency), so the moment is predicted from each chunk and kept by a timer, not waited for.
- */
-function watchForEnd(body: Readable, bytes: number, latencyMs: number, nearEnd: () => void): void {
-  const began = performance.now();
-  let got = 0;
-  let timer: NodeJS.Timeout | undefined;
-  const done = () => {
-    clearTimeout(timer);
-    body.off('data', onData);
-    body.off('close', done);
-  };
-  const fire = () => {
-    done();
-    nearEnd();
-  };
-  const onData = (chunk: Buffer) => {
-    got += chunk.length;
-    const elapsed = performance.now() - began;
-    // Time left at the rate so far (got / elapsed), less the next request's latency.
-    const wait = ((bytes - got) * elapsed) / got - latencyMs;
-    clearTimeout(timer);
-    if (wait <= 0) fire();
-    else timer = setTimeout(fire, wait).unref();
-  };
-  body.on('data', onData);
-  body.once('close', done);
 }
 
 /** The fetch's progress callback, also feeding the probe while it decides. */
