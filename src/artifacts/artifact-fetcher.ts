@@ -3,7 +3,6 @@ import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock';
 import { type AuditLog, type AuditSubject, outcomeOf } from '../audit/audit-log';
 import { GatewayError } from '../errors/gateway-error';
 import type { Writable } from 'node:stream';
@@ -39,8 +38,6 @@ export interface FetcherOptions {
   parallel?: ParallelSettings;
   progressIntervalMs: number;
   log: Logger;
-  /** Time for the lone-stream probe of parallel reads; the system clock when absent. */
-  clock?: Clock;
   /** Aborted at shutdown. */
   shutdown?: AbortSignal;
   /** Observes each fetch: plugin name, result, seconds, bytes downloaded. */
@@ -273,7 +270,6 @@ export class ArtifactFetcher {
         ...(this.o.parallel ? { parallel: this.o.parallel } : {}),
         rangeRetries: this.o.retries,
         log,
-        ...(this.o.clock ? { clock: this.o.clock } : {}),
         ...(tee ? { tee } : {}),
         ...(sha256Pin !== undefined ? { sha256Pin } : {}),
       });

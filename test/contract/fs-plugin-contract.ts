@@ -3,9 +3,10 @@ import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { downloadTo } from '../../src/artifacts/download';
-import { planParts } from '../../src/artifacts/ranged-download';
+import { type DownloadResult, downloadTo } from '../../src/artifacts/download';
+import { type ParallelSettings, planParts } from '../../src/artifacts/ranged-download';
 import type { Clock } from '../../src/clock';
+import { stillClock } from '../helpers/manual-clock';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { heldBufferBytes } from '../helpers/held-buffers';
 import { readAll } from './plugin-fixtures';
@@ -173,39 +174,33 @@ export function fsPluginContract(name: string, setup: () => Promise<ContractFixt
       expectCode(err, 'GW_FETCH_CHANGED', fx.secrets);
     });
 
-    (pinned ? it : it.skip)('a parallel ranged download of the large object: pinned parts at their offsets, one in-order SHA-256', async () => {
+    /** Downloads the large object with `parallel` (pinned ranges); checks the file holds the bytes the in-order digest took. */
+    const downloadLarge = async (parallel: ParallelSettings, clock?: Clock): Promise<DownloadResult> => {
       const st = await fx.fs.stat(fx.large.uri, signal());
       const dir = await mkdtemp(join(tmpdir(), 'contract-ranged-'));
       try {
         const file = join(dir, 'large.part');
-        const r = await downloadTo(fx.fs, fx.large.uri, file, { signal: signal(), maxBytes: fx.large.size, onProgress: () => undefined, stat: st, parallel: { partSize: 4 * 1024 * 1024, concurrency: 4 } });
-        expect(r.parts).toBe(planParts(fx.large.size, { partSize: 4 * 1024 * 1024, concurrency: 4 }).length);
-        expect(r.parts).toBeGreaterThan(1);
-        expect({ size: r.size, sha256: r.sha256 }).toEqual({ size: fx.large.size, sha256: fx.large.sha256 });
-        // The digest was taken in order over the stream; the file holds the same bytes.
+        const r = await downloadTo(fx.fs, fx.large.uri, file, { signal: signal(), maxBytes: fx.large.size, onProgress: () => undefined, stat: st, parallel, ...(clock ? { clock } : {}) });
         const onDisk = createHash('sha256');
         for await (const c of createReadStream(file)) onDisk.update(c as Buffer);
         expect(onDisk.digest('hex')).toBe(fx.large.sha256);
+        return r;
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
+    };
+
+    (pinned ? it : it.skip)('a parallel ranged download of the large object: pinned parts at their offsets, one in-order SHA-256', async () => {
+      const r = await downloadLarge({ partSize: 4 * 1024 * 1024, concurrency: 4 });
+      expect(r.parts).toBe(planParts(fx.large.size, { partSize: 4 * 1024 * 1024, concurrency: 4 }).length);
+      expect(r.parts).toBeGreaterThan(1);
+      expect({ size: r.size, sha256: r.sha256 }).toEqual({ size: fx.large.size, sha256: fx.large.sha256 });
     }, 120_000);
 
     (pinned ? it : it.skip)('a first ranged request fast enough alone: the object is read in one stream of two pinned ranges, one in-order SHA-256', async () => {
-      const st = await fx.fs.stat(fx.large.uri, signal());
-      const dir = await mkdtemp(join(tmpdir(), 'contract-lone-'));
       // Time stands still: the first request delivers any number of bytes in no time.
-      const still: Clock = { monotonicMs: () => 0, wallMs: () => Date.now(), setTimer: () => ({ cancel: () => undefined }) };
-      try {
-        const file = join(dir, 'large.part');
-        const r = await downloadTo(fx.fs, fx.large.uri, file, { signal: signal(), maxBytes: fx.large.size, onProgress: () => undefined, stat: st, parallel: { partSize: 4 * 1024 * 1024, concurrency: 4, loneStreamRate: 1024 ** 2 }, clock: still });
-        expect({ parts: r.parts, atOnce: r.atOnce, size: r.size, sha256: r.sha256 }).toEqual({ parts: 2, atOnce: 1, size: fx.large.size, sha256: fx.large.sha256 });
-        const onDisk = createHash('sha256');
-        for await (const c of createReadStream(file)) onDisk.update(c as Buffer);
-        expect(onDisk.digest('hex')).toBe(fx.large.sha256);
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
+      const r = await downloadLarge({ partSize: 4 * 1024 * 1024, concurrency: 4, loneStreamRate: 1024 ** 2 }, stillClock);
+      expect({ parts: r.parts, atOnce: r.atOnce, size: r.size, sha256: r.sha256 }).toEqual({ parts: 2, atOnce: 1, size: fx.large.size, sha256: fx.large.sha256 });
     }, 120_000);
   });
 }

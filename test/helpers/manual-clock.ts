@@ -6,6 +6,12 @@ interface Timer {
   fn: () => void;
 }
 
+/**
+ * A clock whose time stands still and whose timers never fire: anything timed by it takes no time
+ * (the lone-stream probe of a parallel read then always finds its first request fast enough).
+ */
+export const stillClock: Clock = { monotonicMs: () => 0, wallMs: () => Date.now(), setTimer: () => ({ cancel: () => undefined }) };
+
 /** Lets promise chains started by a timer run to their next real wait (all fakes resolve at once). */
 export async function flush(): Promise<void> {
   for (let i = 0; i < 20; i++) await new Promise<void>((resolve) => setImmediate(resolve));

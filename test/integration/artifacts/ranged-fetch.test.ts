@@ -15,6 +15,7 @@ import { JarCache } from '../../../src/artifacts/jar-cache';
 import { PluginRegistry } from '../../../src/artifacts/plugin-registry';
 import { planParts } from '../../../src/artifacts/ranged-download';
 import type { Clock } from '../../../src/clock';
+import { stillClock } from '../../helpers/manual-clock';
 import { OptionsRegistry, type RawEntry } from '../../../src/config/registry';
 import { buildJar } from '../../helpers/jars';
 import { type HttpOrigin, type RecordedRequest, startHttpOrigin } from '../../servers/http-origin';
@@ -170,15 +171,14 @@ describe('parallel ranged reads (HTTP origin)', () => {
   describe('a lone first request (gateway.artifacts.parallel-fetch.lone-stream-rate)', () => {
     const url = () => new URL(`${origin.url}/app.jar`);
     const asked = () => ranged().map((r) => /^bytes=(\d+)-(\d+)$/.exec(r.headers.range!)!.slice(1).map(Number) as [number, number]);
-    // Time stands still: every byte arrives in no time, so the first request is fast enough alone.
-    const still: Clock = { monotonicMs: () => 0, wallMs: () => Date.now(), setTimer: () => ({ cancel: () => undefined }) };
+    // Time stands still (stillClock): every byte arrives in no time, so the first request is fast enough alone.
     // Every look at the clock is a second later: the first request is always too slow alone.
     let t = 0;
     const crawling: Clock = { monotonicMs: () => (t += 1000), wallMs: () => Date.now(), setTimer: () => ({ cancel: () => undefined }) };
 
     it('fast enough alone: the first part, then the rest of the object in one more request, pinned and digested once', async () => {
       const stat = await fs.stat(url(), AbortSignal.timeout(10_000));
-      const r = await downloadTo(fs, url(), join(dir, 'one.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, clock: still });
+      const r = await downloadTo(fs, url(), join(dir, 'one.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, clock: stillClock });
       expect({ sha256: r.sha256, size: r.size, parts: r.parts, atOnce: r.atOnce }).toEqual({ sha256: sha(jar), size: jar.length, parts: 2, atOnce: 1 });
       const first = parts(jar.length)[0]!;
       expect(asked()).toEqual([[0, first.end - 1], [first.end, jar.length - 1]]);
@@ -200,7 +200,7 @@ describe('parallel ranged reads (HTTP origin)', () => {
       hook = (q) => {
         if (q.headers.range !== undefined) setTimeout(() => ac.abort(new Error('cancelled by the test')), 50);
       };
-      const err = await downloadTo(fs, url(), join(dir, 'c.part'), { signal: ac.signal, maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 3 }, clock: still }).then(
+      const err = await downloadTo(fs, url(), join(dir, 'c.part'), { signal: ac.signal, maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 3 }, clock: stillClock }).then(
         () => undefined,
         (e: unknown) => e as Error,
       );
@@ -212,7 +212,7 @@ describe('parallel ranged reads (HTTP origin)', () => {
       // breakNextRanges resets ranges that do not start at 0: the rest-of-object request breaks once.
       origin.breakNextRanges(1);
       const stat = await fs.stat(url(), AbortSignal.timeout(10_000));
-      const r = await downloadTo(fs, url(), join(dir, 'r.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, rangeRetries: 1, clock: still });
+      const r = await downloadTo(fs, url(), join(dir, 'r.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, rangeRetries: 1, clock: stillClock });
       expect({ sha256: r.sha256, atOnce: r.atOnce }).toEqual({ sha256: sha(jar), atOnce: 1 });
       expect(ranged()).toHaveLength(3);
     });
