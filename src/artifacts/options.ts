@@ -41,7 +41,7 @@ export const artifactOptions = {
   }),
   parallelFetchConcurrency: option({
     key: 'gateway.artifacts.parallel-fetch.concurrency', type: 'int', default: 8, min: 1, max: 64, section,
-    description: 'Ranged requests in flight at once for one large object, each pinned to the version or ETag the first request saw (an object replaced mid-read fails with GW_FETCH_CHANGED); 1 reads every object in one stream. Each request holds up to 256 KiB of write buffer plus its socket buffers; measured RSS growth moving 1 GiB: about 10-15 MiB more with 8 requests than with one (bench/RESULTS.md).',
+    description: 'Ranged requests streaming at once for one large object (a request about to end asks for the next part one request latency ahead when that latency is at least 5 ms, so that for a moment up to twice this many may be open), each pinned to the version or ETag the first request saw (an object replaced mid-read fails with GW_FETCH_CHANGED); 1 reads every object in one stream. Each request holds up to 256 KiB of write buffer plus its socket buffers; measured RSS growth moving 1 GiB: about 10-15 MiB more with 8 requests than with one (bench/RESULTS.md).',
   }),
   // Measured in bench/RESULTS.md (issue 17, session 12): on loopback one stream reads Azurite at
   // 487 MiB/s for 1.33 CPU-s/GiB, 8 ranges at 290-338 for 2.06; a real store caps one connection at

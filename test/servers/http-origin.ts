@@ -26,7 +26,19 @@ export interface HttpOrigin {
   breakNextRanges(count: number): void;
   /** GETs with a Range starting at or after `offset` send 1 KiB, then stall (undefined: none). */
   stallRangesFrom(offset: number | undefined): void;
+  /**
+   * Ranged GETs are answered after `latencyMs` and sent at `bytesPerSec` each (a link with a
+   * per-connection cap); undefined: at once, as fast as the socket takes them.
+   */
+  paceRanges(pace: RangePace | undefined): void;
+  /** The most ranged GETs that were open at once (received, response not finished) since the last call. */
+  takeMaxRangesOpen(): number;
   stop(): Promise<void>;
+}
+
+export interface RangePace {
+  latencyMs: number;
+  bytesPerSec: number;
 }
 
 export interface HttpOriginOptions {
@@ -65,7 +77,7 @@ export async function startHttpOrigin(opts: HttpOriginOptions): Promise<HttpOrig
     etags.set(path, `"${createHash('sha1').update(content).digest('hex')}"`);
   };
   for (const [path, content] of Object.entries(opts.files)) setFile(path, content);
-  const faults: RangeFaults = { breaks: 0 };
+  const faults: RangeFaults = { breaks: 0, open: 0, maxOpen: 0 };
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://origin');
@@ -134,6 +146,14 @@ export async function startHttpOrigin(opts: HttpOriginOptions): Promise<HttpOrig
     stallRangesFrom: (offset) => {
       faults.stallFrom = offset;
     },
+    paceRanges: (pace) => {
+      faults.pace = pace;
+    },
+    takeMaxRangesOpen: () => {
+      const max = faults.maxOpen;
+      faults.maxOpen = faults.open;
+      return max;
+    },
     stop: () => closeServer(server),
   };
 }
@@ -141,6 +161,10 @@ export async function startHttpOrigin(opts: HttpOriginOptions): Promise<HttpOrig
 interface RangeFaults {
   breaks: number;
   stallFrom?: number;
+  pace?: RangePace;
+  /** Ranged GETs open now, and the most at once. */
+  open: number;
+  maxOpen: number;
 }
 
 function serveFile(req: IncomingMessage, res: ServerResponse, content: Buffer, etag: string, faults: RangeFaults): void {
@@ -172,6 +196,16 @@ function serveFile(req: IncomingMessage, res: ServerResponse, content: Buffer, e
     headers['content-range'] = `bytes ${start}-${end}/${size}`;
   }
   headers['content-length'] = String(end - start + 1);
+  if (status === 206 && req.method === 'GET') {
+    faults.open++;
+    faults.maxOpen = Math.max(faults.maxOpen, faults.open);
+    res.once('close', () => faults.open--);
+    const pace = faults.pace;
+    if (pace) {
+      setTimeout(() => sendPaced(res, status, headers, content.subarray(start, end + 1), pace.bytesPerSec), pace.latencyMs);
+      return;
+    }
+  }
   res.writeHead(status, headers);
   if (req.method === 'HEAD') {
     res.end();
@@ -193,6 +227,25 @@ function serveFile(req: IncomingMessage, res: ServerResponse, content: Buffer, e
   pipeline(Readable.from(slices(), { objectMode: false }), res, () => {
     /* a client that goes away mid-body is expected in abort tests */
   });
+}
+
+/** One 64 KiB slice per `CHUNK / bytesPerSec`, until the body is sent or the client is gone. */
+function sendPaced(res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer, bytesPerSec: number): void {
+  if (res.destroyed) return;
+  res.writeHead(status, headers);
+  let off = 0;
+  const tick = () => {
+    if (res.destroyed) return;
+    const slice = body.subarray(off, off + CHUNK);
+    off += slice.length;
+    if (off >= body.length) {
+      res.end(slice);
+      return;
+    }
+    res.write(slice);
+    setTimeout(tick, (CHUNK / bytesPerSec) * 1000);
+  };
+  tick();
 }
 
 function parseRange(from: string, to: string, size: number): [number, number] | undefined {

@@ -53,6 +53,8 @@ describe('parallel ranged reads (HTTP origin)', () => {
     origin.replace('/app.jar', jar);
     origin.breakNextRanges(0);
     origin.stallRangesFrom(undefined);
+    origin.paceRanges(undefined);
+    origin.takeMaxRangesOpen();
     hook = undefined;
     origin.requests.length = 0;
   });
@@ -94,6 +96,20 @@ describe('parallel ranged reads (HTTP origin)', () => {
     expect(asked.at(-1)![1] + 1).toBe(jar.length);
     for (let i = 1; i < asked.length; i++) expect(asked[i]![0]).toBe(asked[i - 1]![1] + 1);
     expect(asked.slice(-4).every(([start, end]) => end + 1 - start <= PART / 4)).toBe(true);
+    got.release();
+  });
+
+  it('on a slow link a part about to end asks for the next one a request latency ahead, never with more than twice the concurrency open', async () => {
+    // 60 ms to the first byte, 1 MiB/s per range: a 256 KiB part streams for ~190 ms. Waiting for
+    // its end before asking for the next part left its slot idle for the next request's 60 ms.
+    origin.paceRanges({ latencyMs: 60, bytesPerSec: 1024 * 1024 });
+    const { f } = await fetcher(0);
+    const got = await f.fetch(`${origin.url}/app.jar`);
+    expect(got.sha256).toBe(sha(jar));
+    expect(ranged()).toHaveLength(parts(jar.length).length);
+    const maxOpen = origin.takeMaxRangesOpen();
+    expect(maxOpen).toBeGreaterThan(4);
+    expect(maxOpen).toBeLessThanOrEqual(8);
     got.release();
   });
 
@@ -191,6 +207,37 @@ describe('parallel ranged reads (HTTP origin)', () => {
       expect({ sha256: r.sha256, parts: r.parts, atOnce: r.atOnce }).toEqual({ sha256: sha(jar), parts: parts(jar.length).length, atOnce: 4 });
       expect(asked().map(([s, e]) => ({ start: s, end: e + 1 })).sort((a, b) => a.start - b.start)).toEqual(parts(jar.length));
       expect(asked()[0]![0]).toBe(0); // the first request went alone
+    });
+
+    it('a hand-off\'s tee that holds the first request back: the gateway is the limit, not the link, and the object is read in one stream', async () => {
+      // The first part (2.5 MiB) is larger than its writer's buffer (2 MiB). The tee takes its
+      // first chunk only after 200 ms, so the body is paused by backpressure inside the window.
+      // The rate cannot be reached (1 TiB/s), and each look at the clock is 1 ms after the last
+      // (the window's timer never fires): judged on its bytes alone, the first request would be
+      // "too slow".
+      const big = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n', 'pad.bin': randomBytes(12 * 1024 * 1024) });
+      origin.replace('/big.jar', big);
+      let looks = 0;
+      const inWindow: Clock = { monotonicMs: () => looks++, wallMs: () => Date.now(), setTimer: () => ({ cancel: () => undefined }) };
+      const chunks: Buffer[] = [];
+      let held = false;
+      const tee = () =>
+        new Writable({
+          highWaterMark: 1,
+          write(chunk: Buffer, _enc, done) {
+            chunks.push(Buffer.from(chunk));
+            if (held) done();
+            else {
+              held = true;
+              setTimeout(done, 200);
+            }
+          },
+        });
+      const u = new URL(`${origin.url}/big.jar`);
+      const stat = await fs.stat(u, AbortSignal.timeout(10_000));
+      const r = await downloadTo(fs, u, join(dir, 'held.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: 4 * 1024 * 1024, concurrency: 2, loneStreamRate: 1024 ** 4 }, tee, clock: inWindow });
+      expect({ sha256: r.sha256, parts: r.parts, atOnce: r.atOnce }).toEqual({ sha256: sha(big), parts: 2, atOnce: 1 });
+      expect(Buffer.concat(chunks).equals(big)).toBe(true);
     });
 
     it('cancelled while the first request is still being judged: nothing else starts, the caller\'s reason comes back', async () => {

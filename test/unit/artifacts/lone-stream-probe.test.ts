@@ -1,3 +1,5 @@
+import { PassThrough, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { LoneStreamProbe, PROBE_WINDOW_MS } from '../../../src/artifacts/ranged-download';
 import { ManualClock } from '../../helpers/manual-clock';
 
@@ -87,6 +89,50 @@ describe('LoneStreamProbe: one stream or parallel ranges', () => {
     await clock.advance(PROBE_WINDOW_MS - 2);
     probe.opened();
     await clock.advance(2);
+    expect(verdict()).toBe(false);
+  });
+
+  it('a body paused by the writer\'s backpressure inside the window is read alone: the gateway, not the link, is the limit', async () => {
+    const { clock, probe, verdict } = setup();
+    const body = new PassThrough();
+    // A writer that never finishes its first write: everything after it waits in its buffer.
+    const stuck = new Writable({ highWaterMark: 1024, write: () => undefined });
+    void pipeline(body, stuck).catch(() => undefined);
+    probe.watch(body);
+    await clock.advance(PROBE_WINDOW_MS / 2);
+    body.write(Buffer.alloc(512)); // far short of the window's bytes
+    body.write(Buffer.alloc(2048));
+    await new Promise((r) => setImmediate(r));
+    await clock.advance(0);
+    expect(verdict()).toBe(true);
+    expect(probe.mibPerSec).toBeUndefined();
+    body.destroy();
+  });
+
+  it('the window counts the bytes the body delivered, not those the file has taken', async () => {
+    const { clock, probe, verdict } = setup();
+    const body = new PassThrough();
+    // A writer that takes each chunk at once: no backpressure, so only the delivered bytes decide.
+    const sink = new Writable({ highWaterMark: 64 * MiB, write: (_c, _e, done) => done() });
+    void pipeline(body, sink).catch(() => undefined);
+    probe.watch(body);
+    await clock.advance(PROBE_WINDOW_MS - 1);
+    body.write(Buffer.alloc(WINDOW_BYTES - 1));
+    await new Promise((r) => setImmediate(r));
+    expect(verdict()).toBeUndefined();
+    body.write(Buffer.alloc(1));
+    await new Promise((r) => setImmediate(r));
+    await clock.advance(0);
+    expect(verdict()).toBe(true);
+    body.end();
+  });
+
+  it('a pause after the window closed changes nothing', async () => {
+    const { clock, probe, verdict } = setup();
+    probe.opened();
+    await clock.advance(PROBE_WINDOW_MS);
+    probe.outran();
+    await clock.advance(0);
     expect(verdict()).toBe(false);
   });
 });
