@@ -1,10 +1,9 @@
-import { createHash } from 'node:crypto';
 import { type FileHandle, open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import { GatewayError } from '../errors/gateway-error';
 import { whenRoom } from '../stream-room';
-import { FileMd5 } from './file-md5';
+import { FileDigest } from './file-digest';
 import type { ObjectStat } from './fs-plugin';
 import { slabPool } from './slab-pool';
 import { redactUri } from './uri';
@@ -15,7 +14,7 @@ import { redactUri } from './uri';
  */
 export const SEQUENTIAL_WRITE_BUFFER = 2 * 1024 * 1024;
 
-/** Bytes read back per call when the digest catches up over parts that arrived out of order. */
+/** Bytes read back per call when the in-order consumers catch up over parts that arrived out of order. */
 const CATCH_UP_CHUNK = 256 * 1024;
 
 /** One byte range of the object, written by one writer at a time, in order. */
@@ -48,24 +47,28 @@ export interface ObjectFileOptions {
 }
 
 /**
- * The temporary file of one download and its in-order digest. Bytes arrive through part writers
+ * The temporary file of one download and its digests. Bytes arrive through part writers
  * (`writer`), one per byte range, each writing at its own offsets with positional `writev` — no
- * Transform hop, no second stream, one thread-pool round trip per gathered batch. The digest
- * (SHA-256, a CRC32 store checksum, the tee) takes every byte exactly once and in order: straight
- * from memory when a chunk starts where the digest stands (always, for a sequential read), otherwise
- * by reading the file back once the bytes before it are durable (the later parts of a parallel
- * read). A store MD5 is computed beside it on a helper thread from the file's durable prefix
- * (FileMd5, ADR 0020). Memory stays bounded: nothing waits in memory for an earlier part.
+ * Transform hop, no second stream, one thread-pool round trip per gathered batch.
+ *
+ * - SHA-256, and a store MD5 when one is checked, are computed on helper threads from the file's
+ *   durable prefix (FileDigest, ADR 0020 and ADR 0022): the download's thread moves bytes only.
+ * - The in-order consumers (a CRC32 store checksum, the tee of the upload hand-off) take every byte
+ *   exactly once and in order: straight from memory when a chunk starts where they stand (always,
+ *   for a sequential read), otherwise by reading the file back once the bytes before it are
+ *   durable (the later parts of a parallel read). Without them nothing is read back here.
+ *
+ * Memory stays bounded: nothing waits in memory for an earlier part.
  */
 export class ObjectFile {
-  private readonly sha = createHash('sha256');
-  private md5?: FileMd5;
+  private readonly sha: FileDigest;
+  private md5?: FileDigest;
   private integrity?: ObjectStat['integrity'];
   private crc = 0;
   private tee?: Writable;
   /** The one pending wait for room in a full tee, shared by every range it holds. */
   private room: Promise<void> | undefined;
-  /** The digest's position: every byte below it was hashed. */
+  /** The in-order consumers' position: every byte below it was given to them (or skipped, without any). */
   private hashed = 0;
   /** Bytes handed to the file by every part. */
   private issuedTotal = 0;
@@ -76,6 +79,7 @@ export class ObjectFile {
   private sha256?: string;
 
   private constructor(private readonly fh: FileHandle, private readonly path: string, private readonly o: ObjectFileOptions) {
+    this.sha = new FileDigest(path, 'sha256');
     this.expect(o.integrity);
   }
 
@@ -83,7 +87,7 @@ export class ObjectFile {
   expect(integrity: ObjectStat['integrity']): void {
     this.integrity = integrity;
     this.md5?.cancel();
-    this.md5 = integrity?.algorithm === 'md5' && this.o.sha256Pin === undefined ? new FileMd5(this.path) : undefined;
+    this.md5 = integrity?.algorithm === 'md5' && this.o.sha256Pin === undefined ? new FileDigest(this.path, 'md5') : undefined;
   }
 
   /** Creates `path` (which must not exist, mode 0600). */
@@ -148,6 +152,7 @@ export class ObjectFile {
         for (const b of bufs) slabPool.recycle(b);
         part.durable += n;
         const contiguous = this.contiguous();
+        this.sha.advance(contiguous);
         this.md5?.advance(contiguous);
         if (contiguous > this.hashed) void this.catchUp();
         done();
@@ -164,10 +169,14 @@ export class ObjectFile {
     await part.inflight;
   }
 
-  /** Hashes one chunk at the digest's position and feeds the tee; a promise while the tee is full. */
+  /** Whether anything takes the bytes in order here (a CRC32 store checksum, the tee). */
+  private inOrder(): boolean {
+    return this.integrity?.algorithm === 'crc32' || this.o.openTee !== undefined;
+  }
+
+  /** Gives one chunk at the in-order position to the CRC32 and the tee; a promise while the tee is full. */
   private digest(b: Buffer): Promise<void> | undefined {
     this.hashed += b.length;
-    this.sha.update(b);
     if (this.integrity?.algorithm === 'crc32') this.crc = crc32(b, this.crc);
     if (!this.o.openTee) return undefined;
     this.tee ??= openedTee(this.o.openTee);
@@ -199,8 +208,13 @@ export class ObjectFile {
     return pos;
   }
 
-  /** Reads back and hashes durable bytes the digest has not seen yet (parts that arrived early). */
+  /** Reads back durable bytes the in-order consumers have not seen yet (parts that arrived early). */
   private catchUp(): Promise<void> {
+    if (!this.inOrder()) {
+      // Nothing here needs the bytes: the digests read the file on their own threads.
+      this.hashed = Math.max(this.hashed, this.contiguous());
+      return Promise.resolve();
+    }
     this.catching ??= (async () => {
       try {
         for (;;) {
@@ -251,7 +265,7 @@ export class ObjectFile {
     if (this.failure) throw this.failure;
     const size = this.contiguous();
     if (size !== this.issuedTotal || size !== this.hashed) throw fetchProblem(this.o.uri, `the parts do not tile the object (${this.hashed} of ${this.issuedTotal} bytes in order)`);
-    this.sha256 = this.sha.digest('hex');
+    this.sha256 = await this.sha.digest(size);
     return { sha256: this.sha256, size };
   }
 
@@ -264,7 +278,7 @@ export class ObjectFile {
       // may still be the object's (a pin of another version), and cached for callers without a
       // pin: the store's MD5 decides, read back from the file.
       if (this.sha256 === this.o.sha256Pin) return undefined;
-      this.md5 = new FileMd5(this.path);
+      this.md5 = new FileDigest(this.path, 'md5');
     }
     const actual = integrity.algorithm === 'md5' ? await this.md5!.digest(this.hashed) : integrity.algorithm === 'sha256' ? this.sha256 : (this.crc >>> 0).toString(16).padStart(8, '0');
     return actual === integrity.expected.toLowerCase() ? undefined : `${integrity.algorithm} ${actual} ≠ ${integrity.expected}`;
@@ -272,6 +286,7 @@ export class ObjectFile {
 
   /** Closes the file (always; after every writer settled). */
   close(): Promise<void> {
+    this.sha.cancel();
     this.md5?.cancel();
     return this.fh.close();
   }

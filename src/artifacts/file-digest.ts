@@ -1,18 +1,23 @@
 import { Worker } from 'node:worker_threads';
 
 /**
- * The store's MD5 of a downloaded object, computed on a helper thread from the file as it becomes
- * durable (ADR 0020). MD5 cannot be split (each block needs the one before it) and costs this
- * machine about 1.5 CPU-s per GiB, twice the SHA-256 the gateway computes anyway; on the download's
- * own thread the two digests together capped a fetch at ~470 MiB/s and, on a link, took 44–57 ms
- * after the last byte. On its own thread MD5 runs beside SHA-256, and the download's thread only
- * says how far the file is written.
+ * A digest of a downloaded object, computed on a helper thread from the file as it becomes durable
+ * (ADR 0020, ADR 0022): the SHA-256 every fetch computes, and the store's MD5 when one is checked.
+ *
+ * On the download's own thread the digests capped a loopback fetch: SHA-256 costs this machine
+ * about 0.9 CPU-s per GiB (with the SHA extensions) and MD5 about 1.5; the rest of the download
+ * (socket to file) about 0.6. With both on the download's thread a fetch ran at ~470 MiB/s, with
+ * SHA-256 alone at ~600, and without any digest at curl's ~1100 (bench/profile-fetch.ts, issue 17).
+ * On their own threads the digests run beside the download, and the download's thread only says
+ * how far the file is written.
  *
  * The helper thread reads the file through a descriptor of its own (by path), so it never touches
- * a buffer the download still uses and never outlives the descriptor it reads. One thread serves
- * every download of the process, in turns of at most `READ_BYTES`; it is started at the first use
- * and keeps the process alive only while a digest is pending.
+ * a buffer the download still uses and never outlives the descriptor it reads. One thread per
+ * algorithm serves every download of the process, in turns of at most `READ_BYTES`; each is started
+ * at its first use and keeps the process alive only while a digest is pending.
  */
+
+export type DigestAlgorithm = 'sha256' | 'md5';
 
 /** Bytes the helper reads per call; its only buffer. */
 const READ_BYTES = 1024 * 1024;
@@ -22,11 +27,12 @@ const { parentPort } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
 const { openSync, readSync, closeSync } = require('node:fs');
 const buf = Buffer.allocUnsafe(${READ_BYTES});
+const algorithm = require('node:worker_threads').workerData;
 const sessions = new Map();
 const drop = (id) => { const s = sessions.get(id); if (!s) return; sessions.delete(id); try { closeSync(s.fd); } catch {} };
 parentPort.on('message', (m) => {
   if (m.op === 'start') {
-    try { sessions.set(m.id, { fd: openSync(m.path, 'r'), at: 0, md5: createHash('md5') }); }
+    try { sessions.set(m.id, { fd: openSync(m.path, 'r'), at: 0, hash: createHash(algorithm) }); }
     catch (e) { parentPort.postMessage({ id: m.id, error: e.message }); }
     return;
   }
@@ -36,10 +42,10 @@ parentPort.on('message', (m) => {
     while (s.at < m.upTo) {
       const n = readSync(s.fd, buf, 0, Math.min(buf.length, m.upTo - s.at), s.at);
       if (n === 0) throw new Error('the file ended at ' + s.at + ' bytes, before ' + m.upTo);
-      s.md5.update(buf.subarray(0, n));
+      s.hash.update(buf.subarray(0, n));
       s.at += n;
     }
-    if (m.op === 'digest') { parentPort.postMessage({ id: m.id, hex: s.md5.digest('hex') }); drop(m.id); }
+    if (m.op === 'digest') { parentPort.postMessage({ id: m.id, hex: s.hash.digest('hex') }); drop(m.id); }
   } catch (e) {
     parentPort.postMessage({ id: m.id, error: e.message });
     drop(m.id);
@@ -56,22 +62,26 @@ interface Waiter {
   on: Worker;
 }
 
-let worker: Worker | undefined;
+/** The helper thread of each algorithm, while it lives. */
+const workers = new Map<DigestAlgorithm, Worker>();
 let nextId = 1;
 const waiters = new Map<number, Waiter>();
 
-function helper(): Worker {
-  if (worker) return worker;
-  const w = new Worker(WORKER_SOURCE, { eval: true, name: 'file-md5' });
+const NAMES: Record<DigestAlgorithm, string> = { sha256: 'SHA-256', md5: 'MD5' };
+
+function helper(algorithm: DigestAlgorithm): Worker {
+  const running = workers.get(algorithm);
+  if (running) return running;
+  const w = new Worker(WORKER_SOURCE, { eval: true, name: `file-${algorithm}`, workerData: algorithm });
   w.on('message', (r: Reply) => {
     const waiter = waiters.get(r.id);
     if (!waiter) return;
     forget(r.id);
     if ('hex' in r) waiter.resolve(r.hex);
-    else waiter.reject(new Error(`the MD5 of the downloaded file could not be computed: ${r.error}`));
+    else waiter.reject(new Error(`the ${NAMES[algorithm]} of the downloaded file could not be computed: ${r.error}`));
   });
   const lost = (err: Error) => {
-    if (worker === w) worker = undefined;
+    if (workers.get(algorithm) === w) workers.delete(algorithm);
     // Only its own sessions: an 'exit' after an 'error' may come when a new helper serves others.
     for (const [id, waiter] of waiters) {
       if (waiter.on !== w) continue;
@@ -79,37 +89,48 @@ function helper(): Worker {
       waiter.reject(err);
     }
   };
-  w.on('error', (err) => lost(new Error(`the MD5 helper thread failed: ${err.message}`)));
-  w.on('exit', (code) => lost(new Error(`the MD5 helper thread exited (${code})`)));
-  worker = w;
+  w.on('error', (err) => lost(new Error(`the ${NAMES[algorithm]} helper thread failed: ${err.message}`)));
+  w.on('exit', (code) => lost(new Error(`the ${NAMES[algorithm]} helper thread exited (${code})`)));
+  workers.set(algorithm, w);
   // After the listeners (adding a 'message' listener takes a reference again).
-  if (waiters.size === 0) w.unref();
+  if (!pendingOn(w)) w.unref();
   return w;
+}
+
+function pendingOn(w: Worker): boolean {
+  for (const waiter of waiters.values()) if (waiter.on === w) return true;
+  return false;
 }
 
 /**
  * A session is pending while it is in `waiters` (until its digest or failure came, or it was
- * cancelled): the helper thread holds the process open until the last one ends. A failure settles
+ * cancelled): its helper thread holds the process open until its last one ends. A failure settles
  * the session at once; its result, rejected, waits for `digest()`.
  */
 function remember(id: number, waiter: Waiter): void {
   waiters.set(id, waiter);
-  if (waiters.size === 1) worker?.ref();
+  waiter.on.ref();
 }
 
 function forget(id: number): void {
-  if (waiters.delete(id) && waiters.size === 0) worker?.unref();
+  const waiter = waiters.get(id);
+  if (!waiter) return;
+  waiters.delete(id);
+  if (!pendingOn(waiter.on)) waiter.on.unref();
 }
 
-/** One file's MD5 on the helper thread: `advance` as its prefix becomes durable, then `digest`. */
-export class FileMd5 {
+/** One file's digest on a helper thread: `advance` as its prefix becomes durable, then `digest`. */
+export class FileDigest {
   private readonly id = nextId++;
   private posted = 0;
   private done = false;
   private readonly result: Promise<string>;
+  private readonly on: Worker;
+  readonly algorithm: DigestAlgorithm;
 
   /** `path` must exist; the helper opens it for reading. */
-  constructor(path: string) {
+  constructor(path: string, algorithm: DigestAlgorithm) {
+    this.algorithm = algorithm;
     let resolve!: (hex: string) => void;
     let reject!: (err: Error) => void;
     this.result = new Promise<string>((res, rej) => {
@@ -117,9 +138,9 @@ export class FileMd5 {
       reject = rej;
     });
     this.result.catch(() => undefined);
-    const w = helper();
-    remember(this.id, { resolve, reject, on: w });
-    w.postMessage({ op: 'start', id: this.id, path });
+    this.on = helper(algorithm);
+    remember(this.id, { resolve, reject, on: this.on });
+    this.on.postMessage({ op: 'start', id: this.id, path });
   }
 
   /**
@@ -129,15 +150,15 @@ export class FileMd5 {
   advance(upTo: number): void {
     if (this.done || upTo < this.posted + READ_BYTES || !waiters.has(this.id)) return;
     this.posted = upTo;
-    helper().postMessage({ op: 'advance', id: this.id, upTo });
+    this.on.postMessage({ op: 'advance', id: this.id, upTo });
   }
 
-  /** The hex MD5 of the first `size` bytes (all of them durable). */
+  /** The hex digest of the first `size` bytes (all of them durable). */
   digest(size: number): Promise<string> {
     if (!this.done) {
       this.done = true;
       // Already failed (and settled): nothing to ask for.
-      if (waiters.has(this.id)) helper().postMessage({ op: 'digest', id: this.id, upTo: size });
+      if (waiters.has(this.id)) this.on.postMessage({ op: 'digest', id: this.id, upTo: size });
     }
     return this.result;
   }
@@ -147,6 +168,6 @@ export class FileMd5 {
     if (this.done) return;
     this.done = true;
     forget(this.id);
-    worker?.postMessage({ op: 'cancel', id: this.id });
+    this.on.postMessage({ op: 'cancel', id: this.id });
   }
 }
