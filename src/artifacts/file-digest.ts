@@ -126,6 +126,7 @@ export class FileDigest {
   private done = false;
   private readonly result: Promise<string>;
   private readonly on: Worker;
+  private readonly fail: (err: Error) => void;
   readonly algorithm: DigestAlgorithm;
 
   /** `path` must exist; the helper opens it for reading. */
@@ -138,6 +139,7 @@ export class FileDigest {
       reject = rej;
     });
     this.result.catch(() => undefined);
+    this.fail = reject;
     this.on = helper(algorithm);
     remember(this.id, { resolve, reject, on: this.on });
     this.on.postMessage({ op: 'start', id: this.id, path });
@@ -163,11 +165,12 @@ export class FileDigest {
     return this.result;
   }
 
-  /** Stops reading and closes the helper's descriptor (a download that failed or needs no digest). */
+  /** Stops reading and closes the helper's descriptor (a download that failed or needs no digest); `digest` then rejects. */
   cancel(): void {
     if (this.done) return;
     this.done = true;
     forget(this.id);
+    this.fail(new Error(`the ${NAMES[this.algorithm]} of the file was cancelled`));
     this.on.postMessage({ op: 'cancel', id: this.id });
   }
 }

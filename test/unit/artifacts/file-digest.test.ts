@@ -56,6 +56,14 @@ describe('FileDigest (SHA-256 and the store MD5 on helper threads, ADR 0020, ADR
     expect(await new FileDigest(join(dir, 'after'), 'md5').digest(1000)).toBe(md5(ok));
   });
 
+  it('a cancelled session\'s digest rejects instead of waiting forever', async () => {
+    const path = join(dir, 'cancelled');
+    writeFileSync(path, randomBytes(100));
+    const h = new FileDigest(path, 'sha256');
+    h.cancel();
+    await expect(h.digest(100)).rejects.toThrow(/SHA-256 of the file was cancelled/);
+  });
+
   it('holds the process open only while a digest is pending', () => {
     const path = join(dir, 'exit');
     const bytes = randomBytes(3 * 1024 * 1024);
