@@ -23,11 +23,10 @@ export type DigestAlgorithm = 'sha256' | 'md5';
 const READ_BYTES = 1024 * 1024;
 
 const WORKER_SOURCE = `
-const { parentPort } = require('node:worker_threads');
+const { parentPort, workerData: algorithm } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
 const { openSync, readSync, closeSync } = require('node:fs');
 const buf = Buffer.allocUnsafe(${READ_BYTES});
-const algorithm = require('node:worker_threads').workerData;
 const sessions = new Map();
 const drop = (id) => { const s = sessions.get(id); if (!s) return; sessions.delete(id); try { closeSync(s.fd); } catch {} };
 parentPort.on('message', (m) => {

@@ -69,7 +69,7 @@ export class ObjectFile {
   /** The one pending wait for room in a full tee, shared by every range it holds. */
   private room: Promise<void> | undefined;
   /** The in-order consumers' position: every byte below it was given to them (or skipped, without any). */
-  private hashed = 0;
+  private ordered = 0;
   /** Bytes handed to the file by every part. */
   private issuedTotal = 0;
   private catching?: Promise<void>;
@@ -140,21 +140,21 @@ export class ObjectFile {
     }
     let room: Promise<void> | undefined;
     for (let i = 0, offset = at; i < bufs.length; offset += bufs[i]!.length, i++) {
-      if (offset === this.hashed && this.catching === undefined) room = this.digest(bufs[i]!) ?? room;
+      if (offset === this.ordered && this.catching === undefined) room = this.feedInOrder(bufs[i]!) ?? room;
     }
     part.issued += n;
     this.o.onProgress(this.issuedTotal);
     const written = bufs.length === 1 ? this.fh.write(bufs[0]!, 0, n, at) : this.fh.writev(bufs, at);
     part.inflight = Promise.all([written, room]).then(
       () => {
-        // Written and hashed: the file's hold on the bulk client's slabs ends (a tee holds its own,
+        // Written (and taken by the in-order consumers): the file's hold on the bulk client's slabs ends (a tee holds its own,
         // lent in `digest`; slab-pool.ts; other buffers are ignored).
         for (const b of bufs) slabPool.recycle(b);
         part.durable += n;
         const contiguous = this.contiguous();
         this.sha.advance(contiguous);
         this.md5?.advance(contiguous);
-        if (contiguous > this.hashed) void this.catchUp();
+        if (contiguous > this.ordered) void this.catchUp();
         done();
       },
       (err: unknown) => {
@@ -175,8 +175,8 @@ export class ObjectFile {
   }
 
   /** Gives one chunk at the in-order position to the CRC32 and the tee; a promise while the tee is full. */
-  private digest(b: Buffer): Promise<void> | undefined {
-    this.hashed += b.length;
+  private feedInOrder(b: Buffer): Promise<void> | undefined {
+    this.ordered += b.length;
     if (this.integrity?.algorithm === 'crc32') this.crc = crc32(b, this.crc);
     if (!this.o.openTee) return undefined;
     this.tee ??= openedTee(this.o.openTee);
@@ -212,33 +212,33 @@ export class ObjectFile {
   private catchUp(): Promise<void> {
     if (!this.inOrder()) {
       // Nothing here needs the bytes: the digests read the file on their own threads.
-      this.hashed = Math.max(this.hashed, this.contiguous());
+      this.ordered = Math.max(this.ordered, this.contiguous());
       return Promise.resolve();
     }
     this.catching ??= (async () => {
       try {
         for (;;) {
           const upTo = this.contiguous();
-          if (upTo <= this.hashed) break;
+          if (upTo <= this.ordered) break;
           if (this.o.openTee) {
             // The tee keeps what it is given: a pooled slab, which its consumer gives back.
             const slab = slabPool.take();
-            const chunk = slab.subarray(0, Math.min(upTo - this.hashed, slab.length));
+            const chunk = slab.subarray(0, Math.min(upTo - this.ordered, slab.length));
             slabPool.lend(chunk);
             slabPool.retire(slab);
             let room: Promise<void> | undefined;
             try {
               await this.readBack(chunk);
-              room = this.digest(chunk);
+              room = this.feedInOrder(chunk);
             } finally {
               slabPool.recycle(chunk);
             }
             await room;
           } else {
             this.scratch ??= Buffer.allocUnsafeSlow(CATCH_UP_CHUNK);
-            const chunk = this.scratch.subarray(0, Math.min(upTo - this.hashed, CATCH_UP_CHUNK));
+            const chunk = this.scratch.subarray(0, Math.min(upTo - this.ordered, CATCH_UP_CHUNK));
             await this.readBack(chunk);
-            this.digest(chunk);
+            this.feedInOrder(chunk);
           }
         }
       } catch (err) {
@@ -252,8 +252,8 @@ export class ObjectFile {
 
   /** Fills `chunk` from the file at the digest's position. */
   private async readBack(chunk: Buffer): Promise<void> {
-    const { bytesRead } = await this.fh.read(chunk, 0, chunk.length, this.hashed);
-    if (bytesRead !== chunk.length) throw new Error(`short read back at ${this.hashed}: ${bytesRead} of ${chunk.length} bytes`);
+    const { bytesRead } = await this.fh.read(chunk, 0, chunk.length, this.ordered);
+    if (bytesRead !== chunk.length) throw new Error(`short read back at ${this.ordered}: ${bytesRead} of ${chunk.length} bytes`);
   }
 
   /**
@@ -261,10 +261,10 @@ export class ObjectFile {
    * Call once every part's writer finished.
    */
   async finish(): Promise<{ sha256: string; size: number }> {
-    while (this.catching !== undefined || this.contiguous() > this.hashed) await (this.catching ?? this.catchUp());
+    while (this.catching !== undefined || this.contiguous() > this.ordered) await (this.catching ?? this.catchUp());
     if (this.failure) throw this.failure;
     const size = this.contiguous();
-    if (size !== this.issuedTotal || size !== this.hashed) throw fetchProblem(this.o.uri, `the parts do not tile the object (${this.hashed} of ${this.issuedTotal} bytes in order)`);
+    if (size !== this.issuedTotal || size !== this.ordered) throw fetchProblem(this.o.uri, `the parts do not tile the object (${this.ordered} of ${this.issuedTotal} bytes in order)`);
     this.sha256 = await this.sha.digest(size);
     return { sha256: this.sha256, size };
   }
@@ -280,7 +280,7 @@ export class ObjectFile {
       if (this.sha256 === this.o.sha256Pin) return undefined;
       this.md5 = new FileDigest(this.path, 'md5');
     }
-    const actual = integrity.algorithm === 'md5' ? await this.md5!.digest(this.hashed) : integrity.algorithm === 'sha256' ? this.sha256 : (this.crc >>> 0).toString(16).padStart(8, '0');
+    const actual = integrity.algorithm === 'md5' ? await this.md5!.digest(this.ordered) : integrity.algorithm === 'sha256' ? this.sha256 : (this.crc >>> 0).toString(16).padStart(8, '0');
     return actual === integrity.expected.toLowerCase() ? undefined : `${integrity.algorithm} ${actual} ≠ ${integrity.expected}`;
   }
 
