@@ -17,7 +17,8 @@ export type JarVerdict =
  * Memory is bounded by the tail window (64 KiB), whatever the jar size.
  */
 export class JarInspector extends Transform {
-  private readonly hash: Hash = createHash('sha256');
+  /** Absent when the caller computes the digest elsewhere (an upload's spooled copy, on a helper thread). */
+  private readonly hash?: Hash;
   private head = Buffer.alloc(0);
   /** The last chunks, by reference, covering at least ZIP_TAIL bytes; joined once in verdict(). */
   private tailChunks: Buffer[] = [];
@@ -25,12 +26,16 @@ export class JarInspector extends Transform {
   private bytes = 0;
   private digest?: string;
 
-  constructor(private readonly limits: ZipLimits = DEFAULT_ZIP_LIMITS) {
+  constructor(
+    private readonly limits: ZipLimits = DEFAULT_ZIP_LIMITS,
+    opts: { hash?: boolean } = {},
+  ) {
     super();
+    if (opts.hash !== false) this.hash = createHash('sha256');
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.hash.update(chunk);
+    this.hash?.update(chunk);
     this.bytes += chunk.length;
     if (this.head.length < 4) this.head = Buffer.concat([this.head, chunk.subarray(0, 4 - this.head.length)]);
     // Keep references, not copies: copying the window for every chunk doubled the bytes touched.
@@ -46,9 +51,10 @@ export class JarInspector extends Transform {
     return this.bytes;
   }
 
-  /** Call after the stream has ended. */
-  verdict(): JarVerdict {
-    this.digest ??= this.hash.digest('hex');
+  /** Call after the stream has ended; `sha256` is the bytes' digest when this inspector does not hash. */
+  verdict(sha256?: string): JarVerdict {
+    this.digest ??= sha256 ?? this.hash?.digest('hex');
+    if (this.digest === undefined) throw new Error('JarInspector.verdict: no digest (the inspector was built without hashing)');
     const base = { sha256: this.digest, size: this.bytes };
     if (this.bytes === 0) return { ...base, ok: false, reason: 'the file is empty' };
     if (!this.head.equals(LOCAL_HEADER)) return { ...base, ok: false, reason: 'it does not start with a zip local file header (PK\\x03\\x04)' };

@@ -42,7 +42,8 @@ export function jarFileName(originalName: string | undefined): string {
 
 /**
  * multer's storage engine for one `POST /jars/upload` (ADR 0002, ADR 0019). The file part is
- * hashed and checked on the way (JarInspector) and copied to a private spool file that
+ * checked on the way (JarInspector) and copied to a private spool file, hashed on the SHA-256
+ * helper thread as it becomes durable (SpoolTap, ADR 0022), that
  * `inspectJar` reads the way Java's JarFile does (the manifest the central directory points to,
  * inflated with a bound). Nothing reaches the JobManager whole before `complete()`, which the
  * caller invokes once multer has read the whole client body and the caller's own checks (one file,
@@ -85,7 +86,8 @@ export class JarStreamStorage implements StorageEngine {
     };
     const { maxBytes, zipLimits, log } = this.opts;
     this.fileName = jarFileName(file.originalname);
-    const inspector = new JarInspector(zipLimits);
+    // The SHA-256 is the spool's, on a helper thread (ADR 0022).
+    const inspector = new JarInspector(zipLimits, { hash: false });
     const body = this.linker ? undefined : this.streamUpstream(fail);
     // busboy stops passing bytes on at the limit but goes on reading the part to its end; answer now,
     // so that the caller's bounded drain, not the rest of an oversized part, decides what is read.
@@ -108,6 +110,11 @@ export class JarStreamStorage implements StorageEngine {
           return;
         }
         answer(undefined, { size: this.verdict!.size });
+      }, (err: unknown) => {
+        if (this.failed) return;
+        // The cause names a private path: the log has it, the client a plain reason.
+        log.warn({ err, jar: this.fileName }, 'upload refused: its copy could not be hashed');
+        fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: 'the gateway could not hash its copy of the upload; retry' }));
       });
     });
   }
@@ -182,7 +189,8 @@ export class JarStreamStorage implements StorageEngine {
 
   /** The streaming verdict, then the spooled copy read as Java's JarFile reads it; a problem or nothing. */
   private async check(inspector: JarInspector, spool: SpoolTap): Promise<{ reason: string; limit?: string; sha256: string; size: number } | undefined> {
-    const verdict = inspector.verdict();
+    const sha256 = await spool.sha256();
+    const verdict = inspector.verdict(sha256);
     if (!verdict.ok) {
       spool.discard();
       return verdict;

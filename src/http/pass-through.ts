@@ -7,6 +7,7 @@ import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
 import { isJobGraphSubmission } from './authorization';
 import { type JobGraphHook, readJobGraphAnswer } from './job-graph-answer';
+import { passedOnBodyBytes } from '../v8-tuning';
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) plus ones undici sets itself. `expect` is dropped because
 // undici does not do 100-continue; Node has already answered it towards the client.
@@ -166,6 +167,7 @@ export function relayBody(body: Readable, res: Writable): Promise<void> {
       return;
     }
     const onData = (chunk: Buffer) => {
+      passedOnBodyBytes(chunk.length);
       if (!res.write(chunk)) body.pause();
     };
     const onDrain = () => body.resume();
