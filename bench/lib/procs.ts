@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -201,6 +201,28 @@ export function childrenCpuSeconds(): number {
 /** CPU seconds (user + system) a running process has used so far (for a server we started). */
 export function processCpuSeconds(pid: number): number {
   return procTimes(pid).self;
+}
+
+/**
+ * CPU seconds (user + system) a running process's live threads have used so far, summed by thread
+ * name: `main` for its main thread; for a Node process `V8Worker` (the garbage collector's and
+ * compiler's helpers), `libuv-worker` (the fs and crypto pool), and a worker thread's own name
+ * (`file-sha256`). Threads that have exited are not counted. Resolution 10 ms.
+ */
+export function threadCpuSeconds(pid: number): Record<string, number> {
+  const byName: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // exited between the listing and the read
+    }
+    const name = tid === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    byName[name] = (byName[name] ?? 0) + (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  }
+  return byName;
 }
 
 /** CPU seconds (user + system, all threads) of this process, from process.cpuUsage(). */

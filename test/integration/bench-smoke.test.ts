@@ -33,6 +33,9 @@ const EXPECTED = [
   'upload.200MB',
   'upload.200MB.upload-handoff',
   'memory.rss-growth.1GiB',
+  'memory.rss-growth.1GiB.shared-dir',
+  'memory.rss-growth.1GiB.jar-upload',
+  'memory.rss-growth.1GiB.jar-upload.shared-dir',
 ];
 
 const TIMEOUT_MS = 240_000;
