@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
+import { type Clock, systemClock, type TimerHandle } from '../clock';
 import type { ZooKeeperSession, ZooKeeperSettings } from './zookeeper';
 
 /** A leader record as Flink writes it: the leader's address and its leader session id. */
@@ -73,26 +74,53 @@ export interface LeaderState {
   record?: LeaderRecord;
 }
 
+/** What the follower needs of a ZooKeeper session (a fake in unit tests). */
+export interface LeaderRecordSession extends Pick<ZooKeeperSession, 'settings' | 'isConnected' | 'getData' | 'exists'> {
+  on(event: 'up' | 'down', listener: () => void): unknown;
+  off(event: 'up' | 'down', listener: () => void): unknown;
+}
+
+export interface FlinkLeaderFollowerOptions {
+  /** Timers for retrying a failed read (injected in tests). */
+  clock?: Clock;
+  /** How long after a failed read to read again; default 1 s. */
+  retryMs?: number;
+}
+
+const READ_RETRY_MS = 1_000;
+
 /**
  * Follows Flink's own leader election through its HA records (no election of the gateway's own):
  * the gateway is "leading" while the dispatcher's leader record names its JobManager and the
  * ZooKeeper session is up. The dispatcher, resource manager and REST endpoint of one JobManager
  * process share one leadership (and one leader session id), and the resource manager is where
  * Flink's delegation-token manager, and so the token bridge, runs.
+ *
+ * The record is an ephemeral node of the leader's ZooKeeper session: when a leader dies it
+ * disappears, and the next leader creates it anew. The follower never ends a read without a
+ * watch on the node that will tell it about the next change, and reads again when a read fails
+ * (its watch may not have been set): a missed change would leave the new leader's gateway a
+ * standby for as long as that leader lives, with no gateway obtaining any job's tokens.
  */
 export class FlinkLeaderFollower extends EventEmitter<{ change: [LeaderState] }> {
   private state: LeaderState = { leading: false };
   private stopped = false;
   private reads = 0;
+  private retry: TimerHandle | undefined;
   private readonly path: string;
+  private readonly clock: Clock;
+  private readonly retryMs: number;
 
   constructor(
-    private readonly session: ZooKeeperSession,
+    private readonly session: LeaderRecordSession,
     private readonly self: JobManagerIdentity,
     private readonly log: Logger,
+    opts: FlinkLeaderFollowerOptions = {},
   ) {
     super();
     this.path = leaderPath(session.settings, 'dispatcher');
+    this.clock = opts.clock ?? systemClock;
+    this.retryMs = opts.retryMs ?? READ_RETRY_MS;
     session.on('up', this.onUp);
     session.on('down', this.onDown);
   }
@@ -101,35 +129,60 @@ export class FlinkLeaderFollower extends EventEmitter<{ change: [LeaderState] }>
     return this.state;
   }
 
-  /** Reads the record now (and follows it from then on). */
+  /** Reads the record now and follows it from then on. Never rejects: a failed read is logged and retried. */
   async start(): Promise<void> {
-    await this.read();
+    await this.read().catch((err: unknown) => this.readFailed(err));
   }
 
   stop(): void {
     this.stopped = true;
+    this.retry?.cancel();
+    this.retry = undefined;
     this.session.off('up', this.onUp);
     this.session.off('down', this.onDown);
   }
 
-  private readonly onUp = () => void this.read().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the Flink leader record'));
+  private readonly onUp = () => this.readAgain();
   private readonly onDown = () => this.set({ leading: false });
+
+  /** A read for a watch, a new session or a retry; a failure is retried. */
+  private readonly readAgain = () => void this.read().catch((err: unknown) => this.readFailed(err));
+
+  /**
+   * A failed read may have set no watch, and then nothing would ever read the record again: read
+   * again after `retryMs`. A lost session needs no retry here: its `up` reads again.
+   */
+  private readFailed(err: unknown): void {
+    if (this.stopped) return;
+    this.log.warn({ err: (err as Error)?.message, retryInMs: this.retryMs }, 'cannot read the Flink leader record; reading it again shortly');
+    if (this.retry) return;
+    this.retry = this.clock.setTimer(() => {
+      this.retry = undefined;
+      this.readAgain();
+    }, this.retryMs);
+  }
 
   private async read(): Promise<void> {
     if (this.stopped || !this.session.isConnected) return;
     // Reads may overlap (a watch fires while one is in flight): only the latest one decides.
     const seq = ++this.reads;
-    const watch = () => void this.read().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the Flink leader record'));
-    const node = await this.session.getData(this.path, watch);
-    if (!node) {
-      // No record yet (no leader elected): wait for it to appear.
-      await this.session.exists(this.path, watch);
-      if (seq === this.reads) this.set({ leading: false });
-      return;
+    for (;;) {
+      const node = await this.session.getData(this.path, this.readAgain);
+      if (node) {
+        const record = decodeLeaderRecord(node.data);
+        if (seq === this.reads) this.set({ leading: isLeaderRecordOf(record, this.self), ...(record ? { record } : {}) });
+        return;
+      }
+      // No record (no leader elected yet): ZooKeeper sets no watch on a node getData did not find,
+      // so `exists` sets one to wait for it. A record created between the two calls is found by
+      // `exists`, whose watch then fires only on that record's next change — and a leader writes
+      // its record once — so read it now rather than conclude "no leader" until the next failover.
+      if (!(await this.session.exists(this.path, this.readAgain))) {
+        if (seq === this.reads) this.set({ leading: false });
+        return;
+      }
+      if (seq !== this.reads) return;
     }
-    const record = decodeLeaderRecord(node.data);
-    if (seq !== this.reads) return;
-    this.set({ leading: isLeaderRecordOf(record, this.self), ...(record ? { record } : {}) });
   }
 
   private set(next: LeaderState): void {

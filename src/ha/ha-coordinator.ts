@@ -3,22 +3,22 @@ import type { JobManagerClient } from '../cluster/jobmanager-client';
 import type { JobWatcher } from '../cluster/job-watcher';
 import type { JobRegistrations } from '../submission/job-registrations';
 import type { TokenManager } from '../tokens/spi';
-import { FlinkLeaderFollower, identityFromConfig, type JobManagerIdentity, type LeaderState } from './flink-leader';
+import { FlinkLeaderFollower, identityFromConfig, type JobManagerIdentity, type LeaderRecordSession, type LeaderState } from './flink-leader';
 import type { ZooKeeperJobClaims, ZooKeeperRegistrationStore } from './zookeeper-store';
-import type { ZooKeeperSession } from './zookeeper';
 
 const PRUNE_INTERVAL_MS = 3600_000;
 
+/** What the coordinator uses of each collaborator (fakes in unit tests). */
 export interface HaCoordinatorOptions {
-  session: ZooKeeperSession;
+  session: LeaderRecordSession & { start(): Promise<void>; close(): void };
   store: ZooKeeperRegistrationStore;
   /** Pruned of expired claims by the leader's gateway: on becoming it, then hourly. */
-  claims?: ZooKeeperJobClaims;
-  registrations: JobRegistrations;
-  tokens: TokenManager;
-  cluster: JobManagerClient;
+  claims?: Pick<ZooKeeperJobClaims, 'prune'>;
+  registrations: Pick<JobRegistrations, 'sharedStored' | 'sharedRemoved' | 'restore' | 'deactivate' | 'list'>;
+  tokens: Pick<TokenManager, 'start' | 'stop'>;
+  cluster: Pick<JobManagerClient, 'json'>;
   /** Started while this gateway leads, stopped when it stops leading. */
-  watcher?: JobWatcher;
+  watcher?: Pick<JobWatcher, 'start' | 'stop'>;
   readStates: () => Promise<Map<string, string>>;
   log: Logger;
   /** How often to ask the JobManager who it is until it answers. */
@@ -101,7 +101,7 @@ export class HaCoordinator {
       const follower = new FlinkLeaderFollower(this.opts.session, identity, this.opts.log.child({ component: 'flink-leader' }));
       this.follower = follower;
       follower.on('change', (state) => this.inOrder(() => this.apply(state)));
-      await follower.start().catch((err: unknown) => this.opts.log.warn({ err: (err as Error).message }, 'cannot read the Flink leader record yet'));
+      await follower.start();
     } catch (err) {
       this.opts.log.warn({ err: (err as Error).message }, 'cannot learn who this JobManager is yet; retrying (a standby meanwhile)');
       this.identityTimer = setTimeout(() => void this.learnIdentity(), this.opts.identityRetryMs ?? 1_000);
@@ -119,7 +119,11 @@ export class HaCoordinator {
       const started = performance.now();
       this.leading = true;
       this.leadingSince = Date.now();
-      await this.opts.store.sync();
+      // A failed re-read must not stop the takeover half-way (leading, yet no job registered and no
+      // token obtained, with nothing to try again): the jobs this replica has followed are
+      // registered now, and the ones the re-read misses arrive as `added` once the store's own
+      // retry reads them.
+      await this.opts.store.sync().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'cannot re-read the shared job registrations on taking over; registering the ones this replica has followed, the others once the store reads them'));
       await registrations.restore(this.opts.readStates);
       await tokens.start();
       watcher?.start();

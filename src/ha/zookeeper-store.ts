@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
+import { type Clock, systemClock, type TimerHandle } from '../clock';
 import type { Claim, ClaimResult, JobClaimBook } from '../submission/job-claims';
 import { parseStoredRegistration, type RegistrationStore, type StoredRegistration } from '../submission/registration-store';
 import { BAD_VERSION, NODE_EXISTS, NO_NODE, type ZooKeeperSession, zkCode } from './zookeeper';
@@ -10,6 +11,19 @@ export function gatewayRoot(namespace: string): string {
 }
 
 const JOB_ID = /^[0-9a-f]{32}$/;
+const RESYNC_RETRY_MS = 1_000;
+
+/** What the registration store needs of a ZooKeeper session (a fake in unit tests). */
+export interface RegistrationSession extends Pick<ZooKeeperSession, 'settings' | 'isConnected' | 'mkdirp' | 'getChildren' | 'getData' | 'setData' | 'create' | 'remove'> {
+  on(event: 'up', listener: () => void): unknown;
+}
+
+export interface ZooKeeperRegistrationStoreOptions {
+  /** Timers for re-reading after a failed read (injected in tests). */
+  clock?: Clock;
+  /** How long after a failed read to read again; default 1 s. */
+  retryMs?: number;
+}
 
 /**
  * The job registrations of every replica in the ZooKeeper of the HA cluster (ADR 0012): one node
@@ -18,7 +32,10 @@ const JOB_ID = /^[0-9a-f]{32}$/;
  * `list` and `get` answer from memory and a conflict check sees what other replicas registered;
  * `added`, `updated` and `removed` tell the leading replica's gateway what to register or drop.
  * Writes go to ZooKeeper first and are awaited: a run is submitted only after its registration
- * is stored where the next leader will find it.
+ * is stored where the next leader will find it. A read that fails (a call timed out under load)
+ * may have left the list or a node without a watch, and then nothing would tell this replica of
+ * their changes: it is read again shortly, until it succeeds or the session is lost (whose `up`
+ * reads everything again).
  */
 export class ZooKeeperRegistrationStore
   extends EventEmitter<{ added: [StoredRegistration]; updated: [StoredRegistration]; removed: [string] }>
@@ -32,12 +49,18 @@ export class ZooKeeperRegistrationStore
   private fullAgain = false;
   /** Nodes with a live data watch of this session (a list change does not re-read them). */
   private readonly watched = new Set<string>();
+  private retry: TimerHandle | undefined;
+  private readonly clock: Clock;
+  private readonly retryMs: number;
 
   constructor(
-    private readonly session: ZooKeeperSession,
+    private readonly session: RegistrationSession,
     private readonly log: Logger,
+    opts: ZooKeeperRegistrationStoreOptions = {},
   ) {
     super();
+    this.clock = opts.clock ?? systemClock;
+    this.retryMs = opts.retryMs ?? RESYNC_RETRY_MS;
     this.dir = `${gatewayRoot(session.settings.namespace)}/registrations`;
     // A new session (after expiry) has none of the old watches: read every node again.
     session.on('up', () => void this.sync(true).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations')));
@@ -112,7 +135,7 @@ export class ZooKeeperRegistrationStore
    * Re-reads the list (re-arming its watch) and reads the nodes not watched yet; `full` reads every
    * node again (a new session, whose data watches are gone). A watched node is not re-read on a
    * list change: each read would add one more watcher of that node.
-   * Runs once more if asked again meanwhile.
+   * Runs once more if asked again meanwhile; a failed read is retried (`retryLater`) and rejects.
    */
   sync(full = false): Promise<void> {
     this.fullAgain ||= full;
@@ -125,12 +148,28 @@ export class ZooKeeperRegistrationStore
         this.again = false;
         const all = this.fullAgain;
         this.fullAgain = false;
-        await this.readAll(all);
+        try {
+          await this.readAll(all);
+        } catch (err) {
+          // A full read stays full: the nodes it no longer counts as watched are read by the retry.
+          this.fullAgain ||= all;
+          this.retryLater();
+          throw err;
+        }
       } while (this.again);
     })().finally(() => {
       this.syncing = undefined;
     });
     return this.syncing;
+  }
+
+  /** Reads again after `retryMs` (one pending retry at a time). */
+  private retryLater(): void {
+    if (this.retry) return;
+    this.retry = this.clock.setTimer(() => {
+      this.retry = undefined;
+      void this.sync().catch((err: unknown) => this.log.warn({ err: (err as Error).message, retryInMs: this.retryMs }, 'cannot read the shared job registrations; reading them again shortly'));
+    }, this.retryMs);
   }
 
   private async readAll(full: boolean): Promise<void> {
@@ -151,7 +190,11 @@ export class ZooKeeperRegistrationStore
   private async readOne(jobId: string): Promise<void> {
     const onData = () => {
       this.watched.delete(jobId);
-      void this.readOne(jobId).catch((err: unknown) => this.log.warn({ jobId, err: (err as Error).message }, 'cannot read a shared job registration'));
+      void this.readOne(jobId).catch((err: unknown) => {
+        // Unwatched now: the retry's sync reads it again.
+        this.log.warn({ jobId, err: (err as Error).message, retryInMs: this.retryMs }, 'cannot read a shared job registration; reading it again shortly');
+        this.retryLater();
+      });
     };
     const node = await this.session.getData(`${this.dir}/${jobId}`, onData);
     if (node) this.watched.add(jobId);
