@@ -1,4 +1,4 @@
-import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { passedOnBodyBytes, tuneV8 } from '../../src/v8-tuning';
 
@@ -18,7 +18,8 @@ describe('passedOnBodyBytes', () => {
     tuneV8();
     let minor = 0;
     const observer = new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) if ((e.detail as { kind?: number } | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MINOR) minor++;
+      // A gc entry's `detail` (its kind) is not in the PerformanceEntry type.
+      for (const e of list.getEntries() as (PerformanceEntry & { detail?: { kind?: number } })[]) if (e.detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR) minor++;
     });
     observer.observe({ entryTypes: ['gc'] });
     const base = process.memoryUsage().arrayBuffers;
