@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { newJobId } from '../../test/helpers/flink';
 import { type BenchEnv, type BenchJar, deleteJar, jarIdOf, runJar, settle, uploadPlaceholder } from '../lib/env';
@@ -9,7 +10,7 @@ import { emit, judged, MiB, note, type RunPlan, round, selected, summarize } fro
 interface MemoryCase {
   name: string;
   handoff: 'shared-dir' | 'upload';
-  via: 'uri' | 'upload';
+  via: 'uri' | 'upload' | 'job-graph';
   what: string;
 }
 
@@ -18,7 +19,16 @@ const CASES: MemoryCase[] = [
   { name: 'memory.rss-growth.1GiB.shared-dir', handoff: 'shared-dir', via: 'uri', what: "run by URI: fetch to disk, link into the JobManager's jar directory, run" },
   { name: 'memory.rss-growth.1GiB.jar-upload', handoff: 'upload', via: 'upload', what: 'POST /jars/upload (curl -F): spooled, hashed, checked and streamed on to the JobManager' },
   { name: 'memory.rss-growth.1GiB.jar-upload.shared-dir', handoff: 'shared-dir', via: 'upload', what: "POST /jars/upload (curl -F): spooled, hashed, checked and linked into the JobManager's jar directory" },
+  {
+    name: 'memory.rss-growth.1GiB.job-graph',
+    handoff: 'upload',
+    via: 'job-graph',
+    what: "POST /v1/jobs (curl -F, as Flink's RestClusterClient sends a job graph with its jar) passed through to the JobManager; the graph is not a real one, so the JobManager refuses it after reading the whole body",
+  },
 ];
+
+/** A job graph file that is not one: the JobManager reads the whole request before it tries it. */
+const NOT_A_JOB_GRAPH = Buffer.from('not a serialized JobGraph');
 
 /**
  * Measure 6: peak RSS growth of a gateway process (its own process, so only the gateway is
@@ -42,6 +52,15 @@ export async function rssGrowth(env: BenchEnv, plan: RunPlan): Promise<void> {
         const jobId = newJobId();
         await runJar(gw.url, placeholder, jobId, { 'user.artifacts.job-jar': `${origin.url}/rss/${r}-${randomBytes(4).toString('hex')}/${jar.name}` });
         return () => settle(flink, jobId);
+      }
+      if (c.via === 'job-graph') {
+        const graph = env.scratch('job-graph.bin');
+        writeFileSync(graph, NOT_A_JOB_GRAPH);
+        const request = JSON.stringify({ jobGraphFileName: 'job.graph', jobJarFileNames: [jar.name], jobArtifactFileNames: [] });
+        const sent = await curl(['-sS', '-X', 'POST', '-H', 'Expect:', '-o', '/dev/null', '-w', '%{http_code} %{size_upload}', '-F', `request=${request};type=application/json`, '-F', `file_0=@${graph};filename=job.graph`, '-F', `file_1=@${jar.path};filename=${jar.name}`, `${gw.url}/v1/jobs`]);
+        const [status, uploaded] = sent.stdout.trim().split(' ').map(Number);
+        if (!(uploaded! >= jar.size) || status === 200 || status === 202) throw new Error(`POST /v1/jobs answered ${status} after ${uploaded} bytes; expected the JobManager to read it all and refuse the graph`);
+        return async () => rmSync(graph, { force: true });
       }
       const up = await curl(['-f', '-sS', '-X', 'POST', '-H', 'Expect:', '-F', `jarfile=@${jar.path}`, `${gw.url}/v1/jars/upload`]);
       const jarId = jarIdOf(JSON.parse(up.stdout));

@@ -1,13 +1,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable, Writable } from 'node:stream';
+import { pipeline, type Readable, Transform, type Writable } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
 import { isJobGraphSubmission } from './authorization';
-import { type JobGraphHook, readJobGraphAnswer } from './job-graph-answer';
 import { passedOnBodyBytes } from '../v8-tuning';
+import { type JobGraphHook, readJobGraphAnswer } from './job-graph-answer';
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) plus ones undici sets itself. `expect` is dropped because
 // undici does not do 100-continue; Node has already answered it towards the client.
@@ -45,6 +45,30 @@ function tokensOf(value: string | undefined): Set<string> {
 
 function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+/** Request bodies larger than this (or chunked) reach the JobManager through `requestBody`'s counting stage. */
+const PACED_BODY_BYTES = 1024 * 1024;
+
+/**
+ * The body handed to undici. A large one (a job graph with its jars, `POST /v1/jobs`) passes
+ * through a stage that reports its chunks to `passedOnBodyBytes` (ADR 0018), so that they are freed
+ * as they go rather than at V8's next full collection. undici reads the request itself, and a
+ * second 'data' listener would start the flow before undici is ready. `pipeline` carries a failure
+ * either way: a client that goes away fails the body towards the JobManager, and undici giving up
+ * on the body destroys the request. A small body goes as it is.
+ */
+function requestBody(req: Request): Readable {
+  const declared = Number(req.headers['content-length'] ?? Number.POSITIVE_INFINITY);
+  if (declared <= PACED_BODY_BYTES) return req;
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      passedOnBodyBytes(chunk.length);
+      done(null, chunk);
+    },
+  });
+  pipeline(req, counted, () => undefined);
+  return counted;
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -94,7 +118,7 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
     try {
       // A JobManager that accepts the connection and never answers must not hang the client: the
       // wait for its answer's head is bounded (and a redirect to its own https address refused).
-      upstream = await cluster.forward({ method: req.method, url: req.originalUrl, headers, body: forwardBody ? req : null, signal: abort.signal });
+      upstream = await cluster.forward({ method: req.method, url: req.originalUrl, headers, body: forwardBody ? requestBody(req) : null, signal: abort.signal });
     } catch (err) {
       if (abort.signal.aborted) return;
       next(err);

@@ -36,6 +36,7 @@ const EXPECTED = [
   'memory.rss-growth.1GiB.shared-dir',
   'memory.rss-growth.1GiB.jar-upload',
   'memory.rss-growth.1GiB.jar-upload.shared-dir',
+  'memory.rss-growth.1GiB.job-graph',
 ];
 
 const TIMEOUT_MS = 240_000;
