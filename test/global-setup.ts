@@ -34,6 +34,11 @@ export default async function globalSetup(): Promise<void> {
       // A failed push to the TaskManager would otherwise pause delivery for Flink's default 1 h.
       'security.delegation.tokens.renewal.retry.backoff': '1 s',
       'classloader.parent-first-patterns.additional': 'dev.flinkjargateway.tokens.',
+      // With every slot taken for a moment (the suites share this cluster), a standalone resource
+      // manager past its start-up period fails a streaming job's slot request at once
+      // (NoResourceAvailableException). Within it, the request waits for a slot to free
+      // (slot.request.timeout), as a job on a busy real session cluster with more TaskManagers coming would.
+      'resourcemanager.standalone.start-up-time': '2 h',
     },
   });
   (globalThis as { __EMBEDDED_FLINK__?: EmbeddedCluster }).__EMBEDDED_FLINK__ = cluster;

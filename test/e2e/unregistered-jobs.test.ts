@@ -148,7 +148,13 @@ describe('jobs the gateway did not register, on the real embedded Flink cluster'
     const status = await json('GET', `${gw.url}/gateway/v1/tokens`);
     assertMatchesSpec('GET', '/gateway/v1/tokens', status);
     expect((status.body.jobs as { jobId: string }[]).find((j) => j.jobId === jobId)).toMatchObject({ source: 'discovered', principal: 'gateway:cluster-default' });
-    expect(gw.audit().filter((a) => a.audit === 'job' && a.jobId === jobId)).toEqual([expect.objectContaining({ source: 'discovered', action: 'registered', state: 'RUNNING' })]);
+    // The audit record follows the store write and goes through the audit file's async stream: it
+    // may land after the provider and the status already show the job.
+    const audited = await eventually(() => {
+      const lines = gw.audit().filter((a) => a.audit === 'job' && a.jobId === jobId);
+      return lines.length > 0 ? lines : undefined;
+    }, 'the audit record of the discovered job');
+    expect(audited).toEqual([expect.objectContaining({ source: 'discovered', action: 'registered', state: 'RUNNING' })]);
 
     expect((await json('PATCH', `${gw.url}/v1/jobs/${jobId}?mode=cancel`)).status).toBe(202);
     expect(await waitForJobState(gw.url, jobId, ['CANCELED'])).toBe('CANCELED');
