@@ -23,7 +23,18 @@ import type { Configuration, RawEntry } from '../../src/config/registry';
 export class BenchFetcher {
   readonly config: Configuration;
   readonly plugins: PluginRegistry;
-  private readonly log = pino({ level: 'silent' });
+  /** How the last fetch read the object (its 'jar fetched' line): parts and how many at once. */
+  private lastRead?: { parts: number; atOnce: number };
+  private readonly log = pino(
+    { level: 'info' },
+    {
+      write: (line: string) => {
+        if (!line.includes('"msg":"jar fetched"')) return;
+        const o = JSON.parse(line) as { parts?: number; atOnce?: number };
+        this.lastRead = { parts: o.parts ?? 1, atOnce: o.atOnce ?? 1 };
+      },
+    },
+  );
   private n = 0;
 
   constructor(private readonly scratchDir: string, pluginDefs: readonly FsPluginDefinition[], options: Record<string, string>) {
@@ -41,7 +52,7 @@ export class BenchFetcher {
    * One fetch into a brand-new cache (so it is always a miss and always writes a new file), pinned
    * to `sha256` if given. Returns the wall time of `ArtifactFetcher.fetch` and what it produced.
    */
-  async fetchOnce(uri: string, sha256?: string): Promise<{ ms: number; size: number; sha256: string }> {
+  async fetchOnce(uri: string, sha256?: string): Promise<{ ms: number; size: number; sha256: string; read?: { parts: number; atOnce: number } }> {
     const dir = join(this.scratchDir, `fetch-cache-${this.n++}`);
     const cache = new JarCache(dir, 64 * 1024 ** 3, this.log);
     await cache.init();
@@ -59,12 +70,13 @@ export class BenchFetcher {
       log: this.log,
     });
     try {
+      this.lastRead = undefined;
       const started = performance.now();
       const jar = await fetcher.fetch(uri, sha256 !== undefined ? { sha256 } : {});
       const ms = performance.now() - started;
       jar.release();
       if (jar.fromCache) throw new Error('expected a cache miss');
-      return { ms, size: jar.size, sha256: jar.sha256 };
+      return { ms, size: jar.size, sha256: jar.sha256, ...(this.lastRead ? { read: this.lastRead } : {}) };
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -28,9 +28,17 @@ function parallelOverride(): Record<string, string> {
 }
 
 /** One side of one round: throughput and the CPU it cost, per GiB moved. */
+/** "N parts, M at once" from a fetcher result that says how it read the object. */
+function readOf(r: object): string | undefined {
+  const read = 'read' in r ? (r.read as { parts: number; atOnce: number } | undefined) : undefined;
+  return read ? `${read.parts} parts, ${read.atOnce} at once` : undefined;
+}
+
 interface Sample {
   mibps: number;
   cpuPerGiB: number;
+  /** How the gateway read the object, from its log line (the fetcher path only). */
+  read?: string;
 }
 
 /**
@@ -224,7 +232,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
         const r = fetcherError === undefined ? await fetcher.fetchOnce(c.uri, pin) : await fetcher.downloadOnce(c.uri);
         const cpu = ownCpuSeconds() - cpu0;
         if (r.sha256 !== jar.sha256) throw new Error(`${c.name}: wrong sha256`);
-        return { mibps: size / MiB / (r.ms / 1000), cpuPerGiB: cpu / (size / GiB) };
+        return { mibps: size / MiB / (r.ms / 1000), cpuPerGiB: cpu / (size / GiB), ...(readOf(r) ? { read: readOf(r) } : {}) };
       };
       // The anchor side of a round: curl -o (+ openssl dgst of its file), then curl | tee | openssl
       // dgst, then the socket-to-file ceiling again: the machine's state drifts over a run (the
@@ -265,6 +273,8 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
           store: c.store,
           plugin: c.plugin,
           gatewayPath,
+          // Whether the lone-stream probe (ADR 0021) kept each read to one stream.
+          gatewayReads: gateway.map((x) => x.read ?? 'not reported'),
           ...(fetcherError !== undefined ? { fetcherError } : {}),
           ceilingMiBps: caseCeiling.median,
           ceilingOfThisCase: caseCeiling,

@@ -150,8 +150,9 @@ describe('jobs the gateway did not register, on the real embedded Flink cluster'
     expect((status.body.jobs as { jobId: string }[]).find((j) => j.jobId === jobId)).toMatchObject({ source: 'discovered', principal: 'gateway:cluster-default' });
     // The audit record follows the store write and goes through the audit file's async stream: it
     // may land after the provider and the status already show the job.
+    const running = gw;
     const audited = await eventually(() => {
-      const lines = gw.audit().filter((a) => a.audit === 'job' && a.jobId === jobId);
+      const lines = running.audit().filter((a) => a.audit === 'job' && a.jobId === jobId);
       return lines.length > 0 ? lines : undefined;
     }, 'the audit record of the discovered job');
     expect(audited).toEqual([expect.objectContaining({ source: 'discovered', action: 'registered', state: 'RUNNING' })]);

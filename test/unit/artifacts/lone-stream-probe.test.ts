@@ -1,6 +1,7 @@
 import { PassThrough, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { LoneStreamProbe, PROBE_WINDOW_MS } from '../../../src/artifacts/ranged-download';
+import type { Clock } from '../../../src/clock';
 import { ManualClock } from '../../helpers/manual-clock';
 
 // The verdict of a parallel read's first request, read alone (ranged-download.ts). The clock is
@@ -45,6 +46,43 @@ describe('LoneStreamProbe: one stream or parallel ranges', () => {
     probe.progress(WINDOW_BYTES); // too late: the verdict stands
     await clock.advance(0);
     expect(verdict()).toBe(false);
+  });
+
+  it('a window timer that fires early (Node times it from the loop time of the iteration that armed it) waits for the rest of the window', async () => {
+    // The probe opens at 1 000.0 ms; the loop time when the timer was armed is taken as 999.3 ms.
+    const clock = new ManualClock();
+    // Each probe's first timer is armed 0.7 ms early; a timer armed later runs on time.
+    const armedEarly = (): Clock => {
+      let first = true;
+      return {
+        monotonicMs: () => clock.monotonicMs(),
+        wallMs: () => clock.wallMs(),
+        setTimer: (fn, ms) => {
+          const early = first ? 0.7 : 0;
+          first = false;
+          return clock.setTimer(fn, ms - early);
+        },
+      };
+    };
+    const probe = new LoneStreamProbe(RATE, armedEarly());
+    let verdict: boolean | undefined;
+    void probe.verdict(new AbortController().signal).then((v) => (verdict = v));
+    probe.opened();
+    await clock.advance(PROBE_WINDOW_MS - 0.7); // the first timer fires here, 0.7 ms short
+    expect(verdict).toBeUndefined();
+    probe.progress(WINDOW_BYTES); // the window's bytes, inside the window
+    await clock.advance(0);
+    expect(verdict).toBe(true);
+
+    const late = new LoneStreamProbe(RATE, armedEarly());
+    let lateVerdict: boolean | undefined;
+    void late.verdict(new AbortController().signal).then((v) => (lateVerdict = v));
+    late.opened();
+    await clock.advance(PROBE_WINDOW_MS - 0.7);
+    expect(lateVerdict).toBeUndefined();
+    await clock.advance(0.7); // the re-armed timer at the window's true end
+    expect(lateVerdict).toBe(false);
+    expect(clock.pending()).toEqual([]);
   });
 
   it('the window starts at the response headers, not at the request: latency alone does not decide', async () => {
