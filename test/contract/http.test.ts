@@ -215,17 +215,14 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
   });
 
   it('a body that stalls fails after gateway.artifacts.http.read-timeout, and so do missing headers', async () => {
-    // undici's request timers tick at about 1 s resolution, so 300 ms fires after roughly 1 s; 3 s is the bound.
+    // The origin never answers: only the read timeout can end these, and its message names it.
     const fs = fsWith({ 'gateway.artifacts.http.read-timeout': '300 ms' });
-    const started = Date.now();
     const { stream } = await fs.open(new URL(`${tlsOrigin.url}/stall?sig=${SIGNATURE}`), { signal: signal() });
     const err = await failure(readAll(stream), 'GW_FETCH_UNAVAILABLE');
     expect(err.message).toContain('gateway.artifacts.http.read-timeout');
-    expect(Date.now() - started).toBeLessThan(3_000);
 
-    const again = Date.now();
-    await failure(fs.open(new URL(`${tlsOrigin.url}/stall-headers`), { signal: signal() }), 'GW_FETCH_UNAVAILABLE');
-    expect(Date.now() - again).toBeLessThan(3_000);
+    const headersErr = await failure(fs.open(new URL(`${tlsOrigin.url}/stall-headers`), { signal: signal() }), 'GW_FETCH_UNAVAILABLE');
+    expect(headersErr.message).toContain('gateway.artifacts.http.read-timeout');
   });
 
   it('stat: etag without quotes, lastModified, and a one-byte ranged GET where HEAD is refused', async () => {

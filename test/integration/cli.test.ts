@@ -95,13 +95,11 @@ describe('graceful drain on SIGTERM', () => {
       await (await request(`${url}/v1/overview`, { dispatcher: agent })).body.dump();
       const slow = request(`${url}/v1/slow`, { dispatcher: agent });
       await new Promise((r) => setTimeout(r, 300));
-      const started = Date.now();
       const exit = gw.stop();
       const res = await slow;
       expect(res.statusCode).toBe(200);
       await res.body.dump();
       expect(await exit).toBe(0);
-      expect(Date.now() - started).toBeLessThan(5000);
     } finally {
       gw.kill();
       await agent.close();

@@ -9,8 +9,14 @@ import { startOrigin, type Origin } from '../helpers/origin';
  * Security review finding 5 and its class: what a client without credentials (or with them) can
  * hold. Slow headers, dripping bodies, bodies on GET, floods of the open GET /config route and
  * floods of slow pass-through calls must not take the sockets, the JobManager connections or the
- * readiness of everyone else. Bounded: at most 80 loopback connections per case, each case < 15 s.
+ * readiness of everyone else. Bounded: at most 80 loopback connections per case.
+ *
+ * No case asserts how fast anything was: "unaffected" is shown by order. The admin call and readiness
+ * are answered while the held or stalled requests are still held, and a connection counts as cut only
+ * when the server closed it while the client was still sending. The waits below are liveness bounds
+ * (how long before a missing answer counts as never), generous so that a loaded machine does not fail them.
  */
+const NEVER_MS = 30_000;
 
 
 interface Held {
@@ -34,16 +40,15 @@ function hold(port: number, head: string): Held {
   return { socket, data: () => data, closed };
 }
 
-/** Resolves with the time the server took to close, or rejects after `ms`. */
-function closedWithin(h: Held, ms: number): Promise<number> {
-  return Promise.race([h.closed, new Promise<number>((_, reject) => setTimeout(() => reject(new Error(`connection still open after ${ms} ms; got ${JSON.stringify(h.data().slice(0, 120))}`)), ms))]);
+/** Resolves once the server has closed the connection; rejects if it never does (see NEVER_MS). */
+function closedByServer(h: Held): Promise<number> {
+  return Promise.race([h.closed, new Promise<number>((_, reject) => setTimeout(() => reject(new Error(`connection still open after ${NEVER_MS} ms; got ${JSON.stringify(h.data().slice(0, 120))}`)), NEVER_MS))]);
 }
 
-async function timed(url: string, headers: Record<string, string> = {}): Promise<{ status: number; ms: number }> {
-  const t0 = Date.now();
-  const r = await fetch(url, { headers, signal: AbortSignal.timeout(5_000) });
+async function answer(url: string, headers: Record<string, string> = {}): Promise<{ status: number }> {
+  const r = await fetch(url, { headers, signal: AbortSignal.timeout(NEVER_MS) });
   await r.arrayBuffer();
-  return { status: r.status, ms: Date.now() - t0 };
+  return { status: r.status };
 }
 
 describe('no client can hold what others need', () => {
@@ -89,13 +94,11 @@ describe('no client can hold what others need', () => {
       for (const h of held) if (!h.socket.destroyed) h.socket.write('x');
     }, 100);
     try {
-      const admin = await timed(`${gw.url}/v1/jobs/overview`, { authorization: 'Bearer tok-admin' });
-      const ready = await timed(`${gw.url}/gateway/v1/ready`);
-      const times = await Promise.all(held.map((h) => closedWithin(h, 5_000)));
+      const admin = await answer(`${gw.url}/v1/jobs/overview`, { authorization: 'Bearer tok-admin' });
+      const ready = await answer(`${gw.url}/gateway/v1/ready`);
+      await Promise.all(held.map((h) => closedByServer(h)));
       expect({ admin: admin.status, ready: ready.status }).toEqual({ admin: 200, ready: 200 });
-      expect(Math.max(admin.ms, ready.ms)).toBeLessThan(2_000);
       expect(held.every((h) => /^HTTP\/1\.1 400/.test(h.data()) && h.data().includes('GW_REQUEST_MALFORMED'))).toBe(true);
-      expect(Math.max(...times)).toBeLessThan(5_000);
     } finally {
       clearInterval(drip);
       for (const h of held) h.socket.destroy();
@@ -106,7 +109,7 @@ describe('no client can hold what others need', () => {
     const h = hold(port, 'GET /config HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{');
     const drip = setInterval(() => h.socket.write(' '), 200);
     try {
-      expect(await closedWithin(h, 4_000)).toBeLessThan(4_000);
+      await closedByServer(h);
       expect(h.data()).toMatch(/^HTTP\/1\.1 200/);
     } finally {
       clearInterval(drip);
@@ -122,8 +125,9 @@ describe('no client can hold what others need', () => {
       body.socket.write(' ');
     }, 200);
     try {
-      expect(await closedWithin(headers, 5_000)).toBeLessThan(5_000);
-      expect(await closedWithin(body, 8_000)).toBeLessThan(8_000);
+      // Both clients drip until the server cuts them: closed while still sending, so by the timeouts.
+      await closedByServer(headers);
+      await closedByServer(body);
     } finally {
       clearInterval(drip);
       headers.socket.destroy();
@@ -136,7 +140,9 @@ describe('no client can hold what others need', () => {
     configCalls = 0;
     const anonymous = Array.from({ length: 30 }, () => fetch(`${gw.url}/config`, { signal: AbortSignal.timeout(10_000) }).then(async (r) => ({ status: r.status, retry: r.headers.get('retry-after'), body: await r.text() })));
     await new Promise((r) => setTimeout(r, 500));
-    const admin = await timed(`${gw.url}/v1/overview`, { authorization: 'Bearer tok-admin' });
+    // Answered while the stalled anonymous calls are still held: it does not queue behind them.
+    const admin = await answer(`${gw.url}/v1/overview`, { authorization: 'Bearer tok-admin' });
+    const heldWhileAnswered = stalled.length;
     stall = false;
     for (const a of stalled.splice(0)) a();
     const results = await Promise.all(anonymous);
@@ -146,18 +152,20 @@ describe('no client can hold what others need', () => {
     expect(busy).toHaveLength(22);
     expect(busy.every((r) => r.retry === '1' && r.body.includes('GW_GATEWAY_BUSY'))).toBe(true);
     expect(admin).toMatchObject({ status: 200 });
-    expect(admin.ms).toBeLessThan(2_000);
+    expect(heldWhileAnswered).toBeGreaterThan(0);
   });
 
   it('a flood of slow pass-through calls fills only the pass-through pool: readiness and the gateway\'s own calls still answer', async () => {
     stall = true;
     const slow = Array.from({ length: 70 }, (_, i) => fetch(`${gw.url}/slow/${i}`, { headers: { authorization: 'Bearer tok-admin' }, signal: AbortSignal.timeout(12_000) }).then((r) => r.status, () => 0));
     await new Promise((r) => setTimeout(r, 800));
-    const ready = await timed(`${gw.url}/gateway/v1/ready`);
+    // Answered while every slow call is still held by the JobManager: the pools are separate.
+    const ready = await answer(`${gw.url}/gateway/v1/ready`);
+    const heldWhileAnswered = stalled.length;
     stall = false;
     for (const a of stalled.splice(0)) a();
     await Promise.all(slow);
     expect(ready.status).toBe(200);
-    expect(ready.ms).toBeLessThan(2_000);
+    expect(heldWhileAnswered).toBeGreaterThan(0);
   });
 });
