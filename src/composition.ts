@@ -157,6 +157,12 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
       jarUriEnabled: config.get(coreOptions.jarUriEnable),
       ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff, cache) } : {}),
       dedupeRetentionMs: config.get(coreOptions.runDedupeRetention),
+      jarBudget: {
+        maxCount: config.get(coreOptions.jarsMaxCountPerPrincipal),
+        maxBytes: config.get(coreOptions.jarsMaxSizePerPrincipal),
+        maxTotalBytes: config.get(coreOptions.jarsMaxTotalSize),
+      },
+      placeholderMaxBytes: config.get(coreOptions.fetchedOnlyMaxUploadSize),
       registrations,
       policyMode,
       audit,

@@ -105,7 +105,7 @@ export const coreOptions = {
   }),
   policyMode: option({
     key: 'gateway.policy.mode', type: 'enum', default: 'open', values: ['open', 'fetched-only'], section: 'Security',
-    description: '"open": uploaded jars and POST /v1/jobs (flink run) work as on Flink. "fetched-only": the cluster runs only jars that passed the URI policy — runs and plans must name user.artifacts.job-jar or a jar id registered by POST /jars/fetch; POST /v1/jobs is refused. Uploads stay allowed (the operator uploads a placeholder jar before a run by URI).',
+    description: '"open": uploaded jars and POST /v1/jobs (flink run) work as on Flink. "fetched-only": the cluster runs only jars that passed the URI policy — runs and plans must name user.artifacts.job-jar or a jar id registered by POST /jars/fetch; POST /v1/jobs is refused. Uploads are accepted only as placeholders (the operator uploads one before a run by URI): see gateway.policy.fetched-only.max-upload-size.',
   }),
   auditLog: option({
     key: 'gateway.audit.log', type: 'string', default: 'stdout', section: 'Logging',
@@ -166,6 +166,22 @@ export const coreOptions = {
   uploadMaxSize: option({
     key: 'gateway.upload.max-size', type: 'memory', default: 1024 ** 3, min: 1, section: 'Jars',
     description: 'Largest jar accepted by POST /jars/upload. Larger uploads are refused with 413 and nothing is kept on the JobManager.',
+  }),
+  jarsMaxCountPerPrincipal: option({
+    key: 'gateway.jars.max-count-per-principal', type: 'int', default: 256, min: 1, section: 'Jars',
+    description: 'Most jars one principal may keep on the JobManager through the gateway: uploads (POST /jars/upload) and POST /jars/fetch results, until deleted. Reserved when a request is accepted, before its body or fetch, and given back when it fails, when the jar is deleted, or when the JobManager no longer lists it. Over it: 429 GW_JAR_QUOTA.',
+  }),
+  jarsMaxSizePerPrincipal: option({
+    key: 'gateway.jars.max-size-per-principal', type: 'memory', default: 4 * 1024 ** 3, min: 1, section: 'Jars',
+    description: 'Most bytes of jars one principal may keep on the JobManager through the gateway (the jars counted by gateway.jars.max-count-per-principal). An upload is charged as its bytes arrive, a fetch its size before the JobManager gets it. Over it: 429 GW_JAR_QUOTA, and nothing of that jar is kept.',
+  }),
+  jarsMaxTotalSize: option({
+    key: 'gateway.jars.max-total-size', type: 'memory', default: 16 * 1024 ** 3, min: 1, section: 'Jars',
+    description: 'Most bytes of jars the gateway puts in the JobManager\'s upload directory, all principals together: kept jars plus the transient jars of runs by URI while they run. Over it: 429 GW_JAR_CEILING. Keep it below the free space of web.upload.dir\'s volume.',
+  }),
+  fetchedOnlyMaxUploadSize: option({
+    key: 'gateway.policy.fetched-only.max-upload-size', type: 'memory', default: 64 * 1024, min: 1, section: 'Security',
+    description: 'With gateway.policy.mode: fetched-only an uploaded jar never runs, so uploads are accepted only as placeholders (the Flink Kubernetes Operator uploads an empty jar before a run by URI): at most this many bytes and without class files, else 403 GW_POLICY_FETCHED_ONLY.',
   }),
   runDedupeRetention: option({
     key: 'gateway.run.dedupe-retention', type: 'duration', default: 3_600_000, min: 0, section: 'Jars',

@@ -102,7 +102,11 @@ export const ERROR_CODES = {
   },
   GW_JAR_QUOTA: {
     status: 429,
-    template: '{principal} already has {limit} jars from POST /jars/fetch on the JobManager; delete the ones it no longer needs (DELETE /jars/<jarid>) and fetch again.',
+    template: '{principal} may keep at most {limit} on the JobManager ({option}); this jar would make it {would}. Delete the jars it no longer needs (DELETE /jars/<jarid>; GET /jars lists them) and try again, or ask the gateway administrator to raise {option}.',
+  },
+  GW_JAR_CEILING: {
+    status: 429,
+    template: 'The jars the gateway put in the JobManager\'s upload directory may take at most {limit} bytes ({option}); this jar would make it at least {would}. Delete jars that are no longer needed (DELETE /jars/<jarid>) and try again, or ask the gateway administrator to raise {option}.',
   },
   GW_FETCH_BUSY: {
     status: 503,

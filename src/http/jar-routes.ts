@@ -64,22 +64,22 @@ export function createJarRoutes(deps: JarRouteDeps) {
       if (c.jarId !== undefined && !isBareJarId(c.jarId)) throw new GatewayError('GW_JAR_ID_INVALID', { jarId: Array.from(c.jarId).slice(0, 300).join('').toWellFormed() });
       const jarId = c.jarId ?? '';
       switch (c.route) {
-        case 'list': {
-          const r = await deps.cluster.json('GET', `/v1/jars${query}`, { operation: 'list jars' });
-          if (r.status !== 200) throw deps.cluster.failure('list jars', r);
-          return sendJson(res, 200, r.body);
-        }
+        case 'list':
+          // The listing also tells the jar budget which kept jars have left the JobManager.
+          return sendJson(res, 200, await deps.runs.listJars(query));
         case 'upload': {
-          const result = await uploadJar(req, {
-            cluster: deps.cluster,
-            ...(deps.handoff ? { handoff: deps.handoff } : {}),
-            maxBytes: deps.uploadMaxBytes,
-            log,
-            ...(deps.zipLimits ? { zipLimits: deps.zipLimits } : {}),
-            ...(deps.uploadSpoolDir ? { spoolBase: deps.uploadSpoolDir } : {}),
-          });
-          const uploaded = String((result.body as { filename?: unknown }).filename ?? '').split('/').pop();
-          if (uploaded) deps.runs.ownJar(uploaded, caller.principal, result.classes > 0);
+          // One jar of the caller's budget, reserved before the body is read and charged as it arrives.
+          const result = await deps.runs.keepUpload(caller.principal, (budget) =>
+            uploadJar(req, {
+              cluster: deps.cluster,
+              ...(deps.handoff ? { handoff: deps.handoff } : {}),
+              maxBytes: deps.uploadMaxBytes,
+              log,
+              ...(deps.zipLimits ? { zipLimits: deps.zipLimits } : {}),
+              ...(deps.uploadSpoolDir ? { spoolBase: deps.uploadSpoolDir } : {}),
+              ...budget,
+            }),
+          );
           return sendJson(res, 200, result.body);
         }
         case 'fetch': {
@@ -101,6 +101,8 @@ export function createJarRoutes(deps: JarRouteDeps) {
           }
           if (isWebSubmitDisabled(r.status, r.body)) throw new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation: 'delete jar' });
           if (r.status === 400 || r.status === 404) {
+            // Not there (any more): whatever the gateway kept of it goes.
+            deps.runs.forgetJar(jarId);
             // Flink answers 400 (not 404) for an unknown jar; keep that, the operator relies on it.
             throw new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage: `File ${jarId} does not exist` });
           }

@@ -1,4 +1,5 @@
 import { basename } from 'node:path';
+import { Transform, type TransformCallback } from 'node:stream';
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
 import type { Logger } from 'pino';
@@ -28,9 +29,15 @@ export interface JarStreamStorageOptions {
    */
   handoff?: JarHandoff;
   maxBytes: number;
+  /** The refusal of a file over `maxBytes`. */
+  tooLarge?: () => GatewayError;
   log: Logger;
   zipLimits?: ZipLimits;
   spoolBase: string;
+  /** The jar budget, told the file's bytes so far before they go on; it throws (429) when they do not fit. */
+  charge?: (bytes: number) => void;
+  /** fetched-only mode: a jar with classes is refused (an upload can only be a run's placeholder there). */
+  placeholderOnly?: boolean;
   /** Called once with the first failure the engine sees, however late (an early JobManager answer). */
   onFailure: (err: GatewayError) => void;
 }
@@ -91,11 +98,16 @@ export class JarStreamStorage implements StorageEngine {
     const body = this.linker ? undefined : this.streamUpstream(fail);
     // busboy stops passing bytes on at the limit but goes on reading the part to its end; answer now,
     // so that the caller's bounded drain, not the rest of an oversized part, decides what is read.
-    file.stream.on('limit', () => fail(new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
+    file.stream.on('limit', () => fail(this.opts.tooLarge?.() ?? new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
     const spool = new SpoolTap(this.opts.spoolBase);
     this.spool = spool;
     spool.on('error', (err: Error) => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: `the gateway could not keep its copy of the upload (${err.message})` })));
-    file.stream.pipe(inspector).pipe(spool);
+    if (this.opts.charge) {
+      // Each chunk is charged to the jar budget before it goes anywhere; over budget, the upload stops.
+      const meter = new BudgetMeter(this.opts.charge);
+      meter.once('error', (err: Error) => fail(err as GatewayError));
+      file.stream.pipe(meter).pipe(inspector).pipe(spool);
+    } else file.stream.pipe(inspector).pipe(spool);
     // Linked: the spool is the only copy; what it passes on is not needed.
     if (body) body.feed(spool);
     else spool.resume();
@@ -104,6 +116,11 @@ export class JarStreamStorage implements StorageEngine {
     spool.once('end', () => {
       void this.check(inspector, spool).then((problem) => {
         if (this.failed) return;
+        if (problem === 'classes') {
+          log.info({ jar: this.fileName }, 'upload refused: fetched-only mode accepts placeholder jars only');
+          fail(new GatewayError('GW_POLICY_FETCHED_ONLY', { what: `uploading '${this.fileName}', a jar with classes (an upload can only be the placeholder of a run by URI here)` }));
+          return;
+        }
         if (problem) {
           log.info({ jar: this.fileName, size: problem.size, sha256: problem.sha256, ...(problem.limit ? { limit: problem.limit } : {}) }, problem.limit ? 'upload refused: over a zip-structure bound' : 'upload refused: not a zip');
           fail(new GatewayError('GW_UPLOAD_NOT_ZIP', { name: this.fileName, reason: problem.reason }));
@@ -188,7 +205,7 @@ export class JarStreamStorage implements StorageEngine {
   }
 
   /** The streaming verdict, then the spooled copy read as Java's JarFile reads it; a problem or nothing. */
-  private async check(inspector: JarInspector, spool: SpoolTap): Promise<{ reason: string; limit?: string; sha256: string; size: number } | undefined> {
+  private async check(inspector: JarInspector, spool: SpoolTap): Promise<{ reason: string; limit?: string; sha256: string; size: number } | 'classes' | undefined> {
     const sha256 = await spool.sha256();
     const verdict = inspector.verdict(sha256);
     if (!verdict.ok) {
@@ -201,9 +218,33 @@ export class JarStreamStorage implements StorageEngine {
     // Linked, a good copy stays until `complete()` links it (or `discard()`).
     if (!this.linker || inspected.problem !== undefined) spool.discard();
     if (inspected.problem !== undefined) return { ...inspected.problem, ...(inspected.problem.limit ? { limit: inspected.problem.limit } : {}), sha256: verdict.sha256, size: verdict.size };
-    this.verdict = verdict;
     this.classes = inspected.points?.classes.size ?? 0;
+    if (this.opts.placeholderOnly && this.classes > 0) {
+      spool.discard();
+      return 'classes';
+    }
+    this.verdict = verdict;
     return undefined;
+  }
+}
+
+/** Passes bytes on once the jar budget took them (`charge` with the total so far); fails with the budget's refusal. */
+class BudgetMeter extends Transform {
+  private seen = 0;
+
+  constructor(private readonly charge: (bytes: number) => void) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.seen += chunk.length;
+    try {
+      this.charge(this.seen);
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
+    done(null, chunk);
   }
 }
 

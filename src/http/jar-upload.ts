@@ -46,15 +46,37 @@ export interface UploadJarOptions {
   zipLimits?: ZipLimits;
   /** Where the upload is spooled (a private directory; for a linked upload, on the JobManager's volume). */
   spoolBase?: string;
+  /**
+   * The jar budget: called with the jar's bytes so far (the declared length first, then as they
+   * arrive) and throws (429) when they do not fit; the upload then stops and nothing is kept.
+   */
+  charge?: (bytes: number) => void;
+  /** fetched-only mode: only a placeholder this small and without classes is accepted (403 GW_POLICY_FETCHED_ONLY). */
+  placeholderMaxBytes?: number;
 }
 
+/** The multipart framing a declared Content-Length may hold besides the jar. */
+const MULTIPART_SLACK = 64 * 1024;
+
 export function uploadJar(req: Request, opts: UploadJarOptions): Promise<UploadResult> {
-  const { cluster, handoff, maxBytes, log, zipLimits, spoolBase = tmpdir() } = opts;
+  const { cluster, handoff, log, zipLimits, spoolBase = tmpdir(), charge, placeholderMaxBytes } = opts;
+  const placeholderOnly = placeholderMaxBytes !== undefined;
+  const maxBytes = placeholderOnly ? Math.min(opts.maxBytes, placeholderMaxBytes) : opts.maxBytes;
+  const tooLarge = () =>
+    placeholderOnly
+      ? new GatewayError('GW_POLICY_FETCHED_ONLY', { what: `an upload larger than a placeholder jar (gateway.policy.fetched-only.max-upload-size: ${maxBytes} bytes)` })
+      : new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes });
   const declared = Number(req.headers['content-length'] ?? NaN);
-  if (Number.isFinite(declared) && declared > maxBytes + 64 * 1024) {
-    return Promise.reject(closing(new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
-  }
+  if (Number.isFinite(declared) && declared > maxBytes + MULTIPART_SLACK) return Promise.reject(closing(tooLarge()));
   if (!/^multipart\/form-data\s*;/i.test(req.headers['content-type'] ?? '')) return Promise.reject(new GatewayError('GW_UPLOAD_NOT_MULTIPART'));
+  // A declared length over the budget is refused before any of the body is read.
+  if (charge && Number.isFinite(declared)) {
+    try {
+      charge(Math.max(0, declared - MULTIPART_SLACK));
+    } catch (err) {
+      return Promise.reject(closing(err as GatewayError));
+    }
+  }
 
   return new Promise<UploadResult>((resolve, reject) => {
     let settled = false;
@@ -88,7 +110,18 @@ export function uploadJar(req: Request, opts: UploadJarOptions): Promise<UploadR
       req.resume();
     };
 
-    const storage = new JarStreamStorage({ cluster, ...(handoff ? { handoff } : {}), maxBytes, log, spoolBase, ...(zipLimits ? { zipLimits } : {}), onFailure: (err) => stop(err) });
+    const storage = new JarStreamStorage({
+      cluster,
+      ...(handoff ? { handoff } : {}),
+      maxBytes,
+      tooLarge,
+      log,
+      spoolBase,
+      ...(zipLimits ? { zipLimits } : {}),
+      ...(charge ? { charge } : {}),
+      placeholderOnly,
+      onFailure: (err) => stop(err),
+    });
     const upload = multer({
       storage,
       limits: { fileSize: maxBytes, files: 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_SIZE },
@@ -115,7 +148,7 @@ export function uploadJar(req: Request, opts: UploadJarOptions): Promise<UploadR
     upload(feed as unknown as Request, req.res as Response, (err?: unknown) => {
       // multer answers at once only when busboy refuses the headers (no boundary, say).
       if (synchronous) return stop(new GatewayError('GW_UPLOAD_NOT_MULTIPART'), false);
-      if (err !== undefined) return stop(asUploadError(err, maxBytes));
+      if (err !== undefined) return stop(asUploadError(err, tooLarge));
       if (settled) return;
       const files = feed.files ?? [];
       if (files.length !== 1) return stop(new GatewayError('GW_UPLOAD_FILE_COUNT', { count: files.length }));
@@ -165,13 +198,13 @@ function checkAttributes(fields: Record<string, unknown> | undefined): void {
 }
 
 /** multer's and busboy's errors in the gateway's codes; the gateway's own (from the engine or the filter) as they are. */
-function asUploadError(err: unknown, maxBytes: number): GatewayError {
+function asUploadError(err: unknown, tooLarge: () => GatewayError): GatewayError {
   const e = err as { code?: unknown; field?: unknown; message?: unknown };
   const code = typeof e?.code === 'string' ? e.code : '';
   if (code.startsWith('GW_')) return err as GatewayError;
   switch (code) {
     case 'LIMIT_FILE_SIZE':
-      return new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes });
+      return tooLarge();
     case 'LIMIT_FILE_COUNT':
       return new GatewayError('GW_UPLOAD_FILE_COUNT', { count: '2 or more' });
     case 'LIMIT_FIELD_VALUE':

@@ -1,14 +1,11 @@
 import type { JarEntryPoints } from '../artifacts/jar-entry-points';
 import { GatewayError } from '../errors/gateway-error';
 
-/** How many jars POST /jars/fetch may leave on the JobManager per principal before they are deleted. */
-export const MAX_FETCHED_JARS_PER_PRINCIPAL = 256;
-
 /**
  * What the gateway knows of the jars it put on the JobManager: who owns each, which ones POST
  * /jars/fetch vetted (and what they can start), and which uploads hold classes. Jars the gateway did
  * not see arrive (before a restart, or uploaded to the JobManager directly) are in none of these and
- * are not restricted.
+ * are not restricted. What the jars may take is the JarBudget's (jar-budget.ts).
  */
 export class JarBook {
   /** Jar ids POST /jars/fetch registered, with their entry points: the only ids fetched-only mode runs. */
@@ -17,7 +14,6 @@ export class JarBook {
   private readonly owners = new Map<string, string>();
   /** Uploaded jars that hold classes: a run by URI replaces only a placeholder, never one of these. */
   private readonly withClasses = new Set<string>();
-  private readonly fetchedPerPrincipal = new Map<string, number>();
 
   isFetched(jarId: string): boolean {
     return this.fetched.has(jarId);
@@ -43,24 +39,15 @@ export class JarBook {
     if (owner !== undefined && owner !== principal) throw new GatewayError('GW_AUTH_JAR_OWNER', { jarId, action, principal });
   }
 
-  /** Like an upload, every fetch leaves a jar on the JobManager's disk until its caller deletes it: bounded per principal. */
-  checkFetchQuota(principal: string): void {
-    if ((this.fetchedPerPrincipal.get(principal) ?? 0) >= MAX_FETCHED_JARS_PER_PRINCIPAL) {
-      throw new GatewayError('GW_JAR_QUOTA', { principal, limit: MAX_FETCHED_JARS_PER_PRINCIPAL });
-    }
-  }
-
   /** A jar POST /jars/fetch left on the JobManager: it now belongs to its caller, like an upload. */
   recordFetched(jarId: string, points: JarEntryPoints, principal: string): void {
     this.fetched.set(jarId, points);
     this.owners.set(jarId, principal);
-    this.fetchedPerPrincipal.set(principal, (this.fetchedPerPrincipal.get(principal) ?? 0) + 1);
   }
 
   /** A jar deleted from the JobManager is no longer a fetched one, nor anyone's. */
   forget(jarId: string): void {
-    const owner = this.owners.get(jarId);
-    if (this.fetched.delete(jarId) && owner !== undefined) this.fetchedPerPrincipal.set(owner, Math.max(0, (this.fetchedPerPrincipal.get(owner) ?? 1) - 1));
+    this.fetched.delete(jarId);
     this.owners.delete(jarId);
     this.withClasses.delete(jarId);
   }

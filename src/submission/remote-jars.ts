@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { createHash } from 'node:crypto';
+import { stat } from 'node:fs/promises';
 import type { ArtifactFetcher, FetchedJar } from '../artifacts/artifact-fetcher';
 import type { JarCache } from '../artifacts/jar-cache';
 import { libName, nestArtifacts } from '../artifacts/nested-jar';
@@ -33,9 +34,24 @@ export interface PreparedJar {
   detach(): void;
 }
 
+/** What one `prepare` call carries. */
+export interface PrepareContext {
+  jobId?: string;
+  sha256?: string;
+  artifacts?: readonly string[];
+  log: Logger;
+  audit?: AuditSubject;
+  /**
+   * The jar budget (jar-budget.ts): called with the size of the jar about to be handed off, after
+   * the fetch and before the JobManager keeps anything; it throws (429) when the jar does not fit,
+   * and then nothing is handed off.
+   */
+  charge?: (bytes: number) => void;
+}
+
 /** The run pipeline's seam for remote jars (`user.artifacts.job-jar`): a URI in, a jar on the JobManager out. */
 export interface RemoteJarSource {
-  prepare(uri: string, ctx: { jobId?: string; sha256?: string; artifacts?: readonly string[]; log: Logger; audit?: AuditSubject }): Promise<PreparedJar>;
+  prepare(uri: string, ctx: PrepareContext): Promise<PreparedJar>;
 }
 
 /**
@@ -52,7 +68,7 @@ export class RemoteJars implements RemoteJarSource {
     private readonly cache: JarCache,
   ) {}
 
-  async prepare(uri: string, ctx: { jobId?: string; sha256?: string; artifacts?: readonly string[]; log: Logger; audit?: AuditSubject }): Promise<PreparedJar> {
+  async prepare(uri: string, ctx: PrepareContext): Promise<PreparedJar> {
     const artifacts = ctx.artifacts ?? [];
     // With artifacts the jar handed off is a new one (the job jar plus lib/ entries), so the
     // download cannot stream to the JobManager as it arrives.
@@ -88,6 +104,13 @@ export class RemoteJars implements RemoteJarSource {
         const names = libs.map((l, i) => libName(i, new URL(l.uri).pathname));
         const key = createHash('sha256').update(JSON.stringify([jar.sha256, libs.map((l, i) => [l.sha256, names[i]])])).digest('hex');
         nested = await this.cache.derived(`nested-${key}`, (tmp) => nestArtifacts(jar.path, libs.map((l, i) => ({ path: l.path, name: names[i]! })), tmp));
+      }
+      try {
+        ctx.charge?.(nested ? (await stat(nested.path)).size : jar.size);
+      } catch (err) {
+        // Over the budget: a pipelined upload is never completed, so the JobManager keeps nothing.
+        pipe.upload?.destroy(err instanceof Error ? err : new Error(String(err)));
+        throw err;
       }
       if (jar.teed) {
         handed = await pipe.upload!.complete();

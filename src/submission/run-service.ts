@@ -8,6 +8,7 @@ import { redactUri } from '../artifacts/uri';
 import type { JarEntryPoints } from '../artifacts/jar-entry-points';
 import { describeDropped, forwardedConfiguration, PIPELINE_JOB_ID_KEY } from './forwarded-config';
 import { JarBook } from './jar-book';
+import { isBudgetRefusal, JarBudget, type JarBudgetLimits, type JarReservation } from './jar-budget';
 import { type ClaimResult, type JobClaimBook, runFingerprint } from './job-claims';
 import type { JobRegistrar } from './job-registrations';
 import { isAmbiguous, JobSubmitter, type RunOutcome, type RunRoute } from './job-submitter';
@@ -43,6 +44,10 @@ export interface RunServiceOptions {
   audit?: AuditLog;
   /** Job-id ownership (job-claims.ts); absent in tests that do not need it (then every id is new). */
   claims?: JobClaimBook;
+  /** What jars left on the JobManager may take (gateway.jars.*); unbounded when absent (tests that do not need it). */
+  jarBudget?: JarBudgetLimits;
+  /** gateway.policy.fetched-only.max-upload-size: in fetched-only mode an upload can only be a placeholder this small. */
+  placeholderMaxBytes?: number;
   /** Counts submissions by source and outcome. */
   onSubmission?: (source: 'upload' | 'uri', outcome: 'accepted' | 'rejected' | 'failed' | 'deduplicated') => void;
 }
@@ -69,12 +74,16 @@ interface ResolvedJar {
 export class RunService {
   private readonly flights: SingleFlight<RunOutcome>;
   private readonly jars = new JarBook();
+  private readonly budget: JarBudget;
+  /** The one listing in flight that refreshes which kept jars the JobManager still has. */
+  private refreshing?: Promise<void>;
   private readonly policy: RunPolicy;
   private readonly submitter: JobSubmitter;
 
   constructor(private readonly opts: RunServiceOptions) {
     this.flights = new SingleFlight(opts.dedupeRetentionMs, opts.clock);
     this.policy = new RunPolicy(opts.policyMode ?? 'open');
+    this.budget = new JarBudget(opts.jarBudget ?? { maxCount: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER, maxTotalBytes: Number.MAX_SAFE_INTEGER });
     this.submitter = new JobSubmitter(opts.cluster, opts.claims !== undefined, opts.clock ? () => opts.clock!.monotonicMs() : undefined);
   }
 
@@ -199,21 +208,37 @@ export class RunService {
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
     if (this.jars.hasClasses(jarId)) throw new GatewayError('GW_JAR_URI_CONFLICT', { jarId, uri: redactUri(uri) });
     const pin = jobJarPin(request.flinkConfiguration);
-    const prepared = await this.opts.remoteJars.prepare(uri, {
-      ...(request.jobId ? { jobId: request.jobId } : {}),
-      ...(pin ? { sha256: pin } : {}),
-      ...(artifacts.length > 0 ? { artifacts } : {}),
-      log,
-      ...(caller ? { audit: { principal: caller.principal, reqId: caller.reqId } } : {}),
-    });
+    // The transient jar is no one's to keep, but it takes the upload directory's disk while it runs.
+    const transient = this.budget.reserve(undefined);
+    let prepared: PreparedJar;
+    try {
+      prepared = await this.opts.remoteJars.prepare(uri, {
+        ...(request.jobId ? { jobId: request.jobId } : {}),
+        ...(pin ? { sha256: pin } : {}),
+        ...(artifacts.length > 0 ? { artifacts } : {}),
+        log,
+        ...(caller ? { audit: { principal: caller.principal, reqId: caller.reqId } } : {}),
+        charge: (bytes) => transient.ensure(bytes),
+      });
+    } catch (err) {
+      transient.cancel();
+      throw this.refused(err);
+    }
+    const release = async () => {
+      try {
+        await prepared.release();
+      } finally {
+        transient.cancel();
+      }
+    };
     trace.artifact = prepared.artifact;
     trace.jarId = prepared.jarId;
     try {
       if (this.policy.mode === 'fetched-only') this.policy.checkEntryClass(trace, request.body, await prepared.entryPoints());
       // Without user.artifacts.* (a future Flink that honours the key must not fetch a second time).
-      return { jarId: prepared.jarId, ...this.forwarded(request, trace, jobId, prepared.provenance), release: () => prepared.release() };
+      return { jarId: prepared.jarId, ...this.forwarded(request, trace, jobId, prepared.provenance), release };
     } catch (err) {
-      await prepared.release();
+      await release();
       throw err;
     }
   }
@@ -236,29 +261,127 @@ export class RunService {
     if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
     const principal = caller?.principal ?? 'anonymous';
-    this.jars.checkFetchQuota(principal);
-    const prepared: PreparedJar = await this.opts.remoteJars.prepare(uri.trim(), { ...(sha256 ? { sha256 } : {}), log, ...(caller ? { audit: caller } : {}) });
+    // Reserved before the fetch, so that fetches racing each other cannot all pass one check.
+    const reservation = await this.reserve(principal);
+    let prepared: PreparedJar;
     let points: JarEntryPoints;
     try {
+      prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(sha256 ? { sha256 } : {}), log, ...(caller ? { audit: caller } : {}), charge: (bytes) => reservation.ensure(bytes) });
+    } catch (err) {
+      reservation.cancel();
+      throw this.refused(err);
+    }
+    try {
+      // Charged before the hand-off by the source; a source that did not is charged here, before the jar is kept.
+      reservation.ensure(prepared.artifact.size);
       points = await prepared.entryPoints();
     } catch (err) {
+      reservation.cancel();
       await prepared.release();
-      throw err;
+      throw this.refused(err);
     }
     // The jar now belongs to the JobManager like an uploaded one: the caller deletes it.
     prepared.detach();
+    reservation.keep(prepared.jarId, prepared.artifact.size);
     this.jars.recordFetched(prepared.jarId, points, principal);
     return { filename: prepared.filename, status: 'success' };
   }
 
-  /** A jar deleted from the JobManager is no longer a fetched one, nor anyone's. */
-  forgetJar(jarId: string): void {
-    this.jars.forget(jarId);
+  /**
+   * POST /jars/upload: one jar of `principal`'s budget is reserved before `upload` reads any of the
+   * body, charged as its bytes arrive (`charge`), and kept under the JobManager's jar id; in
+   * fetched-only mode only a placeholder is accepted (`placeholderMaxBytes`, no classes).
+   */
+  async keepUpload<T extends { body: unknown; size: number; classes: number }>(
+    principal: string,
+    upload: (budget: { charge: (bytes: number) => void; placeholderMaxBytes?: number }) => Promise<T>,
+  ): Promise<T> {
+    const reservation = await this.reserve(principal);
+    let result: T;
+    try {
+      result = await upload({
+        charge: (bytes) => reservation.ensure(bytes),
+        ...(this.policy.mode === 'fetched-only' ? { placeholderMaxBytes: this.opts.placeholderMaxBytes ?? DEFAULT_PLACEHOLDER_MAX_BYTES } : {}),
+      });
+    } catch (err) {
+      reservation.cancel();
+      throw this.refused(err);
+    }
+    const jarId = String((result.body as { filename?: unknown }).filename ?? '').split('/').pop();
+    if (!jarId) {
+      reservation.cancel();
+      return result;
+    }
+    reservation.keep(jarId, result.size);
+    this.jars.own(jarId, principal, result.classes > 0);
+    return result;
   }
 
-  /** Records who uploaded `jarId`, and whether it holds classes (so is no placeholder). */
-  ownJar(jarId: string, principal: string, hasClasses: boolean): void {
-    this.jars.own(jarId, principal, hasClasses);
+  /** GET /jars: the JobManager's listing, which also says which kept jars have left it. */
+  async listJars(query: string): Promise<unknown> {
+    const mark = this.budget.mark();
+    const r = await this.opts.cluster.json('GET', `/v1/jars${query}`, { operation: 'list jars' });
+    if (r.status !== 200) throw this.opts.cluster.failure('list jars', r);
+    this.reconcile(r.body, mark);
+    return r.body;
+  }
+
+  /** A jar deleted from the JobManager (or not there) is no longer a fetched one, nor anyone's, and its budget comes back. */
+  forgetJar(jarId: string): void {
+    this.jars.forget(jarId);
+    this.budget.giveBack(jarId);
+  }
+
+  /** What `principal`'s kept and reserved jars take (count, bytes). */
+  jarsHeldBy(principal: string): { count: number; bytes: number } {
+    return this.budget.heldBy(principal);
+  }
+
+  /**
+   * One jar of `principal`'s budget. A refusal may rest on jars that left the JobManager without
+   * the gateway seeing it (a JobManager restart empties its upload directory): the JobManager's
+   * listing is read once, shared by every refused caller meanwhile, and the reservation tried again.
+   */
+  private async reserve(principal: string): Promise<JarReservation> {
+    try {
+      return this.budget.reserve(principal);
+    } catch (err) {
+      if (!isBudgetRefusal(err)) throw err;
+    }
+    await this.refreshKeptJars();
+    return this.budget.reserve(principal);
+  }
+
+  /** A budget refusal that comes with the bytes (after the awaited work) also refreshes, for the next request. */
+  private refused(err: unknown): unknown {
+    if (isBudgetRefusal(err)) void this.refreshKeptJars();
+    return err;
+  }
+
+  private refreshKeptJars(): Promise<void> {
+    if (!this.refreshing) {
+      const mark = this.budget.mark();
+      this.refreshing = this.opts.cluster
+        .json('GET', '/v1/jars', { operation: 'list jars' })
+        .then(
+          (r) => {
+            if (r.status === 200) this.reconcile(r.body, mark);
+          },
+          () => undefined,
+        )
+        .finally(() => {
+          this.refreshing = undefined;
+        });
+    }
+    return this.refreshing;
+  }
+
+  /** Kept jars missing from a complete listing (Flink lists every *.jar of its jar directory) have left the JobManager. */
+  private reconcile(listing: unknown, mark: number): void {
+    const files = (listing as { files?: unknown } | undefined)?.files;
+    if (!Array.isArray(files)) return;
+    const present = new Set(files.map((f) => String((f as { id?: unknown } | null)?.id ?? '')));
+    for (const jarId of this.budget.reconcile(present, mark)) this.jars.forget(jarId);
   }
 
   /** Throws 403 GW_AUTH_JAR_OWNER when `jarId` belongs to another principal. */
@@ -324,6 +447,9 @@ function artifactList(value: string | undefined): string[] {
   if (list.length > MAX_ARTIFACTS) throw new GatewayError('GW_REQUEST_MALFORMED', { type: 'JarRunRequestBody', reason: `${ARTIFACT_LIST_KEY} names ${list.length} artifacts; at most ${MAX_ARTIFACTS}` });
   return list;
 }
+
+/** gateway.policy.fetched-only.max-upload-size's default, for callers that do not pass it. */
+const DEFAULT_PLACEHOLDER_MAX_BYTES = 64 * 1024;
 
 /** The audit status of a call whose client closed the connection before the answer (nginx's 499). */
 const CLIENT_GONE = 499;

@@ -38,16 +38,19 @@ describe('fetched-only policy mode on the real embedded Flink', () => {
   let o: HttpOrigin;
   let gw: TestGateway;
   let placeholder: string;
+  /** An uploaded placeholder whose manifest names a class the JobManager has: still an upload, so it never runs. */
   let uploadedWordcount: string;
 
   beforeAll(async () => {
     o = await origin();
     gw = await startGateway(flinkUrl(), { ...remoteJarOptions(o), 'gateway.policy.mode': 'fetched-only' }, [httpPlugin]);
-    // Uploads stay allowed: the operator uploads a placeholder before a run by URI.
+    // Placeholder uploads stay allowed: the operator uploads one before a run by URI.
     const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
     expect(up.status).toBe(200);
     placeholder = String(up.body.filename).split('/').pop()!;
-    const wc = await uploadBytes(gw.url, [{ name: 'WordCount.jar', bytes: WORDCOUNT }]);
+    const manifestOnly = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: org.apache.flink.streaming.examples.wordcount.WordCount\n' });
+    const wc = await uploadBytes(gw.url, [{ name: 'WordCount.jar', bytes: manifestOnly }]);
+    expect(wc.status).toBe(200);
     uploadedWordcount = String(wc.body.filename).split('/').pop()!;
   }, 60_000);
 
@@ -55,6 +58,12 @@ describe('fetched-only policy mode on the real embedded Flink', () => {
     for (const id of [placeholder, uploadedWordcount]) await json('DELETE', `${gw.url}/v1/jars/${id}`).catch(() => undefined);
     await gw?.close();
     await o?.stop();
+  });
+
+  it('accepts only placeholder uploads: a jar with classes is refused before the JobManager keeps it (403 GW_POLICY_FETCHED_ONLY)', async () => {
+    const wc = await uploadBytes(gw.url, [{ name: 'WordCount.jar', bytes: WORDCOUNT }]);
+    expect({ status: wc.status, code: errorCode(wc) }).toEqual({ status: 403, code: 'GW_POLICY_FETCHED_ONLY' });
+    expect(String((wc.body.errors as string[])[0])).toMatch(/with classes/);
   });
 
   it('refuses to run or plan an uploaded jar (403 GW_POLICY_FETCHED_ONLY), and no job starts', async () => {

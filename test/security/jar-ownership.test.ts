@@ -11,8 +11,8 @@ import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
 /**
  * Security review finding 16 (checked, then fixed): a submitter may not run, plan or delete a jar
  * another principal put on the JobManager through the gateway; fetched provenance cannot be forged
- * (covered in test/unit/submission/entry-class-policy.test.ts); and POST /jars/fetch
- * leaves at most MAX_FETCHED_JARS_PER_PRINCIPAL (jar-book.ts) jars of one principal on the JobManager.
+ * (covered in test/unit/submission/entry-class-policy.test.ts). What the jars may take is
+ * test/security/jar-budget.test.ts's.
  */
 
 const alice = { authorization: 'Bearer tok-alice' };
