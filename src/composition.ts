@@ -43,7 +43,7 @@ import { tokenProvidersOf } from './tokens/providers';
 import type { TokenManager } from './tokens/spi';
 import { BridgeUrlFile, bridgeEndpoint, createTokenDelivery, receiversFor, type TokenServices, tokenStoreDir } from './tokens/token-delivery';
 import { createTokenManager } from './tokens/token-manager';
-import { tokenOptions, watcherSettings } from './tokens/token-options';
+import { tokenOptions, tokensEnabled, watcherSettings } from './tokens/token-options';
 
 export { builtInTokenServices, type TokenServices } from './tokens/token-delivery';
 
@@ -120,7 +120,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const zookeeper = ha.kind === 'zookeeper' ? resources.adopt(new ZooKeeperSession(ha.settings, haLog), (z) => z.close()) : undefined;
     let coordinator: HaCoordinator | undefined;
     const sharedClaims = zookeeper ? new ZooKeeperJobClaims(zookeeper, { retentionMs: JOB_CLAIM_RETENTION_MS }) : undefined;
-    const store: RegistrationStore | undefined = !config.get(tokenOptions.enabled)
+    const store: RegistrationStore | undefined = !tokensEnabled(config)
       ? undefined
       : zookeeper
         ? new ZooKeeperRegistrationStore(zookeeper, haLog)

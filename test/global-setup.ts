@@ -31,6 +31,8 @@ export default async function globalSetup(): Promise<void> {
       'security.delegation.token.provider.gateway.url-file': join(bridgeDir, 'url'),
       'security.delegation.token.provider.gateway.secret-file': join(bridgeDir, 'bridge-secret'),
       'security.delegation.token.provider.gateway.poll-interval': '500 ms',
+      // No other token provider runs here, so nothing is re-obtained needlessly: keep first tokens quick.
+      'security.delegation.token.provider.gateway.idle-interval': '2 s',
       // A failed push to the TaskManager would otherwise pause delivery for Flink's default 1 h.
       'security.delegation.tokens.renewal.retry.backoff': '1 s',
       'classloader.parent-first-patterns.additional': 'dev.flinkjargateway.tokens.',

@@ -28,11 +28,13 @@ export interface RawEntry {
 
 /**
  * Namespaces the gateway owns: an unknown key there is a typo and fails start-up. Flink's
- * `user.artifacts.*` is not one of them (Flink and FLIP-613 define keys there); the gateway's own
- * keys in it are FLIP-613's proposed ones, and unknown keys are kept and reported as unused.
+ * `user.artifacts.*` and `web.submit.jar-uri.*` are not among them (Flink and FLIP-613 define keys
+ * there, and a newer JobManager's configuration read through gateway.cluster.flink-conf may carry
+ * keys this gateway does not know yet); the gateway's own keys in them are FLIP-613's proposed ones,
+ * and unknown keys are kept and reported as unused (a warning at start).
  */
-const OWNED_PREFIXES = ['gateway.', 'web.submit.jar-uri.'] as const;
-const FLINK_ARTIFACT_PREFIX = 'user.artifacts.';
+const OWNED_PREFIXES = ['gateway.'] as const;
+const FLINK_ARTIFACT_PREFIXES = ['user.artifacts.', 'web.submit.jar-uri.'] as const;
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -130,7 +132,7 @@ export class OptionsRegistry {
         if (this.ownedPrefixes.some((p) => key.startsWith(p))) {
           problems.push({ key, source: entry.source, message: `unknown option${suggest(key, this.all())}` });
         } else {
-          if (key.startsWith(FLINK_ARTIFACT_PREFIX)) {
+          if (FLINK_ARTIFACT_PREFIXES.some((p) => key.startsWith(p))) {
             notices.push({ key, source: entry.source, message: `not an option the gateway uses; kept for Flink and ignored here${suggest(key, this.all())}` });
           }
           values.set(key, entry.value === null || entry.value === undefined ? '' : String(entry.value));

@@ -7,6 +7,12 @@ import { isLoopbackAddress } from './loopback';
 export interface TokenBridgeContainer extends TokenContainer {
   /** Epoch ms: the earliest expiry of the tokens in the container, when any provider gave one. */
   validUntil?: number;
+  /**
+   * Epoch ms when the gateway's tokens are expected to change next (`TokenManager.nextUpdateAt`),
+   * null when nothing is scheduled: the bridge asks Flink to call it again just after that, or after
+   * its idle interval, so the JobManager's other providers are not re-obtained every poll.
+   */
+  nextUpdateAt?: number | null;
 }
 
 export interface TokenBridgeDeps {

@@ -14,6 +14,9 @@ export class NoopTokenManager implements TokenManager {
   jobRequestKeys(): readonly string[] {
     return [];
   }
+  nextUpdateAt(): number | undefined {
+    return undefined;
+  }
   status(): TokenStatus {
     return { enabled: false, providers: [], registeredJobs: [] };
   }

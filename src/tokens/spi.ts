@@ -165,4 +165,11 @@ export interface TokenManager {
   /** The union of the loaded providers' `jobRequestKeys`. */
   jobRequestKeys(): readonly string[];
   status(): TokenStatus;
+  /**
+   * Epoch ms (wall clock) when the tokens are expected to change next: now while an obtain cycle
+   * runs, else the pending cycle (renewal, retry, or a re-obtain a provider asked for — a job
+   * waiting for its first tokens); undefined when nothing is scheduled. The token bridge uses it
+   * to call back soon only while something is about to be delivered.
+   */
+  nextUpdateAt(): number | undefined;
 }

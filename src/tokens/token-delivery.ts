@@ -13,7 +13,7 @@ import { BridgeReceiverSet } from './receivers/bridge-receivers';
 import { BridgeSecret } from './receivers/bridge-secret';
 import { FileTokenReceiver } from './receivers/file-receiver';
 import type { DelegationTokenProvider, DelegationTokenReceiver, TokenManager } from './spi';
-import { tokenOptions } from './token-options';
+import { tokenOptions, tokensEnabled } from './token-options';
 
 /**
  * The delegation-token providers and receivers to load (each enabled unless
@@ -52,7 +52,7 @@ export interface TokenDelivery {
 }
 
 export async function createTokenDelivery(config: Configuration, log: Logger): Promise<TokenDelivery | undefined> {
-  if (!config.get(tokenOptions.enabled)) return undefined;
+  if (!tokensEnabled(config)) return undefined;
   const dir = config.getOptional(tokenOptions.fileReceiverDir);
   const file = dir ? new FileTokenReceiver({ dir, log }) : undefined;
   await file?.init();
@@ -80,7 +80,10 @@ export function bridgeEndpoint(delivery: TokenDelivery | undefined, tokens: Toke
         .status()
         .providers.filter((p) => p.validUntil !== undefined && p.serviceName in container.tokens)
         .map((p) => Date.parse(p.validUntil!));
-      return expiries.length > 0 ? { ...container, validUntil: Math.min(...expiries) } : container;
+      // Tells the bridge when to pull again: Flink's manager re-obtains every provider of the
+      // JobManager whenever the bridge asks to be called, so it asks soon only while this is near.
+      const nextUpdateAt = tokens.nextUpdateAt() ?? null;
+      return { ...container, ...(expiries.length > 0 ? { validUntil: Math.min(...expiries) } : {}), nextUpdateAt };
     },
   };
 }
@@ -104,6 +107,9 @@ export class BridgeUrlFile {
     };
     const poll = config.value('security.delegation.token.provider.gateway.poll-interval');
     if (poll !== undefined) out['security.delegation.token.provider.gateway.poll-interval'] = String(poll);
+    // The embedded cluster loads no other token provider that obtains anything, so pulling often
+    // re-obtains nothing else: a new job's first tokens arrive within one poll interval.
+    out['security.delegation.token.provider.gateway.idle-interval'] = poll !== undefined ? String(poll) : '10 s';
     // Flink 2.1 retries a failed cycle (e.g. a push to a TaskManager that is reconnecting) after a
     // fixed 1 h by default; the bridge's cycles are cheap, so retry after one poll interval.
     out['security.delegation.tokens.renewal.retry.backoff'] = poll !== undefined ? String(poll) : '10 s';

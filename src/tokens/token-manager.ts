@@ -16,7 +16,7 @@ import type {
   TokenManagerListener,
   TokenStatus,
 } from './spi';
-import { tokenOptions } from './token-options';
+import { effectiveRenewalRatio, tokenOptions, tokensEnabled } from './token-options';
 
 export interface TokenManagerDeps {
   config: Configuration;
@@ -32,8 +32,8 @@ export interface TokenManagerDeps {
 
 /** The manager for this configuration: the no-op one when `security.delegation.tokens.enabled` is false. */
 export async function createTokenManager(deps: TokenManagerDeps): Promise<TokenManager> {
-  if (!deps.config.get(tokenOptions.enabled)) {
-    deps.log.info('delegation tokens are disabled (security.delegation.tokens.enabled: false); job registration is a no-op');
+  if (!tokensEnabled(deps.config)) {
+    deps.log.info('delegation tokens are disabled (gateway.tokens.enabled, by default security.delegation.tokens.enabled, is false); job registration is a no-op');
     return new NoopTokenManager();
   }
   return DefaultTokenManager.create(deps);
@@ -75,6 +75,8 @@ export class DefaultTokenManager implements TokenManager {
   /** Monotonic start of the last cycle that served a demand (the cooldown anchor). */
   private lastReobtainAt: number | undefined;
   private cycleChain: Promise<void> = Promise.resolve();
+  /** An obtain cycle of the current session is between its start and its end. */
+  private cycleRunning = false;
   private lastError: { at: number; message: string } | undefined;
 
   private readonly clock: Clock;
@@ -88,7 +90,14 @@ export class DefaultTokenManager implements TokenManager {
     this.clock = deps.clock ?? systemClock;
     this.log = deps.log;
     this.jobListener = deps.jobListener;
-    this.ratio = deps.config.get(tokenOptions.renewalRatio);
+    const { ratio, clamped } = effectiveRenewalRatio(deps.config);
+    this.ratio = ratio;
+    if (clamped) {
+      this.log.warn(
+        { key: tokenOptions.renewalRatio.key, given: deps.config.get(tokenOptions.renewalRatio), used: ratio },
+        'the renewal ratio is outside 0.01 … 1 (Flink accepts it, but 0 or less renews back to back and more than 1 after expiry); the gateway uses the nearest usable value',
+      );
+    }
     this.cooldownMs = deps.config.get(tokenOptions.reobtainCooldown);
     this.backoff = new RetryBackoff({
       initialMs: deps.config.get(tokenOptions.retryInitialBackoff),
@@ -250,6 +259,11 @@ export class DefaultTokenManager implements TokenManager {
     }
   }
 
+  nextUpdateAt(): number | undefined {
+    if (this.cycleRunning) return this.clock.wallMs();
+    return this.nextRenewalWall;
+  }
+
   status(): TokenStatus {
     const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
     return {
@@ -292,6 +306,7 @@ export class DefaultTokenManager implements TokenManager {
     // (not when the timer fires) keeps requests made while this cycle runs coalesced into one.
     if (this.reobtainScheduled) this.lastReobtainAt = this.clock.monotonicMs();
     this.reobtainScheduled = false;
+    this.cycleRunning = true;
     try {
       const { tokens, earliestValidUntil } = await obtainRound(this.providers, this.providerState, this.clock, this.log);
       if (tokens.size > 0) {
@@ -326,6 +341,8 @@ export class DefaultTokenManager implements TokenManager {
       }
       const delay = this.maybeScheduleRenewal(this.backoff.nextDelay(this.clock.wallMs()), epoch);
       this.log.warn({ err, delayMs: delay }, 'Failed to update tokens, will try again');
+    } finally {
+      this.cycleRunning = false;
     }
   }
 

@@ -15,16 +15,23 @@ export const RECEIVER_PREFIX = 'security.delegation.token.receiver';
  */
 export const tokenOptions = {
   enabled: option({
-    key: 'security.delegation.tokens.enabled', type: 'boolean', default: true, section,
-    description: 'Whether the delegation-token framework runs at all. When false, no provider or receiver is loaded and job registration is a no-op (no store, no job watcher).',
+    key: 'security.delegation.tokens.enabled', deprecatedKeys: ['security.kerberos.fetch.delegation-token'], type: 'boolean', default: true, section,
+    description: 'Flink\'s switch of its delegation-token framework; the default of gateway.tokens.enabled, so that a cluster configuration that turns Flink\'s tokens off (read through gateway.cluster.flink-conf) turns the gateway\'s off too unless gateway.tokens.enabled says otherwise.',
+  }),
+  gatewayEnabled: option({
+    key: 'gateway.tokens.enabled', type: 'boolean', section,
+    description: 'Whether the gateway\'s delegation-token framework runs at all. When false, no provider or receiver is loaded and job registration is a no-op (no store, no job watcher). Default: the value of security.delegation.tokens.enabled (true).',
   }),
   renewalRatio: option({
-    key: 'security.delegation.tokens.renewal.time-ratio', type: 'double', default: 0.75, min: 0.01, max: 1, section,
-    description: 'When to renew, as a fraction of the remaining validity of the earliest-expiring token: a token valid for 12 h more is re-obtained after 9 h.',
+    key: 'security.delegation.tokens.renewal.time-ratio', deprecatedKeys: ['security.kerberos.tokens.renewal.time-ratio'], type: 'double', default: 0.75, section,
+    description: 'When to renew, as a fraction of the remaining validity of the earliest-expiring token: a token valid for 12 h more is re-obtained after 9 h. Any number Flink accepts is accepted; the gateway uses it within 0.01 … 1 (a warning at start says so when it is outside), since 0 or less would renew back to back and more than 1 after expiry.',
   }),
   retryInitialBackoff: option({
-    key: 'security.delegation.tokens.renewal.retry.initial.backoff', type: 'duration', default: 10_000, min: 1, section,
-    description: 'First wait after a failed obtain cycle; doubles on each further failure up to the max backoff, with ±50 % jitter, and never beyond a third of the remaining validity of the current tokens.',
+    key: 'security.delegation.tokens.renewal.retry.initial.backoff',
+    // Flink 1.20–2.3's only retry key (a fixed wait), kept by FLINK-40008 as a deprecated alias.
+    deprecatedKeys: ['security.delegation.tokens.renewal.retry.backoff', 'security.kerberos.tokens.renewal.retry.backoff'],
+    type: 'duration', default: 10_000, min: 1, section,
+    description: 'First wait after a failed obtain cycle; doubles on each further failure up to the max backoff, with ±50 % jitter, and never beyond a third of the remaining validity of the current tokens. Read also under Flink 1.20–2.3\'s security.delegation.tokens.renewal.retry.backoff (and its older security.kerberos.tokens.renewal.retry.backoff), as Flink\'s master reads them.',
   }),
   retryMaxBackoff: option({
     key: 'security.delegation.tokens.renewal.retry.max.backoff', type: 'duration', default: 300_000, min: 1, section,
@@ -79,6 +86,18 @@ export const tokenOptions = {
     description: 'How long a registered job must have been absent from /v1/jobs/overview before it counts as gone.',
   }),
 } satisfies Record<string, OptionDef>;
+
+/** Whether the gateway's token framework runs: gateway.tokens.enabled, by default Flink's switch. */
+export function tokensEnabled(config: Configuration): boolean {
+  return config.getOptional(tokenOptions.gatewayEnabled) ?? config.get(tokenOptions.enabled);
+}
+
+/** The renewal ratio the manager uses: Flink accepts any number, a usable one lies in 0.01 … 1. */
+export function effectiveRenewalRatio(config: Configuration): { ratio: number; clamped: boolean } {
+  const given = config.get(tokenOptions.renewalRatio);
+  const ratio = Number.isFinite(given) ? Math.min(1, Math.max(0.01, given)) : 0.75;
+  return { ratio, clamped: ratio !== given };
+}
 
 /** The job watcher's timing, as configured. */
 export function watcherSettings(config: Configuration) {

@@ -76,6 +76,7 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
               'security.delegation.token.provider.gateway.url-file': join(bridgeDir, 'url'),
               'security.delegation.token.provider.gateway.secret-file': join(bridgeDir, 'bridge-secret'),
               'security.delegation.token.provider.gateway.poll-interval': '500 ms',
+              'security.delegation.token.provider.gateway.idle-interval': '2 s',
               'security.delegation.tokens.renewal.retry.backoff': '1 s',
               'classloader.parent-first-patterns.additional': 'dev.flinkjargateway.tokens.',
             },

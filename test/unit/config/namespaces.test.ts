@@ -63,9 +63,14 @@ describe('option namespaces: Flink owns user.artifacts.*', () => {
     expect(config.notices[0]!.message).toMatch(/not an option the gateway uses; kept for Flink and ignored here/);
   });
 
-  it('still refuses an unknown key in the namespaces the gateway owns, suggesting the right one', () => {
+  it('still refuses an unknown key in the namespace the gateway owns, suggesting the right one', () => {
     expect(() => registry().resolve(raw({ 'gateway.artifacts.max-zip-entrys': '1' }))).toThrow(/gateway\.artifacts\.max-zip-entrys \(from config\.yaml\): unknown option; did you mean 'gateway\.artifacts\.max-zip-entries'/);
-    expect(() => registry().resolve(raw({ 'web.submit.jar-uri.enabled': 'true' }))).toThrow(/unknown option; did you mean 'web\.submit\.jar-uri\.enable'/);
+  });
+
+  it('warns about an unknown web.submit.jar-uri.* key (a newer Flink\'s, or a typo) instead of failing start-up', () => {
+    const config = registry().resolve(raw({ 'web.submit.jar-uri.enabled': 'true', 'web.submit.jar-uri.allowed-schemes': 's3' }));
+    expect(config.notices.map((n) => n.key)).toEqual(['web.submit.jar-uri.enabled', 'web.submit.jar-uri.allowed-schemes']);
+    expect(config.notices[0]!.message).toMatch(/not an option the gateway uses; kept for Flink and ignored here; did you mean 'web\.submit\.jar-uri\.enable'/);
   });
 
   it('validates a value given under the old name like one under the new name', () => {

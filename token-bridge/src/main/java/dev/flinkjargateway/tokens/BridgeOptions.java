@@ -49,8 +49,22 @@ public final class BridgeOptions {
                     .defaultValue(Duration.ofSeconds(10))
                     .withDescription(
                             "How often the gateway's tokens are pulled (and redistributed to every"
-                                    + " TaskManager). A job registered at the gateway sees its tokens in its"
-                                    + " tasks within about one interval.");
+                                    + " TaskManager) while the gateway has something to deliver soon (a job"
+                                    + " waiting for its first tokens, a renewal due), and while the gateway"
+                                    + " cannot be reached.");
+
+    public static final ConfigOption<Duration> IDLE_INTERVAL =
+            ConfigOptions.key(PREFIX + "idle-interval")
+                    .durationType()
+                    .defaultValue(Duration.ofMinutes(1))
+                    .withDescription(
+                            "Longest time between two pulls while the gateway has nothing to deliver"
+                                    + " soon. Flink's token manager runs every enabled provider in one cycle,"
+                                    + " so each pull also re-obtains the tokens of every other provider"
+                                    + " (Kerberos/Hadoop, HBase, S3, ...); and it is the longest a job that"
+                                    + " has just been registered at the gateway waits for its first tokens."
+                                    + " Raise it toward the tokens' own renewal time to call the other"
+                                    + " providers less often.");
 
     public static final ConfigOption<Duration> REQUEST_TIMEOUT =
             ConfigOptions.key(PREFIX + "request-timeout")

@@ -25,10 +25,20 @@ import org.slf4j.LoggerFactory;
  * own delegation-token manager distributes it to every TaskManager, where {@link
  * GatewayDelegationTokenReceiver} keeps it for {@link GatewayTokens}.
  *
- * <p>Flink 2.1 has no per-job re-obtain callback (FLINK-40019 is not released), so the provider asks
- * to be called again soon: {@code validUntil = min(earliest token expiry, now + poll-interval / ratio)}
- * — Flink renews at {@code ratio × (validUntil − now)}, so the next pull happens after about one poll
- * interval, or earlier when a token is about to expire.
+ * <p>Flink 1.20–2.3 have no per-job re-obtain callback (FLINK-40019 is not released), and their
+ * manager runs every enabled provider in one cycle scheduled by the earliest renewal any provider
+ * reports: whatever the bridge reports also re-obtains every other provider's tokens. So the bridge
+ * reports a short time (one poll interval) only while the gateway has something to deliver soon —
+ * its answer's {@code nextUpdateAt}: a cycle in flight, a job waiting for its first tokens, a
+ * renewal due — and otherwise the gateway's next token change, at most one idle interval away.
+ * Flink renews at {@code ratio × (validUntil − now)}, so the provider reports {@code validUntil =
+ * now + (wanted delay) / ratio}.
+ *
+ * <p>At start it lists the other delegation-token providers the JobManager loads (what a provider
+ * can see of them: the same service loader, the plugins directory's service files and the
+ * configuration's per-provider keys) and warns when any may obtain tokens, because they share the
+ * bridge's cycles and a failure of any of them fails the whole cycle for {@code
+ * security.delegation.tokens.renewal.retry.backoff} (1 h by default).
  *
  * <p>It never throws from {@link #obtainDelegationTokens()} because the gateway is unreachable or
  * refuses: Flink 2.1 would then wait its fixed retry backoff (1 h by default) and, at MiniCluster
@@ -50,6 +60,7 @@ public final class GatewayDelegationTokenProvider implements DelegationTokenProv
     private Path urlFile;
     private Path secretFile;
     private long pollMs;
+    private long idleMs;
     private double ratio;
     private Duration timeout;
     private HttpClient http;
@@ -59,6 +70,10 @@ public final class GatewayDelegationTokenProvider implements DelegationTokenProv
     private volatile byte[] lastContainer;
 
     private volatile Long lastExpiry;
+    /** Whether the last pull succeeded and its answer said when the gateway's tokens change next. */
+    private boolean lastScheduled;
+
+    private Long lastNextUpdateAt;
     private String lastProblem;
 
     /** Wall clock, replaceable in tests. */
@@ -87,9 +102,15 @@ public final class GatewayDelegationTokenProvider implements DelegationTokenProv
             throw new IllegalConfigurationException(
                     BridgeOptions.POLL_INTERVAL.key() + " must be at least 1 ms");
         }
+        this.idleMs = Math.max(pollMs, configuration.get(BridgeOptions.IDLE_INTERVAL).toMillis());
         this.timeout = configuration.get(BridgeOptions.REQUEST_TIMEOUT);
+        // Flink multiplies by this ratio whatever its value; divide by the same one.
         this.ratio = configuration.get(SecurityOptions.DELEGATION_TOKENS_RENEWAL_TIME_RATIO);
-        if (!(ratio > 0 && ratio <= 1)) {
+        if (!(ratio > 0) || Double.isInfinite(ratio)) {
+            LOG.warn(
+                    "{} is {}: Flink's token manager renews all tokens back to back with it",
+                    SecurityOptions.DELEGATION_TOKENS_RENEWAL_TIME_RATIO.key(),
+                    ratio);
             ratio = 0.75;
         }
         this.http =
@@ -104,9 +125,12 @@ public final class GatewayDelegationTokenProvider implements DelegationTokenProv
                     BridgeOptions.SECRET_FILE.key());
         } else {
             LOG.info(
-                    "Gateway token bridge pulls tokens every {} ms from {}",
+                    "Gateway token bridge pulls tokens from {}: every {} ms while the gateway has"
+                            + " something to deliver soon, at least every {} ms otherwise",
+                    urlFile != null ? "the URL in " + urlFile : configuredUrl,
                     pollMs,
-                    urlFile != null ? "the URL in " + urlFile : configuredUrl);
+                    idleMs);
+            CoProviders.warnAbout(configuration, getClass().getClassLoader(), pollMs, idleMs);
         }
     }
 
@@ -117,7 +141,7 @@ public final class GatewayDelegationTokenProvider implements DelegationTokenProv
 
     @Override
     public synchronized ObtainedDelegationTokens obtainDelegationTokens() {
-        long now = clock.millis();
+        lastScheduled = false;
         try {
             pull();
             if (lastProblem != null) {
@@ -127,6 +151,8 @@ public final class GatewayDelegationTokenProvider implements DelegationTokenProv
         } catch (Exception e) {
             report(e);
         }
+        // After the pull: Flink measures the renewal delay from (about) when this call returns.
+        long now = clock.millis();
         Long expiry = lastExpiry;
         byte[] container = lastContainer;
         if (container != null && expiry != null && expiry <= now) {
@@ -137,19 +163,42 @@ public final class GatewayDelegationTokenProvider implements DelegationTokenProv
             expiry = null;
         }
         byte[] bytes = container != null ? container : TokenContainerCodec.EMPTY_CONTAINER;
-        return new ObtainedDelegationTokens(bytes, Optional.of(nextValidUntil(now, expiry)));
+        long next = nextPullAt(now, expiry, lastScheduled, lastNextUpdateAt);
+        return new ObtainedDelegationTokens(bytes, Optional.of(validUntilFor(now, next)));
     }
 
     /**
-     * The instant Flink's manager is told the tokens are valid until: the earliest real expiry, but
-     * never later than one poll interval (divided by the renewal ratio, which Flink applies) and
-     * never so close that Flink would renew in a tight loop.
+     * When the bridge wants Flink's manager to call it again. Without word from the gateway (it
+     * cannot be reached, or is older than the {@code nextUpdateAt} field): one poll interval.
+     * Otherwise just after the gateway's next token change, but not sooner than one poll interval
+     * and not later than one idle interval (a job registered meanwhile waits that long); never
+     * after the tokens' own renewal point.
      */
-    long nextValidUntil(long now, Long earliestExpiry) {
-        long byPoll = now + (long) Math.ceil(pollMs / ratio);
-        long floor = now + (long) Math.ceil(MIN_DELAY_MS / ratio);
-        long target = earliestExpiry == null ? byPoll : Math.min(earliestExpiry, byPoll);
-        return Math.max(target, floor);
+    long nextPullAt(long now, Long earliestExpiry, boolean scheduled, Long nextUpdateAt) {
+        long target;
+        if (!scheduled) {
+            target = now + pollMs;
+        } else {
+            target = now + idleMs;
+            if (nextUpdateAt != null) {
+                target = Math.min(target, Math.max(nextUpdateAt + MIN_DELAY_MS, now + pollMs));
+            }
+        }
+        if (earliestExpiry != null) {
+            // As Flink would renew the tokens themselves: at the ratio of their remaining validity.
+            target = Math.min(target, now + Math.round(ratio * (earliestExpiry - now)));
+        }
+        return target;
+    }
+
+    /**
+     * The instant Flink's manager is told the tokens are valid until, so that it renews at {@code
+     * pullAt}: Flink waits {@code ratio × (validUntil − now)}. Never so close that Flink would renew
+     * in a tight loop.
+     */
+    long validUntilFor(long now, long pullAt) {
+        long wanted = Math.max(pullAt - now, MIN_DELAY_MS);
+        return now + (long) Math.ceil(wanted / ratio);
     }
 
     private void pull() throws IOException, InterruptedException {
@@ -185,6 +234,8 @@ public final class GatewayDelegationTokenProvider implements DelegationTokenProv
         TokenContainerCodec.Checked checked = TokenContainerCodec.check(body);
         lastContainer = body;
         lastExpiry = checked.validUntil;
+        lastScheduled = checked.schedules;
+        lastNextUpdateAt = checked.nextUpdateAt;
         LOG.debug(
                 "Gateway token bridge pulled tokens of {} provider(s) from {}",
                 checked.providers,

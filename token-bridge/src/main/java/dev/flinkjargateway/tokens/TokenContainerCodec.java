@@ -16,7 +16,12 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.Obje
  * The gateway's token container, as {@code GET /gateway/v1/tokens/bridge} returns it and as it
  * travels (unchanged) through Flink's delegation-token framework:
  *
- * <pre>{"version":1,"tokens":{"&lt;provider&gt;":"&lt;base64 payload&gt;"},"validUntil":&lt;epoch ms&gt;}</pre>
+ * <pre>{"version":1,"tokens":{"&lt;provider&gt;":"&lt;base64 payload&gt;"},"validUntil":&lt;epoch ms&gt;,
+ *  "nextUpdateAt":&lt;epoch ms or null&gt;}</pre>
+ *
+ * <p>{@code nextUpdateAt} is when the gateway expects its tokens to change next (its next obtain
+ * cycle; now while a cycle runs or a job waits for its first tokens), {@code null} when nothing is
+ * scheduled. Gateways before it omit the field.
  *
  * <p>Per-job addressing convention (every built-in provider of the gateway follows it): a payload
  * that is a UTF-8 JSON object with a {@code jobs} object holds one entry per job id; its other
@@ -36,10 +41,16 @@ final class TokenContainerCodec {
     static final class Checked {
         final Long validUntil;
         final int providers;
+        /** Whether the gateway said when its tokens change next (gateways that do add the field). */
+        final boolean schedules;
+        /** Epoch ms of the gateway's next token change; null when none is scheduled. */
+        final Long nextUpdateAt;
 
-        Checked(Long validUntil, int providers) {
+        Checked(Long validUntil, int providers, boolean schedules, Long nextUpdateAt) {
             this.validUntil = validUntil;
             this.providers = providers;
+            this.schedules = schedules;
+            this.nextUpdateAt = nextUpdateAt;
         }
     }
 
@@ -59,7 +70,9 @@ final class TokenContainerCodec {
             Base64.getDecoder().decode(e.getValue().asText());
             providers++;
         }
-        return new Checked(expiry, providers);
+        JsonNode next = root.get("nextUpdateAt");
+        Long nextUpdateAt = next != null && next.isIntegralNumber() ? next.asLong() : null;
+        return new Checked(expiry, providers, root.has("nextUpdateAt"), nextUpdateAt);
     }
 
     /** Decodes a container into the per-JVM snapshot {@link GatewayTokens} serves. */

@@ -148,4 +148,48 @@ class GatewayDelegationTokenProviderTest {
                 "https://gateway.example:8443/gateway/v1/tokens/bridge",
                 GatewayDelegationTokenProvider.bridgeUri(java.net.URI.create("https://gateway.example:8443/")).toString());
     }
+
+    @Test
+    void followsTheGatewaysNextUpdateAtBetweenThePollAndTheIdleInterval() throws Exception {
+        GatewayDelegationTokenProvider p = provider(conf()); // poll 3 s, idle 1 min
+        // Nothing scheduled at the gateway: one idle interval (Flink renews at 0.75 × (validUntil − now)).
+        body.set("{\"version\":1,\"tokens\":{},\"nextUpdateAt\":null}");
+        assertEquals(NOW + 80_000, p.obtainDelegationTokens().getValidUntil().orElseThrow());
+        // The gateway's next change in 20 s: just after it.
+        body.set("{\"version\":1,\"tokens\":{},\"nextUpdateAt\":" + (NOW + 20_000) + "}");
+        assertEquals(NOW + 28_000, p.obtainDelegationTokens().getValidUntil().orElseThrow());
+        // Something to deliver now (a cycle running, a job waiting): one poll interval.
+        body.set("{\"version\":1,\"tokens\":{},\"nextUpdateAt\":" + NOW + "}");
+        assertEquals(NOW + 4_000, p.obtainDelegationTokens().getValidUntil().orElseThrow());
+        // The gateway cannot be reached: one poll interval.
+        status.set(503);
+        body.set("{\"version\":1,\"tokens\":{},\"nextUpdateAt\":null}");
+        assertEquals(NOW + 4_000, p.obtainDelegationTokens().getValidUntil().orElseThrow());
+    }
+
+    @Test
+    void findsTheOtherProvidersAProviderCanSee() throws Exception {
+        Path plugins = dir.resolve("plugins");
+        Files.createDirectories(plugins.resolve("s3-fs-hadoop"));
+        try (java.util.jar.JarOutputStream jar =
+                new java.util.jar.JarOutputStream(
+                        Files.newOutputStream(plugins.resolve("s3-fs-hadoop").resolve("s3.jar")))) {
+            jar.putNextEntry(
+                    new java.util.zip.ZipEntry(
+                            "META-INF/services/org.apache.flink.core.security.token.DelegationTokenProvider"));
+            jar.write("# comment\norg.example.S3TokenProvider\n".getBytes(StandardCharsets.UTF_8));
+        }
+        Configuration conf = conf();
+        conf.setString("security.delegation.token.provider.hive.some-setting", "x");
+        conf.setString("security.delegation.token.provider.off.enabled", "false");
+        java.util.TreeMap<String, String> found =
+                CoProviders.find(conf, getClass().getClassLoader(), plugins);
+        // The gateway itself and disabled providers are left out; the test class path has the
+        // counting provider and Flink's own hadoopfs/hbase.
+        assertEquals(
+                java.util.Set.of("counting", "hadoopfs", "hbase", "hive", "org.example.S3TokenProvider"),
+                found.keySet());
+        assertTrue(found.get("hive").contains("security.delegation.token.provider.hive.some-setting"));
+        assertFalse(CoProviders.kerberosConfigured(conf));
+    }
 }
