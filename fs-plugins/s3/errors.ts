@@ -42,6 +42,13 @@ export function translateS3Error(err: unknown, uri: URL, signal: AbortSignal): E
     // A HEAD has no body, so its 403 carries no code: say Forbidden rather than guess which one.
     return fetchError.denied(uri, 's3', label(status ?? 403, name === 'Unknown' ? 'Forbidden' : name));
   }
+  if (name === 'StsRequestError') {
+    // The bucket's credentials come from STS (an assumed role, a web identity): its messages name the
+    // call, the endpoint and AWS's code, never a credential. AWS refusing is "denied"; no answer is transient.
+    const stsStatus = (err as { status?: number }).status;
+    const message = (err as Error).message;
+    return stsStatus !== undefined && stsStatus >= 400 && stsStatus < 500 ? fetchError.denied(uri, 's3', message) : fetchError.unavailable(uri, message);
+  }
   if (name === 'CredentialsProviderError') {
     return fetchError.denied(uri, 's3', 'no credentials: none configured and the AWS default credential chain found none');
   }

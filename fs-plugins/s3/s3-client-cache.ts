@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
@@ -6,7 +5,9 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Logger } from 'pino';
 import { trustedCa, type ConnectGuard } from '../../src/artifacts/plugin-kit';
 import { CONNECT_TIMEOUT_MS, READ_TIMEOUT_MS } from './timeouts';
-import type { BucketTarget } from './options';
+import type { BucketTarget } from './bucket-settings';
+import { buildCredentials, chainId } from './credentials';
+import type { Sts } from './sts';
 
 export interface ClientCacheDeps {
   guard: ConnectGuard;
@@ -27,6 +28,7 @@ export function endpointPort(endpoint: URL | undefined): number {
  */
 export class S3ClientCache {
   private readonly clients = new Map<string, S3Client>();
+  private readonly stsClients = new Set<Sts>();
 
   constructor(private readonly deps: ClientCacheDeps) {}
 
@@ -37,7 +39,7 @@ export class S3ClientCache {
       client = this.create(target);
       this.clients.set(id, client);
       this.deps.log.debug(
-        { endpoint: target.endpoint?.origin ?? 'aws', region: target.region ?? '(default chain)', credentials: target.credentials ? 'static' : 'default chain' },
+        { endpoint: target.endpoint?.origin ?? 'aws', region: target.region ?? '(default chain)', credentials: target.credentials.map(describe).join(', ') },
         's3 client created',
       );
     }
@@ -47,6 +49,8 @@ export class S3ClientCache {
   close(): void {
     for (const client of this.clients.values()) client.destroy();
     this.clients.clear();
+    for (const sts of this.stsClients) void sts.close();
+    this.stsClients.clear();
   }
 
   private create(target: BucketTarget): S3Client {
@@ -71,9 +75,14 @@ export class S3ClientCache {
       }),
     };
     if (target.endpoint) config.endpoint = target.endpoint.href.replace(/\/$/, '');
-    // Without static keys the SDK uses its default provider chain (env, SSO, web identity / IRSA,
-    // profile files, process, ECS / EKS pod identity, EC2 metadata), refreshing what expires.
-    if (target.credentials) config.credentials = { ...target.credentials };
+    // Without credential settings the SDK uses its default provider chain (env, SSO, web identity /
+    // IRSA, profile files, process, ECS / EKS pod identity, EC2 metadata), refreshing what expires.
+    const credentials = buildCredentials(target.credentials, target.sts, { guard: this.deps.guard, log: this.deps.log, stsClients: this.stsClients, ...(this.deps.ca !== undefined ? { ca: this.deps.ca } : {}) });
+    // Hadoop's anonymous provider: requests go unsigned (public buckets).
+    if (credentials === 'anonymous') config.signer = { sign: async (request) => request };
+    else if (credentials !== undefined) config.credentials = credentials;
+    // fs.s3a.connection.ssl.enabled: false for AWS S3 itself (an endpoint URL carries its own scheme).
+    if (!target.endpoint && !target.tls) config.tls = false;
     config.region = target.region ?? defaultChainRegion();
     // AWS S3 answers 301 when the bucket lives in another region than the client signs for; follow
     // it (a self-hosted endpoint has one region, so a redirect there is a misconfiguration).
@@ -99,7 +108,11 @@ function defaultChainRegion(): () => Promise<string> {
 }
 
 function cacheKey(t: BucketTarget): string {
-  // The secret only enters the key as a digest, so the cache key never holds it in the clear.
-  const secret = t.credentials ? createHash('sha256').update(t.credentials.secretAccessKey).digest('hex') : '';
-  return JSON.stringify([t.endpoint?.href ?? '', t.region ?? '', t.forcePathStyle, t.credentials?.accessKeyId ?? '', secret]);
+  // The credentials only enter the key as a digest, so the cache key never holds a secret in the clear.
+  return JSON.stringify([t.endpoint?.href ?? '', t.region ?? '', t.forcePathStyle, t.tls, chainId(t.credentials, t.sts)]);
+}
+
+/** A link of a chain for the log: its kind, and the role it assumes (no secret). */
+function describe(source: BucketTarget['credentials'][number]): string {
+  return source.kind === 'assumed-role' ? `assumed-role ${source.role.arn} (base: ${source.base.map(describe).join(', ') || 'none'})` : source.kind;
 }

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { BulkHttpClient, discardBody, fetchError, type BulkResponse, type ConnectGuard, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/artifacts/plugin-kit';
 import { abortReason, translateS3Error } from './errors';
 import { CONNECT_TIMEOUT_MS, READ_TIMEOUT_MS } from './timeouts';
-import type { BucketTarget, S3Settings } from './options';
+import type { BucketTarget, S3Settings } from './bucket-settings';
 import { endpointPort, S3ClientCache } from './s3-client-cache';
 import { signGetObject } from './signed-request';
 import { parseS3Uri, type S3Location } from './s3-uri';

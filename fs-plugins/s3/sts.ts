@@ -1,7 +1,9 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { AssumeRoleCommand, GetSessionTokenCommand, STSClient, type Credentials } from '@aws-sdk/client-sts';
+import type { LookupFunction } from 'node:net';
+import { AssumeRoleCommand, AssumeRoleWithWebIdentityCommand, GetSessionTokenCommand, STSClient, type Credentials } from '@aws-sdk/client-sts';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { displayUrl, trustedCa } from '../../src/artifacts/plugin-kit';
 
 /** Temporary credentials from STS. */
@@ -14,14 +16,22 @@ export interface SessionCredentials {
 }
 
 export interface StsOptions {
-  /** e.g. https://sts.eu-west-1.amazonaws.com, or a moto server */
-  endpoint: URL;
+  /** e.g. https://sts.eu-west-1.amazonaws.com, or a moto server; undefined = AWS STS of `region`. */
+  endpoint?: URL;
   region: string;
   /** Absent: the AWS default credential chain of this process (environment, IRSA, pod identity, instance profile). */
-  credentials?: { accessKeyId: string; secretAccessKey: string };
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string } | AwsCredentialIdentityProvider;
   timeoutMs: number;
   /** PEM CA bundle; undefined = system CAs. */
   ca?: string;
+  /** A guarded DNS lookup for the connections (the plugin's restricted-host guard). */
+  lookup?: LookupFunction;
+}
+
+/** AssumeRole's optional members (Hadoop's fs.s3a.assumed.role.external.id and .policy). */
+export interface AssumeRoleExtras {
+  externalId?: string;
+  policy?: string;
 }
 
 /** STS answered with an error, or not at all. Carries no credential, only what AWS said. */
@@ -47,12 +57,12 @@ export class Sts {
   private readonly where: string;
 
   constructor(private readonly o: StsOptions) {
-    this.where = displayUrl(o.endpoint);
-    const agent = { keepAlive: true, maxSockets: 4 };
+    this.where = o.endpoint ? displayUrl(o.endpoint) : `AWS STS (${o.region})`;
+    const agent = { keepAlive: true, maxSockets: 4, ...(o.lookup ? { lookup: o.lookup } : {}) };
     this.client = new STSClient({
-      endpoint: o.endpoint.href,
+      ...(o.endpoint ? { endpoint: o.endpoint.href.replace(/\/$/, '') } : {}),
       region: o.region,
-      ...(o.credentials ? { credentials: { ...o.credentials } } : {}),
+      ...(o.credentials ? { credentials: typeof o.credentials === 'function' ? o.credentials : { ...o.credentials } } : {}),
       maxAttempts: 2,
       requestHandler: new NodeHttpHandler({
         httpAgent: new HttpAgent(agent),
@@ -70,8 +80,19 @@ export class Sts {
   }
 
   /** `AssumeRole`; `sessionName` shows up in CloudTrail, so it names the job. */
-  assumeRole(roleArn: string, sessionName: string, durationSeconds: number): Promise<SessionCredentials> {
-    return this.call('AssumeRole', new AssumeRoleCommand({ RoleArn: roleArn, RoleSessionName: sessionName, DurationSeconds: durationSeconds }));
+  assumeRole(roleArn: string, sessionName: string, durationSeconds: number, extras: AssumeRoleExtras = {}): Promise<SessionCredentials> {
+    return this.call(
+      'AssumeRole',
+      new AssumeRoleCommand({ RoleArn: roleArn, RoleSessionName: sessionName, DurationSeconds: durationSeconds, ExternalId: extras.externalId, Policy: extras.policy }),
+    );
+  }
+
+  /** `AssumeRoleWithWebIdentity`: unsigned, the web identity token (EKS IRSA's projected token) is the proof. */
+  assumeRoleWithWebIdentity(roleArn: string, sessionName: string, token: string, durationSeconds?: number): Promise<SessionCredentials> {
+    return this.call(
+      'AssumeRoleWithWebIdentity',
+      new AssumeRoleWithWebIdentityCommand({ RoleArn: roleArn, RoleSessionName: sessionName, WebIdentityToken: token, DurationSeconds: durationSeconds }),
+    );
   }
 
   /** Aborts requests in flight and releases the connection pool. Idempotent. */
@@ -80,12 +101,12 @@ export class Sts {
     this.client.destroy();
   }
 
-  private async call(action: string, command: GetSessionTokenCommand | AssumeRoleCommand): Promise<SessionCredentials> {
+  private async call(action: string, command: GetSessionTokenCommand | AssumeRoleCommand | AssumeRoleWithWebIdentityCommand): Promise<SessionCredentials> {
     const abortSignal = AbortSignal.any([this.controller.signal, AbortSignal.timeout(this.o.timeoutMs)]);
     let creds: Credentials | undefined;
     let status: number | undefined;
     try {
-      // One call site for both commands: their outputs share the Credentials member.
+      // One call site for every command: their outputs share the Credentials member.
       const out = await this.client.send(command as GetSessionTokenCommand, { abortSignal });
       creds = out.Credentials;
       status = out.$metadata.httpStatusCode;
@@ -101,6 +122,11 @@ export class Sts {
 
   private translate(action: string, err: unknown): StsRequestError {
     const e = err as Error & { $metadata?: { httpStatusCode?: number }; $fault?: string; code?: string };
+    // The signing identity's own STS call failed (a web identity exchange under AssumeRole): keep what AWS said.
+    if (e.name === 'StsRequestError') {
+      const inner = err as StsRequestError;
+      return new StsRequestError(`STS ${action} at ${this.where}: no signing credentials: ${inner.message}`, inner.status, inner.awsCode);
+    }
     const status = e.$metadata?.httpStatusCode;
     if (e.$fault !== undefined && status !== undefined) {
       // A service error: AWS's code is the error's name, its message AWS's own text.

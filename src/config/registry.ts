@@ -151,7 +151,7 @@ export class OptionsRegistry {
       for (const message of asList(def.check?.(value as never))) problems.push({ key, source: entry.source, message });
     }
     const config = new Configuration(this, values, notices, Object.fromEntries(cluster));
-    problems.push(...this.checkRules(config, raw, problems, opts.files !== false));
+    problems.push(...this.checkRules(config, raw, problems, opts.files !== false, notices));
     if (problems.length > 0) throw new ConfigError(problems);
     return config;
   }
@@ -160,14 +160,16 @@ export class OptionsRegistry {
    * Evaluates every rule on the values that parsed. A rule about an option whose value is already
    * reported as bad is skipped: its verdict would rest on a value the operator must change anyway.
    */
-  private checkRules(config: Configuration, raw: Map<string, RawEntry>, known: readonly ConfigProblem[], files: boolean): ConfigProblem[] {
+  private checkRules(config: Configuration, raw: Map<string, RawEntry>, known: readonly ConfigProblem[], files: boolean, notices: ConfigProblem[]): ConfigProblem[] {
     const out: ConfigProblem[] = [];
     for (const rule of this.rules) {
       if (rule.reads === 'files' && !files) continue;
       const matchers = rule.keys.map(keyPattern);
       if (known.some((p) => matchers.some((m) => m.test(p.key)))) continue;
+      // A warning rule's findings join the notices (logged at start-up), never the problems.
+      const sink = rule.severity === 'warning' ? notices : out;
       for (const { key, message } of rule.check(config)) {
-        out.push({ key, source: raw.get(key)?.source ?? 'not set', message });
+        sink.push({ key, source: raw.get(key)?.source ?? 'not set', message });
       }
     }
     return out;
@@ -260,8 +262,11 @@ export class OptionsRegistry {
       lines.push('');
     }
     if (this.rules.length > 0) {
-      lines.push('## Rules across options', '', 'Checked at start with the values above; each broken rule is reported with the other problems.', '');
-      for (const rule of this.rules) lines.push(`- ${rule.keys.map((k) => `\`${k}\``).join(', ')}: ${rule.description}`);
+      lines.push('## Rules across options', '', 'Checked at start with the values above; each broken rule is reported with the other problems (a *warning* is logged and start-up goes on).', '');
+      for (const rule of this.rules) {
+        const keys = rule.keys.map((k) => `\`${k}\``).join(', ');
+        lines.push(`- ${rule.severity === 'warning' ? '*warning* ' : ''}${keys}${keys ? ': ' : ''}${rule.description}`);
+      }
       lines.push('');
     }
     return lines.join('\n');

@@ -72,6 +72,11 @@ export interface ConfigRule {
    * callers that only validate values on another machine (the manifest tests: paths inside a pod).
    */
   reads?: 'files';
+  /**
+   * `warning`: what the rule finds is told at start-up (a logged notice naming the key) instead of
+   * failing it — for keys the gateway recognises but does not act on, so that nothing is silently ignored.
+   */
+  severity?: 'warning';
   /** What is wrong, each naming the key the operator should change (its source is added). */
   check(config: Configuration): readonly { key: string; message: string }[];
 }

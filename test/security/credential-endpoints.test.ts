@@ -1,4 +1,8 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import type { AddressInfo } from 'node:net';
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
 import type { AccessToken, TokenCredential } from '@azure/identity';
@@ -10,6 +14,9 @@ import { createConnectGuard } from '../../src/artifacts/connect-guard';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { pluginFileSystem } from '../contract/plugin-fixtures';
+import { startAwsRelay, type AwsRelay } from '../servers/aws-relay';
+import { startMotoServer } from '../servers/moto-server';
+import { fixtureClient, putObject } from '../servers/s3-server';
 
 /**
  * Security review finding 1 and its class: a credential of the cluster (Azure key, SAS or identity
@@ -165,6 +172,85 @@ describe('S3: a bucket name cannot steer where the signature goes', () => {
       await trap.stop();
     }
   });
+});
+
+describe('S3 assumed roles: the base credentials go only to STS, the role only to the S3 endpoint', () => {
+  it('a hostile bucket name reaches neither the STS endpoint nor the S3 endpoint', async () => {
+    const stsTrap = await countingListener();
+    const s3Trap = await countingListener();
+    try {
+      const fs = pluginFileSystem(
+        s3Plugin,
+        {
+          's3.endpoint': `http://127.0.0.1:${s3Trap.port}`, 's3.access-key': 'AKIACANARY', 's3.secret-key': 'secret-canary',
+          'fs.s3a.assumed.role.arn': 'arn:aws:iam::123456789012:role/r', 'fs.s3a.assumed.role.sts.endpoint': `http://127.0.0.1:${stsTrap.port}`,
+        },
+        [`127.0.0.1:${s3Trap.port}`, `127.0.0.1:${stsTrap.port}`],
+      );
+      for (const b of ['a%40attacker.example', 'attacker.example%2F', 'a%3A1', '..', 'a%2Fb']) {
+        expect(await outcome(fs.stat(new URL(`s3://${b}/k.jar`), AbortSignal.timeout(10_000)))).toBe('GW_FETCH_URI_INVALID');
+      }
+      expect({ sts: stsTrap.accepted(), s3: s3Trap.accepted() }).toEqual({ sts: 0, s3: 0 });
+      // The control: a valid bucket first asks STS (the trap answers nothing), and S3 is never tried unsigned.
+      expect(await outcome(fs.stat(new URL('s3://jars/k.jar'), AbortSignal.timeout(10_000)))).not.toBe('GW_FETCH_URI_INVALID');
+      await fs.close();
+      expect(stsTrap.accepted()).toBeGreaterThan(0);
+      expect(s3Trap.accepted()).toBe(0);
+    } finally {
+      await stsTrap.stop();
+      await s3Trap.stop();
+    }
+  });
+
+  it('on moto behind recording relays: static keys and an IRSA token file each sign only STS; S3 sees only the assumed role', async () => {
+    const moto = await startMotoServer();
+    const dir = await mkdtemp(join(tmpdir(), 'cred-irsa-'));
+    const saved = { ...process.env };
+    const relays: AwsRelay[] = [];
+    try {
+      const admin = await moto.createUser('admin', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }] });
+      const base = await moto.createUser('base', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }] });
+      const oidc = await moto.createUser('oidc', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'sts:*', Resource: '*' }] });
+      const role = await moto.createRole('reader', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 's3:GetObject', Resource: 'arn:aws:s3:::jars/*' }] });
+      const pod = await moto.createRole('pod', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }] });
+      await moto.enableAuth();
+      const client = fixtureClient(moto.url, admin);
+      await client.send(new CreateBucketCommand({ Bucket: 'jars' })).finally(() => client.destroy());
+      await putObject(moto.url, admin, 'jars', 'a.jar', Buffer.from('jar'));
+      const token = `eyJhbGciOiJSUzI1NiJ9.${Buffer.from('{"aud":"sts.amazonaws.com"}').toString('base64url')}.c2ln`;
+      const tokenFile = join(dir, 'token');
+      await writeFile(tokenFile, token);
+      const sts = await startAwsRelay({ target: moto.url, webIdentityToken: token, webIdentitySigner: oidc });
+      const s3 = await startAwsRelay({ target: moto.url });
+      relays.push(sts, s3);
+      for (const name of Object.keys(process.env)) if (name.startsWith('AWS_')) delete process.env[name];
+      Object.assign(process.env, { AWS_WEB_IDENTITY_TOKEN_FILE: tokenFile, AWS_ROLE_ARN: pod, AWS_EC2_METADATA_DISABLED: 'true', AWS_CONFIG_FILE: join(dir, 'none'), AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none') });
+      const common = { 's3.endpoint': s3.url, 's3.path.style.access': 'true', 'fs.s3a.assumed.role.arn': role, 'fs.s3a.assumed.role.sts.endpoint': sts.url };
+      const allowed = [`127.0.0.1:${s3.port}`, `127.0.0.1:${sts.port}`];
+      const kinds: Record<string, string>[] = [{ 's3.access-key': base.accessKeyId, 's3.secret-key': base.secretAccessKey }, { 'fs.s3a.assumed.role.credentials.provider': 'com.amazonaws.auth.WebIdentityTokenCredentialsProvider' }];
+      for (const settings of kinds) {
+        const [s, o] = [sts.records.length, s3.records.length];
+        const fs = pluginFileSystem(s3Plugin, { ...common, ...settings }, allowed);
+        expect(await outcome(fs.stat(new URL('s3://jars/a.jar'), AbortSignal.timeout(30_000)))).toBe('resolved');
+        await fs.close();
+        const stsSigners = new Set(sts.records.slice(s).map((r) => r.accessKeyId));
+        const s3Signers = new Set(s3.records.slice(o).map((r) => r.accessKeyId));
+        // STS: the base key pair, or (IRSA) nothing for the token exchange and then the pod's session.
+        if ('s3.access-key' in settings) expect(stsSigners).toEqual(new Set([base.accessKeyId]));
+        else expect(stsSigners.has(undefined)).toBe(true);
+        expect(s3Signers.size).toBe(1);
+        expect([...s3Signers].filter((k) => k === undefined || stsSigners.has(k) || k === base.accessKeyId)).toEqual([]);
+        // The token itself went only to STS, and only once per exchange.
+        expect(s3.records.slice(o).filter((r) => r.params !== undefined)).toEqual([]);
+      }
+    } finally {
+      for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+      Object.assign(process.env, saved);
+      for (const r of relays) await r.stop();
+      await moto.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
 });
 
 describe('HTTP: user.artifacts.http-headers go only to the listed host:port', () => {

@@ -19,6 +19,12 @@ export interface MotoServer {
    */
   createUser(name: string, policy: IamPolicy): Promise<S3Creds>;
   /**
+   * Creates an IAM role with an inline policy (CreateRole, PutRolePolicy) and returns its ARN. moto
+   * does not evaluate the trust policy; the caller's own policy must allow sts:AssumeRole. Only
+   * before `enableAuth()`.
+   */
+  createRole(name: string, policy: IamPolicy): Promise<string>;
+  /**
    * From now on moto checks every request: the access key must be one created by `createUser`
    * (else 403 InvalidAccessKeyId), the SigV4 signature must verify against its secret (else 403
    * SignatureDoesNotMatch), and the user's policy must allow the action (else 403 AccessDenied).
@@ -81,6 +87,13 @@ export async function startMotoServer(): Promise<MotoServer> {
         const xml = await iam(url, 'CreateAccessKey', { UserName: name });
         await iam(url, 'PutUserPolicy', { UserName: name, PolicyName: `${name}-policy`, PolicyDocument: JSON.stringify(policy) });
         return { accessKeyId: xmlField(xml, 'AccessKeyId'), secretAccessKey: xmlField(xml, 'SecretAccessKey') };
+      },
+      async createRole(name, policy) {
+        if (authEnabled) throw new Error('createRole() must run before enableAuth(): its IAM calls are unsigned');
+        const trust = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { AWS: '*' }, Action: ['sts:AssumeRole', 'sts:AssumeRoleWithWebIdentity'] }] };
+        const xml = await iam(url, 'CreateRole', { RoleName: name, AssumeRolePolicyDocument: JSON.stringify(trust) });
+        await iam(url, 'PutRolePolicy', { RoleName: name, PolicyName: `${name}-policy`, PolicyDocument: JSON.stringify(policy) });
+        return xmlField(xml, 'Arn');
       },
       async enableAuth() {
         // moto's own switch (what @set_initial_no_auth_action_count uses in server mode): with a
