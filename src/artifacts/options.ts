@@ -84,8 +84,8 @@ export const artifactOptions = {
     description: 'Jar URIs this cluster may fetch, as prefixes or patterns separated by ";" (empty: any URI that passes the scheme and address checks). A prefix matches on a path-segment boundary: s3://team-a-jars/releases allows s3://team-a-jars/releases/app.jar, not s3://team-a-jars/releases-old/app.jar. "*" matches within one path segment (or a host label run: https://*.example.com/), "**" across segments. Scheme and host compare lower-cased after URL normalisation; the query string is ignored. Checked for the submitted URI and every HTTP redirect target.',
   }),
   allowedSchemes: option({
-    key: 'gateway.artifacts.allowed-schemes', deprecatedKeys: ['user.artifacts.allowed-schemes'], type: 'list', default: ['https', 's3', 's3a', 's3p', 'wasbs', 'abfss'], section,
-    description: 'URI schemes a run may name, separated by ";". Plain http, wasb, abfs and file must be added explicitly (and http also needs user.artifacts.raw-http-enabled, file gateway.artifacts.local-file.enabled).',
+    key: 'gateway.artifacts.allowed-schemes', deprecatedKeys: ['user.artifacts.allowed-schemes'], type: 'list', default: ['https'], section,
+    description: 'URI schemes a run or POST /jars/fetch may name, separated by ";". By default https alone, as the Flink Kubernetes Operator allows for a FlinkSessionJob\'s jarURI (kubernetes.operator.user.artifacts.allowed-schemes): list each store the cluster\'s credentials may read for a caller, e.g. "https;s3;wasbs;abfss" (the S3 plugin also serves s3a and s3p). Plain http, wasb, abfs and file are for development (http also needs user.artifacts.raw-http-enabled, file gateway.artifacts.local-file.enabled).',
   }),
   caBundle: option({
     key: 'gateway.artifacts.ca-bundle', deprecatedKeys: ['user.artifacts.ca-bundle'], type: 'string', section,

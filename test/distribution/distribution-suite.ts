@@ -94,6 +94,7 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
         cluster.restUrl,
         {
           'web.submit.jar-uri.enable': 'true',
+          'gateway.artifacts.allowed-schemes': 'https;s3',
           'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port};127.0.0.1:${s3.port}`,
           'gateway.artifacts.ca-bundle': join(dir, 'ca.pem'),
           's3.endpoint': s3.url,

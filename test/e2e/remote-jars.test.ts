@@ -37,6 +37,8 @@ describe('remote job jars on the real embedded Flink', () => {
       flinkUrl(),
       {
         'web.submit.jar-uri.enable': 'true',
+        // The stores this cluster reads from: beyond https, each is the administrator's explicit choice.
+        'gateway.artifacts.allowed-schemes': 'https;s3;wasbs',
         'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${s3.port};127.0.0.1:${azurite.port}`,
         's3.endpoint': s3.url,
         's3.path.style.access': 'true',

@@ -32,6 +32,7 @@ describe('credentials from gateway.secrets.dir', () => {
     writeFileSync(join(dir, 's3.secret-key'), 'the-old-secret\n');
     gw = await startGateway(jm.url, {
       'web.submit.jar-uri.enable': 'true',
+      'gateway.artifacts.allowed-schemes': 's3',
       'gateway.artifacts.handoff': 'upload',
       'gateway.secrets.dir': dir,
       'gateway.secrets.poll-interval': '100 ms',
