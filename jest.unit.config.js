@@ -17,6 +17,7 @@ module.exports = {
     '<rootDir>/test/security/csrf.test.ts',
     '<rootDir>/test/security/log-canaries.test.ts',
     '<rootDir>/test/security/jar-ownership.test.ts',
+    '<rootDir>/test/security/jobmanager-answers.test.ts',
     '<rootDir>/test/deploy/dockerfile.test.ts',
   ],
   // bench:smoke starts the embedded Flink cluster (a JVM); it runs in the full suite.

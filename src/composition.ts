@@ -29,6 +29,7 @@ import { ZooKeeperJobClaims, ZooKeeperRegistrationStore } from './ha/zookeeper-s
 import { createApp } from './http/app';
 import { Authenticator, authOptionsOf } from './http/auth';
 import { Permissions, permissionListsOf } from './http/authorization';
+import { gatewaySecretRule } from './http/configuration-filter';
 import { drainServer } from './http/listener';
 import { Metrics } from './metrics';
 import { projectRoot } from './project-root';
@@ -108,7 +109,20 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const pluginRegistry = resources.adopt(new PluginRegistry(plugins, ctxFor(config)), (r) => r.close());
     for (const p of plugins) pluginRegistry.fileSystemFor(p.schemes[0]!);
     const secretsDir = config.getOptional(coreOptions.secretsDir);
-    if (secretsDir && reload) resources.defer(watchSecretsDir(secretsDir, config.get(coreOptions.secretsPollInterval), () => reconfigurePlugins(pluginRegistry, () => ctxFor(reload()), secretsDir, logger)));
+    // What configuration answers relayed from the JobManager must hide; known secret values follow rotation.
+    let answerSecrets = gatewaySecretRule(config);
+    if (secretsDir && reload) {
+      resources.defer(watchSecretsDir(secretsDir, config.get(coreOptions.secretsPollInterval), () => {
+        let next: Configuration | undefined;
+        const current = () => (next ??= reload());
+        reconfigurePlugins(pluginRegistry, () => ctxFor(current()), secretsDir, logger);
+        try {
+          answerSecrets = gatewaySecretRule(current());
+        } catch {
+          // Invalid: reconfigurePlugins logged why; the previous rule stays.
+        }
+      }));
+    }
     const cache = new JarCache(config.get(artifactOptions.cacheDir), config.get(artifactOptions.cacheMaxSize), logger.child({ component: 'jar-cache' }));
     await cache.init();
     const fetches = new FetchProgress();
@@ -189,6 +203,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
       ...(zookeeper && store ? { haStatus: () => coordinator?.status() } : {}),
       auth: new Authenticator(authOptionsOf(config, logger.child({ component: 'auth' }))),
       authorization: { permissions: new Permissions(permissionListsOf(config)), policyMode, audit, ...(unregistered ? { unregisteredJobs: unregistered.policy } : {}) },
+      answerSecrets: () => answerSecrets,
       clusterVersion: new ClusterVersion(cluster, logger.child({ component: 'cluster-version' }), config.getOptional(coreOptions.clusterFlinkVersion)),
     });
 

@@ -82,11 +82,13 @@ export const coreRules: readonly ConfigRule[] = [
     },
   },
   {
-    keys: [o.permissionRead.key, o.permissionSubmit.key, o.permissionCancel.key, o.authTokensFile.key, o.tlsClientCa.key],
+    keys: [o.permissionRead.key, o.permissionSubmit.key, o.permissionCancel.key, o.permissionLogs.key, o.authTokensFile.key, o.tlsClientCa.key],
     description: 'a permission list that names principals needs authentication.',
     check(config) {
       if (authConfigured(config)) return [];
-      return [o.permissionRead, o.permissionSubmit, o.permissionCancel]
+      // gateway.auth.permission.logs names nobody by default (and is open without authentication).
+      const logs = config.get(o.permissionLogs);
+      return [o.permissionRead, o.permissionSubmit, o.permissionCancel, ...(logs.length > 0 ? [o.permissionLogs] : [])]
         .filter((d) => !config.get(d).includes('*'))
         .map((d) => ({
           key: d.key,

@@ -93,7 +93,7 @@ export const coreOptions = {
   }),
   permissionRead: option({
     key: 'gateway.auth.permission.read', type: 'list', default: ['*'], section: 'Security', check: principalEntries,
-    description: 'Principals that may read: every GET/HEAD (job and cluster state, the Web UI, jar lists, gateway status), except the GET routes that act (plan, yarn-cancel). Entries "token:<name>" (a gateway.auth.tokens-file line), "cert:<subject CN>" or "*" (every authenticated caller), separated by ";".',
+    description: 'Principals that may read: every GET/HEAD (job and cluster state, the Web UI, jar lists, gateway status), except the GET routes that act (plan, yarn-cancel); logs and other diagnostics also need gateway.auth.permission.logs, and configuration listings come with every secret hidden (the gateway\'s sensitive options and Flink\'s list). Entries "token:<name>" (a gateway.auth.tokens-file line), "cert:<subject CN>" or "*" (every authenticated caller), separated by ";".',
   }),
   permissionSubmit: option({
     key: 'gateway.auth.permission.submit', type: 'list', default: ['*'], section: 'Security', check: principalEntries,
@@ -102,6 +102,10 @@ export const coreOptions = {
   permissionCancel: option({
     key: 'gateway.auth.permission.cancel', type: 'list', default: ['*'], section: 'Security', check: principalEntries,
     description: 'Principals that may control running jobs and the cluster: cancel, stop (with savepoint), trigger savepoints and checkpoints, rescale, and every other call that changes state (including DELETE /cluster). Same entry syntax as gateway.auth.permission.read.',
+  }),
+  permissionLogs: option({
+    key: 'gateway.auth.permission.logs', type: 'list', default: [], section: 'Security', check: principalEntries,
+    description: 'Principals that may read what the gateway cannot filter: the JobManager\'s and TaskManagers\' logs, log lists, log files and stdout, thread dumps, profiler runs and their results, and flame graphs (each needs this on top of the permission its method needs: read for GET). Logs print the cluster\'s whole start-up configuration, redacted only by Flink\'s own word list, and every job\'s output, so a plain read principal (a dashboard token) does not get them. Default: nobody. Without authentication every caller is anonymous and may read them, like everything else. Same entry syntax as gateway.auth.permission.read.',
   }),
   policyMode: option({
     key: 'gateway.policy.mode', type: 'enum', default: 'open', values: ['open', 'fetched-only'], section: 'Security',

@@ -16,6 +16,7 @@ import { createGatewayRoutes } from './gateway-routes';
 import { createJarRoutes } from './jar-routes';
 import { Metrics } from '../metrics';
 import { createPassThrough } from './pass-through';
+import type { SecretRule } from './configuration-filter';
 import { drainGate } from './drain-gate';
 import { requestContext } from './request-context';
 import { pathGuard } from './path-guard';
@@ -49,6 +50,8 @@ export interface AppDeps {
   registeredJobs?: () => unknown[];
   /** HA: this gateway's role, for GET /gateway/v1/tokens. */
   haStatus?: () => unknown;
+  /** What configuration listings relayed from the JobManager hide (default: Flink's word list and the name heuristic). */
+  answerSecrets?: () => SecretRule;
   /** The fronted JobManager's Flink version (the routes that differ between versions). */
   clusterVersion?: ClusterVersion;
 }
@@ -69,7 +72,7 @@ export function createApp(deps: AppDeps): Express {
   app.use('/gateway/v1', createGatewayRoutes(deps));
   app.use(createJarRoutes(deps));
   const metrics = deps.metrics;
-  app.use(createPassThrough(deps.cluster, deps.logger, metrics ? (status, seconds) => metrics.passThrough.observe({ status_class: Metrics.statusClass(status) }, seconds) : undefined, deps.jobGraphs));
+  app.use(createPassThrough(deps.cluster, deps.logger, metrics ? (status, seconds) => metrics.passThrough.observe({ status_class: Metrics.statusClass(status) }, seconds) : undefined, deps.jobGraphs, deps.answerSecrets));
   app.use(errorMiddleware(deps.logger, metrics ? (code, status) => metrics.errors.inc({ code, status: String(status) }) : undefined));
   return app;
 }

@@ -4,6 +4,7 @@ import { coreOptions } from '../config/options';
 import type { Configuration } from '../config/registry';
 import { GatewayError } from '../errors/gateway-error';
 import { pathViews } from './canonical-path';
+import { answerClassOfSegments } from './jobmanager-answers';
 
 /**
  * What a request does, for per-principal permissions (`gateway.auth.permission.<action>`):
@@ -11,12 +12,14 @@ import { pathViews } from './canonical-path';
  * - submit: upload, fetch, plan, run and delete jars, and POST /v1/jobs (a job graph). A plan is
  *   a submission: Flink runs the jar's main method to build it;
  * - cancel: everything else that changes state — cancel, stop, savepoints, checkpoints, rescaling,
- *   DELETE /cluster — and Flink's legacy GET /jobs/:jobid/yarn-cancel and yarn-stop.
+ *   DELETE /cluster — and Flink's legacy GET /jobs/:jobid/yarn-cancel and yarn-stop;
+ * - logs: on top of the above, what the JobManager cannot filter — logs, stdout, thread dumps,
+ *   profiler runs, flame graphs (`jobmanager-answers.ts`, class `diagnostics`).
  * Decided on both views of the path (exactly the route Flink's router takes, and the decoded-until-
  * stable one; see `pathViews`); a request needs every action either view implies, so no encoding
  * lowers what it needs. Paths whose meaning is not single are refused before this (`pathGuard`).
  */
-export type Action = 'read' | 'submit' | 'cancel';
+export type Action = 'read' | 'submit' | 'cancel' | 'logs';
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -43,10 +46,12 @@ export function requestKind(method: string, rawPath: string): { actions: Set<Act
   const m = method.toUpperCase();
   const parsed = pathViews(rawPath);
   // pathGuard refuses such paths before authorization; should one get here, it needs every permission.
-  if (!parsed.ok) return { actions: new Set(['read', 'submit', 'cancel']), jobGraph: m === 'POST' };
+  if (!parsed.ok) return { actions: new Set(['read', 'submit', 'cancel', 'logs']), jobGraph: m === 'POST' };
   const views = [parsed.flink, parsed.canonical].map(viewOf);
+  const actions = new Set(views.map((rest) => actionOfView(m, rest)));
+  if (views.some((rest) => answerClassOfSegments(rest) === 'diagnostics')) actions.add('logs');
   return {
-    actions: new Set(views.map((rest) => actionOfView(m, rest))),
+    actions,
     // POST /v1/jobs: Flink's `flink run` path, a serialised job graph that no URI policy has seen.
     jobGraph: m === 'POST' && views.some((rest) => rest.length === 1 && rest[0] === 'jobs'),
   };
@@ -86,13 +91,16 @@ export function crossSiteProblem(req: Request): string | undefined {
   return host.toLowerCase() === own ? undefined : `Origin: ${origin.slice(0, 100)} is not this gateway (${own.slice(0, 100)})`;
 }
 
+/** The permission lists; `logs` defaults to nobody. */
+export type PermissionLists = Record<Exclude<Action, 'logs'>, readonly string[]> & { logs?: readonly string[] };
+
 /** The principals allowed each action: `token:<name>`, `cert:<CN>` or `*`. */
 export class Permissions {
   private readonly lists: Record<Action, readonly string[]>;
 
   /** Entries were checked by the options registry (`gateway.auth.permission.*`). */
-  constructor(lists: Record<Action, readonly string[]>) {
-    this.lists = lists;
+  constructor(lists: PermissionLists) {
+    this.lists = { ...lists, logs: lists.logs ?? [] };
   }
 
   /** True when some list is narrower than "everyone": then authentication must be on. */
@@ -158,7 +166,7 @@ export function authorization(deps: AuthorizationDeps) {
       const entry = deps.permissions.allows(principal, action);
       if (entry === undefined) {
         if (action === 'submit') audit('denied', 403, { permission: `${action}: denied` }, 'GW_AUTH_FORBIDDEN');
-        else if (action === 'cancel') control('denied', 403, { permission: `${action}: denied` }, 'GW_AUTH_FORBIDDEN');
+        else if (action === 'cancel' || (action === 'logs' && actions.has('cancel'))) control('denied', 403, { permission: `${action}: denied` }, 'GW_AUTH_FORBIDDEN');
         next(new GatewayError('GW_AUTH_FORBIDDEN', { principal, action, route: `${req.method} ${path.slice(0, 200)}` }));
         return;
       }
@@ -189,7 +197,18 @@ export function authorization(deps: AuthorizationDeps) {
   };
 }
 
-/** The permission lists, as configured (`gateway.auth.permission.*`). */
+/**
+ * The permission lists, as configured (`gateway.auth.permission.*`). Without authentication every
+ * caller is the one principal `anonymous` and every list must allow `*` (a start-up rule): the
+ * gateway is as open as the JobManager behind it. `logs`, which names nobody by default, follows
+ * that: open without authentication, so a gateway on loopback shows the Web UI's log pages.
+ */
 export function permissionListsOf(config: Configuration): Record<Action, readonly string[]> {
-  return { read: config.get(coreOptions.permissionRead), submit: config.get(coreOptions.permissionSubmit), cancel: config.get(coreOptions.permissionCancel) };
+  const authenticated = config.getOptional(coreOptions.authTokensFile) !== undefined || config.getOptional(coreOptions.tlsClientCa) !== undefined;
+  return {
+    read: config.get(coreOptions.permissionRead),
+    submit: config.get(coreOptions.permissionSubmit),
+    cancel: config.get(coreOptions.permissionCancel),
+    logs: authenticated ? config.get(coreOptions.permissionLogs) : ['*'],
+  };
 }

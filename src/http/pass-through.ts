@@ -6,28 +6,17 @@ import type { Dispatcher } from 'undici';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
 import { isJobGraphSubmission } from './authorization';
+import { decodeAnswer, filterConfigurationAnswer, flinkSecretRule, type SecretRule } from './configuration-filter';
+import { forwardedRequestHeaders } from './forwarded-headers';
+import { answerClassesOf } from './jobmanager-answers';
 import { passedOnBodyBytes } from '../v8-tuning';
 import { type JobGraphHook, readJobGraphAnswer } from './job-graph-answer';
 
-// Hop-by-hop headers (RFC 9110 §7.6.1) plus ones undici sets itself. `expect` is dropped because
-// undici does not do 100-continue; Node has already answered it towards the client.
+// Hop-by-hop headers of an answer (RFC 9110 §7.6.1), not relayed to the client.
 const HOP_BY_HOP = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization',
   'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'expect',
 ]);
-
-function requestHeaders(req: Request): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  const connectionTokens = tokensOf(req.headers.connection);
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || connectionTokens.has(name)) continue;
-    out[name] = value;
-  }
-  out['x-forwarded-for'] = [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', ');
-  out['x-forwarded-proto'] = req.protocol;
-  if (req.headers.host) out['x-forwarded-host'] = req.headers.host;
-  return out;
-}
 
 function responseHeaders(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
@@ -72,16 +61,27 @@ function requestBody(req: Request): Readable {
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** The largest configuration answer the gateway reads to filter it (Flink's are tens of kB). */
+const MAX_FILTERED_ANSWER = 16 * 1024 * 1024;
 /** Flink's Java client sends `{}` with every GET; anything past this is not a client of Flink's. */
 const MAX_IGNORED_BODY = 64 * 1024;
 
 /**
  * Forwards every request the gateway does not own to the JobManager: any method, the raw path and
  * query unchanged, bodies streamed both ways with backpressure, status and end-to-end headers kept.
- * The Flink Web UI is served this way. With `jobGraphs`, an accepted POST /v1/jobs has its job
- * registered before the answer is relayed (docs/adr/0010).
+ * The Flink Web UI is served this way. Only the request headers Flink's REST reads go upstream
+ * (`forwardedRequestHeaders`: never the caller's credentials). Configuration listings are read
+ * whole and relayed with their secrets hidden (`secrets`, the gateway's sensitivity rule; see
+ * `jobmanager-answers.ts`). With `jobGraphs`, an accepted POST /v1/jobs has its job registered
+ * before the answer is relayed (docs/adr/0010).
  */
-export function createPassThrough(cluster: JobManagerClient, logger: Logger, onResponse?: (status: number, seconds: number) => void, jobGraphs?: JobGraphHook) {
+export function createPassThrough(
+  cluster: JobManagerClient,
+  logger: Logger,
+  onResponse?: (status: number, seconds: number) => void,
+  jobGraphs?: JobGraphHook,
+  secrets: () => SecretRule = () => flinkSecretRule,
+) {
   return async function passThrough(req: Request, res: Response, next: NextFunction): Promise<void> {
     const endJobGraph = jobGraphs && isJobGraphSubmission(req.method, req.originalUrl.split('?')[0] ?? '/') ? jobGraphs.beginJobGraph() : undefined;
     try {
@@ -101,7 +101,8 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
     // discarded unread-through, a large or chunked one refused; either way the answer does not wait
     // for it, and request-context closes a connection whose body was not read to its end.
     let forwardBody = hasBody(req);
-    const headers = requestHeaders(req);
+    const filtered = answerClassesOf(req.originalUrl.split('?')[0] ?? '/').has('configuration');
+    const headers = forwardedRequestHeaders(req, { identity: filtered });
     if (forwardBody && BODYLESS.has(req.method)) {
       const declared = Number(req.headers['content-length'] ?? Number.POSITIVE_INFINITY);
       if (!(declared <= MAX_IGNORED_BODY)) {
@@ -129,6 +130,10 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
       await relayJobGraphAnswer(upstream, jobGraph, res, next);
       return;
     }
+    if (filtered && req.method !== 'HEAD') {
+      await relayFiltered(upstream, req, res, next);
+      return;
+    }
     // writeHead, not res.set: Express would append a charset to the upstream content type. A 503
     // (the JobManager electing a leader) says when to retry, as the gateway's own 503s do.
     const headers503 = upstream.statusCode === 503 && upstream.headers['retry-after'] === undefined ? { 'retry-after': '5' } : {};
@@ -141,6 +146,42 @@ export function createPassThrough(cluster: JobManagerClient, logger: Logger, onR
       logger.warn({ err: (err as Error).message, path: req.path }, 'pass-through response stream failed');
       res.destroy();
     }
+  }
+
+  /**
+   * A configuration listing: read whole (bounded), decoded if a proxy compressed it anyway, its
+   * secrets hidden, then sent with its new length. An answer that cannot be read as JSON is not
+   * relayed when it claims success (502): what cannot be filtered does not pass.
+   */
+  async function relayFiltered(upstream: Dispatcher.ResponseData, req: Request, res: Response, next: NextFunction): Promise<void> {
+    const reason = (why: string) => new GatewayError('GW_CLUSTER_BAD_RESPONSE', { target: cluster.baseUrl, reason: `${why} (${req.method} ${req.path.slice(0, 200)}, a configuration listing the gateway filters)` });
+    let text: string;
+    try {
+      const bytes = await readBounded(upstream.body, MAX_FILTERED_ANSWER);
+      text = decodeAnswer(bytes, upstream.headers['content-encoding'], MAX_FILTERED_ANSWER).toString('utf8');
+    } catch (err) {
+      next(reason((err as Error).message));
+      return;
+    }
+    const headers = responseHeaders(upstream.headers);
+    delete headers['content-encoding'];
+    let body = text;
+    if (text.trim() !== '') {
+      try {
+        const { body: filteredBody, hidden } = filterConfigurationAnswer(JSON.parse(text), secrets());
+        body = JSON.stringify(filteredBody);
+        if (hidden > 0) ((res.locals.log as Logger | undefined) ?? logger).debug({ hidden }, 'configuration values hidden from a JobManager answer');
+      } catch {
+        if (upstream.statusCode >= 200 && upstream.statusCode < 300) {
+          next(reason('the answer is not JSON'));
+          return;
+        }
+      }
+    }
+    const out = Buffer.from(body, 'utf8');
+    headers['content-length'] = String(out.length);
+    res.writeHead(upstream.statusCode, headers);
+    res.end(out);
   }
 
   async function relayJobGraphAnswer(upstream: Dispatcher.ResponseData, hook: JobGraphHook, res: Response, next: NextFunction): Promise<void> {
@@ -218,6 +259,21 @@ export function relayBody(body: Readable, res: Writable): Promise<void> {
     res.on('drain', onDrain);
     res.once('close', onClose);
   });
+}
+
+/** Reads a body whole, failing past `maxBytes` (the rest is not read). */
+async function readBounded(body: Readable, maxBytes: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      body.destroy();
+      throw new Error(`the answer is larger than ${maxBytes} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
 }
 
 /** The JobManager accepted a job graph: register its job, then answer (or refuse, the job cancelled). */

@@ -1,5 +1,5 @@
 import { createRegistry } from '../../../src/composition';
-import { actionsOf, isJobGraphSubmission, Permissions } from '../../../src/http/authorization';
+import { actionsOf, isJobGraphSubmission, Permissions, permissionListsOf } from '../../../src/http/authorization';
 
 const actions = (method: string, path: string) => [...actionsOf(method, path)].sort().join('+');
 
@@ -32,6 +32,16 @@ describe('what a request needs', () => {
     ['GET', '/jobs/abc/yarn%252Dcancel', 'cancel'],
     ['POST', '/v1/%256Aobs', 'submit'],
     ['GET', '/jobs/abc/yarn%2Dcancel', 'cancel'],
+    // What the JobManager cannot filter needs gateway.auth.permission.logs on top; configuration listings are read (filtered).
+    ['GET', '/v1/jobmanager/config', 'read'],
+    ['GET', '/jobs/abc/jobmanager/config', 'read'],
+    ['GET', '/v1/jobmanager/log', 'logs+read'],
+    ['GET', '/jobmanager/logs/flink.log', 'logs+read'],
+    ['GET', '/v1/jobmanager/%73tdout', 'logs+read'],
+    ['GET', '/v1/taskmanagers/tm-1/thread-dump', 'logs+read'],
+    ['GET', '/v1/jobs/abc/vertices/def/flamegraph', 'logs+read'],
+    ['POST', '/v1/jobmanager/profiler', 'cancel+logs'],
+    ['POST', '/v1/taskmanagers/tm-1/%2570rofiler', 'cancel+logs'],
   ])('%s %s → %s', (method, path, expected) => {
     expect(actions(method, path.split('?')[0]!)).toBe(expected);
   });
@@ -52,7 +62,27 @@ describe('Permissions', () => {
     expect(p.allows('token:ci', 'cancel')).toBeUndefined();
     expect(p.allows('cert:flink-operator', 'cancel')).toBe('cert:flink-operator');
     expect(p.restricted).toBe(true);
-    expect(new Permissions({ read: ['*'], submit: ['*'], cancel: ['*'] }).restricted).toBe(false);
+    expect(new Permissions({ read: ['*'], submit: ['*'], cancel: ['*'], logs: ['*'] }).restricted).toBe(false);
+  });
+
+  it('gives logs to nobody unless listed', () => {
+    expect(p.allows('token:viewer', 'logs')).toBeUndefined();
+    expect(p.allows('cert:flink-operator', 'logs')).toBeUndefined();
+    const withLogs = new Permissions({ read: ['*'], submit: ['*'], cancel: ['*'], logs: ['token:ops'] });
+    expect(withLogs.allows('token:ops', 'logs')).toBe('token:ops');
+    expect(withLogs.allows('token:viewer', 'logs')).toBeUndefined();
+  });
+
+  it('opens logs without authentication (every caller is anonymous, as for every other list) and keeps its list with it', () => {
+    const registry = createRegistry();
+    expect(permissionListsOf(registry.resolve(new Map())).logs).toEqual(['*']);
+    const raw = new Map([
+      ['gateway.auth.tokens-file', { value: '/dev/null', source: '-D' }],
+      ['gateway.auth.permission.logs', { value: 'token:ops', source: '-D' }],
+    ]);
+    expect(permissionListsOf(registry.resolve(raw, new Map(), { files: false })).logs).toEqual(['token:ops']);
+    expect(permissionListsOf(registry.resolve(new Map([raw.get('gateway.auth.tokens-file')!].map((e) => ['gateway.auth.tokens-file', e])), new Map(), { files: false })).logs).toEqual([]);
+    expect(() => registry.resolve(new Map([['gateway.auth.permission.logs', { value: 'token:ops', source: '-D' }]]))).toThrow(/gateway\.auth\.permission\.logs \(from -D\): names principals, but no authentication is configured/);
   });
 
   it('refuses entries that are not principals (the option\'s check, at resolve time)', () => {
