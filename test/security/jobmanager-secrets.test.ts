@@ -37,7 +37,9 @@ function canaryConfiguration(): { config: Record<string, string>; canaries: Map<
     config[key] = def.type === 'map' ? `X-Canary:${value}` : value;
   }
   // Keys the registry does not declare: the name heuristic, and Flink's own list.
-  for (const key of ['fs.s3a.access.key', 'fs.gs.auth.service.account.private.key', 'custom.connector.password', 'some.service.api-key']) config[key] = canary(key);
+  for (const key of ['fs.s3a.access.key', 'fs.gs.auth.service.account.private.key', 'custom.connector.password', 'some.service.api-key']) {
+    if (!(key in config)) config[key] = canary(key);
+  }
   // A secret as a -D property of the JVMs (their options are listed by /jobmanager/environment and logged at start).
   const jvm = canary('-Dfs.azure.sas.jvm.acct.blob.core.windows.net (env.java.opts)');
   config['env.java.opts.jobmanager'] = `-Dfs.azure.sas.jvm.acct.blob.core.windows.net=${jvm}`;
