@@ -23,9 +23,10 @@ import { coreOptions } from './config/options';
 import { ConfigError, type Configuration, OptionsRegistry } from './config/registry';
 import { watchSecretsDir } from './config/secrets-dir';
 import { HaCoordinator } from './ha/ha-coordinator';
-import { haOptions, haStoreOf } from './ha/ha-options';
-import { ZooKeeperSession } from './ha/zookeeper';
-import { ZooKeeperJobClaims, ZooKeeperRegistrationStore } from './ha/zookeeper-store';
+import { HaConfigProblem, haOptions, haRules, haSecretProblem, haSharedSecretOf, haStoreOf } from './ha/ha-options';
+import { RecordSeal } from './ha/record-seal';
+import { digestFromSecret, ZooKeeperSession } from './ha/zookeeper';
+import { type RejectedRecord, ZooKeeperJobClaims, ZooKeeperRegistrationStore } from './ha/zookeeper-store';
 import { createApp } from './http/app';
 import { Authenticator, authOptionsOf } from './http/auth';
 import { Permissions, permissionListsOf } from './http/authorization';
@@ -53,7 +54,7 @@ export function createRegistry(plugins: readonly FsPluginDefinition[] = []): Opt
   const providers = tokenProvidersOf(plugins);
   return new OptionsRegistry(
     [...Object.values(coreOptions), ...Object.values(artifactOptions), ...Object.values(tokenOptions), ...Object.values(haOptions), ...plugins.flatMap((p) => p.options), ...providers.flatMap((p) => p.options)],
-    [...coreRules, ...plugins.flatMap((p) => p.rules ?? []), ...providers.flatMap((p) => p.rules ?? [])],
+    [...coreRules, ...haRules, ...plugins.flatMap((p) => p.rules ?? []), ...providers.flatMap((p) => p.rules ?? [])],
   );
 }
 
@@ -129,15 +130,21 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const slots = new FetchQueue(config.get(artifactOptions.maxConcurrentFetches), config.get(artifactOptions.fetchQueueSize));
     const shutdown = resources.adopt(new AbortController(), (c) => c.abort());
     // One replica: registrations and claims in files of its own; an HA cluster's gateways: in its ZooKeeper (ADR 0012).
-    const ha = haStoreOfConfig(config);
+    const { store: ha, secret } = haStoreOfConfig(config);
     const haLog = logger.child({ component: 'ha' });
-    const zookeeper = ha.kind === 'zookeeper' ? resources.adopt(new ZooKeeperSession(ha.settings, haLog), (z) => z.close()) : undefined;
+    // Every record the replicas share is sealed under their secret, and the gateways authenticate to
+    // ZooKeeper with a digest identity derived from it (ADR 0028).
+    const seal = secret !== undefined ? new RecordSeal(secret) : undefined;
+    // Called only once the stores read records, after the metrics exist.
+    const onRejected: RejectedRecord = (kind, reason) => metrics.haRecordsRejected.inc({ kind, reason });
+    const zookeeper = ha.kind === 'zookeeper' && secret !== undefined ? resources.adopt(new ZooKeeperSession(ha.settings, haLog, { digest: digestFromSecret(secret) }), (z) => z.close()) : undefined;
+    if (zookeeper) haLog.info({ identity: zookeeper.identity }, "the gateway's ZooKeeper nodes admit this digest identity only");
     let coordinator: HaCoordinator | undefined;
-    const sharedClaims = zookeeper ? new ZooKeeperJobClaims(zookeeper, { retentionMs: JOB_CLAIM_RETENTION_MS }) : undefined;
+    const sharedClaims = zookeeper && seal ? new ZooKeeperJobClaims(zookeeper, { retentionMs: JOB_CLAIM_RETENTION_MS, seal, log: haLog.child({ store: 'claims' }), onRejected }) : undefined;
     const store: RegistrationStore | undefined = !tokensEnabled(config)
       ? undefined
-      : zookeeper
-        ? new ZooKeeperRegistrationStore(zookeeper, haLog)
+      : zookeeper && seal
+        ? new ZooKeeperRegistrationStore(zookeeper, haLog, { seal, onRejected })
         : resources.adopt(new FileRegistrationStore(tokenStoreDir(config), tokenLog), (s) => s.flush().catch((err: unknown) => tokenLog.error({ err }, 'cannot write the job-registration store')));
     if (!zookeeper) await store?.init();
     const registrations = new JobRegistrations({
@@ -252,11 +259,22 @@ function reconfigurePlugins(registry: PluginRegistry, ctxFor: () => (plugin: FsP
   }
 }
 
-/** gateway.ha.store against the cluster's Flink configuration; a mismatch is a configuration problem (exit 2). */
-function haStoreOfConfig(config: Configuration): ReturnType<typeof haStoreOf> {
+/**
+ * gateway.ha.store against the cluster's Flink configuration, with the replicas' shared secret a
+ * shared store needs; a mismatch, an ACL mode the gateway cannot honour or a missing secret is a
+ * configuration problem (exit 2) naming the key to change.
+ */
+function haStoreOfConfig(config: Configuration): { store: ReturnType<typeof haStoreOf>; secret: string | undefined } {
+  let store: ReturnType<typeof haStoreOf>;
   try {
-    return haStoreOf(config.get(haOptions.store), config.cluster);
+    store = haStoreOf(config.get(haOptions.store), config.cluster);
   } catch (err) {
-    throw new ConfigError([{ key: haOptions.store.key, source: "gateway.ha.store and the cluster's Flink configuration", message: (err as Error).message }]);
+    const key = err instanceof HaConfigProblem ? err.key : haOptions.store.key;
+    const source = key.startsWith('gateway.') ? "gateway.ha.store and the cluster's Flink configuration" : "the cluster's Flink configuration (gateway.cluster.flink-conf)";
+    throw new ConfigError([{ key, source, message: (err as Error).message }]);
   }
+  const secret = haSharedSecretOf(config);
+  const missing = haSecretProblem(store, secret);
+  if (missing) throw new ConfigError([{ key: missing.key, source: `gateway.ha.store (${store.kind})`, message: missing.message }]);
+  return { store, secret };
 }

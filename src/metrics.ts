@@ -51,6 +51,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly haRecordsRejected = new Counter({
+    name: 'flink_gateway_ha_records_rejected_total',
+    help: 'Records read from the shared HA store that failed their integrity check and were ignored, by kind (registration | job-claim) and reason (unsealed | unknown-version | wrong-kind | bad-mac | malformed). Alert on any: forged records, or replicas with different gateway.ha.shared-secret values.',
+    labelNames: ['kind', 'reason'] as const,
+    registers: [this.registry],
+  });
+
   /** One finished fetch (the fetcher's onFetch): its duration, the bytes downloaded, a cache hit or miss. */
   readonly observeFetch = (plugin: string, result: 'done' | 'cached' | 'failed', seconds: number, bytes: number): void => {
     this.fetchDuration.observe({ plugin, result }, seconds);

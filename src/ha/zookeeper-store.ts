@@ -3,22 +3,80 @@ import type { Logger } from 'pino';
 import { type Clock, systemClock, type TimerHandle } from '../clock';
 import type { Claim, ClaimResult, JobClaimBook } from '../submission/job-claims';
 import { parseStoredRegistration, type RegistrationStore, type StoredRegistration } from '../submission/registration-store';
-import { BAD_VERSION, NODE_EXISTS, NO_NODE, type ZooKeeperSession, zkCode } from './zookeeper';
+import type { RecordSeal, SealFailure } from './record-seal';
+import { type AclEntry, BAD_VERSION, NO_AUTH, NODE_EXISTS, NO_NODE, OPEN_ACL, sameAcl, type ZooKeeperSession, zkCode } from './zookeeper';
 
-/** The gateway's nodes inside the cluster's ZooKeeper namespace: removed with it when Flink cleans the cluster up. */
+/**
+ * The gateway's nodes inside the cluster's ZooKeeper namespace. Closed to everyone but the
+ * gateways' digest identity, so Flink's (or the operator's) clean-up of the namespace cannot
+ * remove them: the ADR on the authenticated store says how to.
+ */
 export function gatewayRoot(namespace: string): string {
   return `${namespace}/flink-jar-gateway`;
+}
+
+/** The kinds of record the gateway keeps in ZooKeeper, as sealed (part of what the MAC covers). */
+export const RECORD_KIND = { registration: 'registration', claim: 'job-claim' } as const;
+
+/** A shared record that did not open: told to the metrics (the store logs it). */
+export type RejectedRecord = (kind: string, reason: SealFailure | 'malformed') => void;
+
+/** What the stores need of a session to create their nodes closed (a fake in unit tests). */
+export type NodeSession = Pick<ZooKeeperSession, 'settings' | 'acl' | 'mkdirp' | 'create' | 'getACL' | 'setACL'>;
+
+const describeAcl = (acl: readonly AclEntry[]) => acl.map((e) => `${e.scheme}:${e.id.replace(/:.*/, ':…')}:${e.perms}`).join(',');
+
+/**
+ * Creates the gateway's nodes `paths` (parents first) with the session's ACL, under the cluster's
+ * namespace created open as Flink creates it. A node that exists with another ACL — left open by
+ * a gateway without a shared secret, or created by someone else first — is closed when its ACL
+ * lets this identity change it, and is a start-up problem when it does not.
+ */
+export async function ensureOwnNodes(session: NodeSession, paths: readonly string[], log: Logger): Promise<void> {
+  await session.mkdirp(session.settings.namespace, OPEN_ACL);
+  for (const path of paths) {
+    try {
+      await session.create(path, Buffer.alloc(0));
+      continue;
+    } catch (err) {
+      if (zkCode(err) !== NODE_EXISTS) throw err;
+    }
+    const foreign = (acl: string) =>
+      new Error(
+        `${path} exists with an ACL that does not admit this gateway (${acl}): it was created by someone else, or by gateways with another gateway.ha.shared-secret. Remove it (zkCli: deleteall ${path}, authenticated as its owner or as ZooKeeper's super user) and start again`,
+      );
+    let node: Awaited<ReturnType<NodeSession['getACL']>>;
+    try {
+      node = await session.getACL(path);
+    } catch (err) {
+      // ZooKeeper answers getACL only to who may read or administer the node.
+      if (zkCode(err) === NO_AUTH) throw foreign('not readable by this gateway');
+      throw err;
+    }
+    if (!node || sameAcl(node.acl, session.acl)) continue;
+    try {
+      await session.setACL(path, session.acl, node.aversion);
+      log.warn({ path, was: describeAcl(node.acl) }, "a node of the gateway's ZooKeeper subtree was open to others; it is now closed to everyone but the gateways");
+    } catch (err) {
+      if (zkCode(err) === NO_AUTH) throw foreign(describeAcl(node.acl));
+      throw err;
+    }
+  }
 }
 
 const JOB_ID = /^[0-9a-f]{32}$/;
 const RESYNC_RETRY_MS = 1_000;
 
 /** What the registration store needs of a ZooKeeper session (a fake in unit tests). */
-export interface RegistrationSession extends Pick<ZooKeeperSession, 'settings' | 'isConnected' | 'mkdirp' | 'getChildren' | 'getData' | 'setData' | 'create' | 'remove'> {
+export interface RegistrationSession extends NodeSession, Pick<ZooKeeperSession, 'isConnected' | 'getChildren' | 'getData' | 'setData' | 'remove'> {
   on(event: 'up', listener: () => void): unknown;
 }
 
 export interface ZooKeeperRegistrationStoreOptions {
+  /** Seals every record written and opens every record read (the replicas' shared secret). */
+  seal: RecordSeal;
+  /** Counts a record that did not open (the metrics). */
+  onRejected?: RejectedRecord;
   /** Timers for re-reading after a failed read (injected in tests). */
   clock?: Clock;
   /** How long after a failed read to read again; default 1 s. */
@@ -52,13 +110,18 @@ export class ZooKeeperRegistrationStore
   private retry: TimerHandle | undefined;
   private readonly clock: Clock;
   private readonly retryMs: number;
+  private readonly seal: RecordSeal;
+  private readonly onRejected: RejectedRecord | undefined;
+  private ready: Promise<void> | undefined;
 
   constructor(
     private readonly session: RegistrationSession,
     private readonly log: Logger,
-    opts: ZooKeeperRegistrationStoreOptions = {},
+    opts: ZooKeeperRegistrationStoreOptions,
   ) {
     super();
+    this.seal = opts.seal;
+    this.onRejected = opts.onRejected;
     this.clock = opts.clock ?? systemClock;
     this.retryMs = opts.retryMs ?? RESYNC_RETRY_MS;
     this.dir = `${gatewayRoot(session.settings.namespace)}/registrations`;
@@ -71,8 +134,17 @@ export class ZooKeeperRegistrationStore
   }
 
   async init(): Promise<void> {
-    await this.session.mkdirp(this.dir);
+    await this.ensureNodes();
     await this.sync(true);
+  }
+
+  /** The subtree exists and is closed; tried again by the next write when ZooKeeper was not reachable at start. */
+  private ensureNodes(): Promise<void> {
+    this.ready ??= ensureOwnNodes(this.session, [gatewayRoot(this.session.settings.namespace), this.dir], this.log).catch((err: unknown) => {
+      this.ready = undefined;
+      throw err;
+    });
+    return this.ready;
   }
 
   list(): StoredRegistration[] {
@@ -84,8 +156,9 @@ export class ZooKeeperRegistrationStore
   }
 
   async put(reg: StoredRegistration): Promise<void> {
-    const data = Buffer.from(JSON.stringify(reg));
+    await this.ensureNodes();
     const path = `${this.dir}/${reg.jobId}`;
+    const data = this.seal.sealBytes(RECORD_KIND.registration, path, JSON.stringify(reg));
     try {
       await this.session.setData(path, data);
     } catch (err) {
@@ -112,13 +185,8 @@ export class ZooKeeperRegistrationStore
     // Compare and delete: a retry on another replica may have replaced the record meanwhile.
     const node = await this.session.getData(path);
     if (!node) return;
-    let stored: StoredRegistration | undefined;
-    try {
-      stored = parseStoredRegistration(JSON.parse(node.data.toString('utf8')));
-    } catch {
-      stored = undefined;
-    }
-    if (stored?.attempt !== attempt) return;
+    // Only a record this attempt can prove is its own is removed: a forged one is left alone.
+    if (this.open(jobId, node.data)?.attempt !== attempt) return;
     try {
       await this.session.remove(path, node.version);
       this.jobs.delete(jobId);
@@ -202,20 +270,35 @@ export class ZooKeeperRegistrationStore
       if (this.jobs.delete(jobId)) this.emit('removed', jobId);
       return;
     }
-    let rec: StoredRegistration | undefined;
-    try {
-      rec = parseStoredRegistration(JSON.parse(node.data.toString('utf8')));
-    } catch {
-      rec = undefined;
-    }
-    if (!rec || rec.jobId !== jobId) {
-      this.log.error({ jobId, store: this.where }, 'a shared job registration is unreadable; ignored');
-      return;
-    }
+    const rec = this.open(jobId, node.data);
+    if (!rec) return;
     const before = this.jobs.get(jobId);
     if (before && JSON.stringify(before) === JSON.stringify(rec)) return;
     this.jobs.set(jobId, rec);
     this.emit(before ? 'updated' : 'added', rec);
+  }
+
+  /**
+   * The registration a node holds, if it opens under the replicas' secret as a registration of
+   * this very node and reads as one; else undefined, logged and counted — never acted on: a
+   * registration names the principal whose tokens the job gets.
+   */
+  private open(jobId: string, data: Buffer): StoredRegistration | undefined {
+    const path = `${this.dir}/${jobId}`;
+    const opened = this.seal.openJson(RECORD_KIND.registration, path, data);
+    let rec: StoredRegistration | undefined;
+    if (opened.ok) {
+      try {
+        rec = parseStoredRegistration(opened.value);
+      } catch {
+        rec = undefined;
+      }
+    }
+    if (rec && rec.jobId === jobId) return rec;
+    const reason = opened.ok ? 'malformed' : opened.reason;
+    this.log.error({ jobId, path, reason, store: this.where }, 'a shared job registration failed its integrity check (forged, altered, moved from another node, or written without gateway.ha.shared-secret); ignored');
+    this.onRejected?.(RECORD_KIND.registration, reason);
+    return undefined;
   }
 }
 
@@ -230,37 +313,43 @@ export class ZooKeeperJobClaims implements JobClaimBook {
   private ready: Promise<void> | undefined;
 
   constructor(
-    private readonly session: ZooKeeperSession,
-    private readonly opts: { retentionMs: number; wallClock?: () => number },
+    private readonly session: NodeSession & Pick<ZooKeeperSession, 'getData' | 'getChildren' | 'remove'>,
+    private readonly opts: {
+      retentionMs: number;
+      wallClock?: () => number;
+      /** Seals every claim written and opens every claim read (the replicas' shared secret). */
+      seal: RecordSeal;
+      log: Logger;
+      onRejected?: RejectedRecord;
+    },
   ) {
     this.dir = `${gatewayRoot(session.settings.namespace)}/claims`;
   }
 
   async claim(jobId: string, principal: string, fingerprint: string): Promise<ClaimResult> {
-    this.ready ??= this.session.mkdirp(this.dir);
+    // A failed attempt (ZooKeeper not reachable yet) is tried again by the next claim.
+    this.ready ??= ensureOwnNodes(this.session, [gatewayRoot(this.session.settings.namespace), this.dir], this.opts.log).catch((err: unknown) => {
+      this.ready = undefined;
+      throw err;
+    });
     await this.ready;
     const now = (this.opts.wallClock ?? Date.now)();
     const path = `${this.dir}/${jobId}`;
     const mine: Claim = { jobId, principal, fingerprint, at: now };
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
-        await this.session.create(path, Buffer.from(JSON.stringify(mine)));
+        await this.session.create(path, this.opts.seal.sealBytes(RECORD_KIND.claim, path, JSON.stringify(mine)));
         return 'new';
       } catch (err) {
         if (zkCode(err) !== NODE_EXISTS) throw err;
       }
       const node = await this.session.getData(path);
       if (!node) continue; // released meanwhile
-      let existing: Partial<Claim> | undefined;
-      try {
-        existing = JSON.parse(node.data.toString('utf8')) as Partial<Claim>;
-      } catch {
-        existing = undefined;
-      }
-      if (existing && typeof existing.at === 'number' && existing.at >= now - this.opts.retentionMs) {
+      const existing = this.open(jobId, node.data);
+      if (existing && existing.at >= now - this.opts.retentionMs) {
         return existing.principal === principal && existing.fingerprint === fingerprint ? 'retry' : 'conflict';
       }
-      // Expired (or unreadable): replace it, unless another replica changed it first.
+      // Expired, or not a claim of the replicas (forged: it locks nothing): replace it, unless another replica changed it first.
       try {
         await this.session.remove(path, node.version);
       } catch (err) {
@@ -281,13 +370,8 @@ export class ZooKeeperJobClaims implements JobClaimBook {
     for (const jobId of await this.session.getChildren(this.dir)) {
       const node = await this.session.getData(`${this.dir}/${jobId}`);
       if (!node) continue;
-      let at: unknown;
-      try {
-        at = (JSON.parse(node.data.toString('utf8')) as Partial<Claim>).at;
-      } catch {
-        at = undefined;
-      }
-      if (typeof at === 'number' && at >= cutoff) continue;
+      const at = this.open(jobId, node.data)?.at;
+      if (at !== undefined && at >= cutoff) continue;
       try {
         await this.session.remove(`${this.dir}/${jobId}`, node.version);
         removed++;
@@ -300,5 +384,17 @@ export class ZooKeeperJobClaims implements JobClaimBook {
 
   async flush(): Promise<void> {
     /* every write is awaited */
+  }
+
+  /** The claim a node holds, if it opens as a claim of this very node; else undefined, logged and counted. */
+  private open(jobId: string, data: Buffer): Claim | undefined {
+    const path = `${this.dir}/${jobId}`;
+    const opened = this.opts.seal.openJson(RECORD_KIND.claim, path, data);
+    const c = opened.ok ? (opened.value as Partial<Claim> | null) : undefined;
+    if (c && typeof c === 'object' && c.jobId === jobId && typeof c.principal === 'string' && typeof c.fingerprint === 'string' && typeof c.at === 'number') return c as Claim;
+    const reason = opened.ok ? 'malformed' : opened.reason;
+    this.opts.log.error({ jobId, path, reason }, 'a shared job-id claim failed its integrity check (forged, altered, moved from another node, or written without gateway.ha.shared-secret); it binds nothing and is replaced');
+    this.opts.onRejected?.(RECORD_KIND.claim, reason);
+    return undefined;
   }
 }

@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import * as zk from 'node-zookeeper-client';
 import type { Logger } from 'pino';
+import { deriveKey, KEY_PURPOSE } from './record-seal';
 
 /** The ZooKeeper settings of the cluster's Flink configuration (its `high-availability.zookeeper.*` keys). */
 export interface ZooKeeperSettings {
@@ -13,6 +15,54 @@ export interface ZooKeeperSettings {
 
 export type WatchEvent = 'changed';
 
+/** The user name of the gateways' digest identity in ZooKeeper (the same on every replica). */
+export const DIGEST_USER = 'flink-jar-gateway';
+
+/** The gateways' ZooKeeper digest credentials: a user name and a password derived from the replicas' shared secret. */
+export interface ZooKeeperDigest {
+  user: string;
+  password: string;
+}
+
+/** The digest credentials of the replicas sharing `secret` (HKDF-SHA-256, a purpose of its own: the password reveals nothing of the record key). */
+export function digestFromSecret(secret: string | Buffer): ZooKeeperDigest {
+  return { user: DIGEST_USER, password: deriveKey(secret, KEY_PURPOSE.zookeeperDigest).toString('base64url') };
+}
+
+/** ZooKeeper's id of a digest identity (DigestAuthenticationProvider): `user:base64(sha1(user:password))`. */
+export function digestId(d: ZooKeeperDigest): string {
+  return `${d.user}:${createHash('sha1').update(`${d.user}:${d.password}`).digest('base64')}`;
+}
+
+/** One entry of a node's ACL as the gateway reads and writes it. */
+export interface AclEntry {
+  /** ZooKeeper's permission bits: READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16 (ALL 31). */
+  perms: number;
+  scheme: string;
+  id: string;
+}
+
+export const OPEN_ACL: readonly AclEntry[] = [{ perms: zk.Permission.ALL, scheme: 'world', id: 'anyone' }];
+
+/**
+ * The ACL of every node the gateway creates: everything for its digest identity, nothing for anyone
+ * else — not even reading: the records name principals, artifact locations and job configurations,
+ * and nothing but the gateways needs them. Without credentials (tests that play other processes),
+ * the open ACL.
+ */
+export function ownAcl(digest: ZooKeeperDigest | undefined): readonly AclEntry[] {
+  return digest ? [{ perms: zk.Permission.ALL, scheme: 'digest', id: digestId(digest) }] : OPEN_ACL;
+}
+
+export function sameAcl(a: readonly AclEntry[], b: readonly AclEntry[]): boolean {
+  const key = (e: AclEntry) => `${e.perms}|${e.scheme}|${e.id}`;
+  return a.length === b.length && a.map(key).sort().join('\n') === b.map(key).sort().join('\n');
+}
+
+function toZk(acl: readonly AclEntry[]): zk.ACL[] {
+  return acl.map((e) => new zk.ACL(e.perms, new zk.Id(e.scheme, e.id)));
+}
+
 /** A ZooKeeper error code from node-zookeeper-client (NO_NODE, NODE_EXISTS, BAD_VERSION, ...), or undefined. */
 export function zkCode(err: unknown): number | undefined {
   return err instanceof zk.Exception ? err.getCode() : undefined;
@@ -20,6 +70,12 @@ export function zkCode(err: unknown): number | undefined {
 export const NO_NODE = zk.Exception.NO_NODE;
 export const NODE_EXISTS = zk.Exception.NODE_EXISTS;
 export const BAD_VERSION = zk.Exception.BAD_VERSION;
+export const NO_AUTH = zk.Exception.NO_AUTH;
+
+export interface ZooKeeperSessionOptions {
+  /** Digest credentials sent on every connection; nodes this session creates are then closed to everyone else (ownAcl). */
+  digest?: ZooKeeperDigest;
+}
 
 /**
  * One ZooKeeper session with promises, that outlives session expiry: an expired session is
@@ -32,13 +88,24 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
   private client: zk.Client;
   private closed = false;
   private connected = false;
+  private readonly digest: ZooKeeperDigest | undefined;
+  /** The ACL of the nodes this session creates. */
+  readonly acl: readonly AclEntry[];
 
   constructor(
     readonly settings: ZooKeeperSettings,
     private readonly log: Logger,
+    opts: ZooKeeperSessionOptions = {},
   ) {
     super();
+    this.digest = opts.digest;
+    this.acl = ownAcl(opts.digest);
     this.client = this.newClient();
+  }
+
+  /** The digest identity this session authenticates as (its ACL id, no secret), for logs and the status route. */
+  get identity(): string | undefined {
+    return this.digest ? `digest:${digestId(this.digest)}` : undefined;
   }
 
   get isConnected(): boolean {
@@ -51,6 +118,10 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
     // given up on (and answered 503 for) must not be carried out minutes later: a claim or a
     // registration written after its run was refused.
     const client = zk.createClient(this.settings.quorum, { sessionTimeout: this.settings.sessionTimeoutMs, spinDelay: 250, retries: 0 });
+    // Before connect: the client sends it right after the connect request, ahead of any operation,
+    // and again on every reconnection of the session (a replaced client after expiry gets it here).
+    // Digest authentication never fails at the server; a wrong password only yields another identity.
+    if (this.digest) client.addAuthInfo('digest', Buffer.from(`${this.digest.user}:${this.digest.password}`, 'utf8'));
     client.on('state', (state) => {
       if (client !== this.client || this.closed) return;
       if (state === zk.State.SYNC_CONNECTED) {
@@ -129,9 +200,24 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
     }));
   }
 
-  /** Creates a persistent node; rejects with NODE_EXISTS (zkCode) when it exists. */
-  create(path: string, data: Buffer): Promise<void> {
-    return this.timed('create', path, () => new Promise((resolve, reject) => this.client.create(path, data, zk.CreateMode.PERSISTENT, (err) => (err ? reject(err) : resolve()))));
+  /** Creates a persistent node with this session's ACL (or `acl`); rejects with NODE_EXISTS (zkCode) when it exists. */
+  create(path: string, data: Buffer, acl: readonly AclEntry[] = this.acl): Promise<void> {
+    return this.timed('create', path, () => new Promise((resolve, reject) => this.client.create(path, data, toZk(acl), zk.CreateMode.PERSISTENT, (err) => (err ? reject(err) : resolve()))));
+  }
+
+  /** The node's ACL and ACL version (`aversion`), or undefined when it does not exist. */
+  getACL(path: string): Promise<{ acl: AclEntry[]; aversion: number } | undefined> {
+    return this.timed('getACL', path, () => new Promise((resolve, reject) => this.client.getACL(path, (err, acls, stat) => {
+      if (zkCode(err) === NO_NODE) resolve(undefined);
+      else if (err) reject(err);
+      // The client's ACL objects carry `permission`, not the `perms` its typings declare.
+      else resolve({ acl: (acls ?? []).map((a) => ({ perms: (a as unknown as { permission?: number }).permission ?? a.perms, scheme: a.id.scheme, id: a.id.id })), aversion: stat.aversion });
+    })));
+  }
+
+  /** Replaces the node's ACL if its ACL version is `aversion` (-1: any); needs ADMIN on the node. */
+  setACL(path: string, acl: readonly AclEntry[], aversion = -1): Promise<void> {
+    return this.timed('setACL', path, () => new Promise((resolve, reject) => this.client.setACL(path, toZk(acl), aversion, (err) => (err ? reject(err) : resolve()))));
   }
 
   /** Sets the node's data if its version is `version` (-1: any); rejects with BAD_VERSION or NO_NODE. */
@@ -160,7 +246,12 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
     return Promise.race([op, limit]).finally(() => clearTimeout(timer));
   }
 
-  mkdirp(path: string): Promise<void> {
-    return this.timed('mkdirp', path, () => new Promise((resolve, reject) => this.client.mkdirp(path, (err) => (err ? reject(err) : resolve()))));
+  /**
+   * Creates the missing nodes of `path` with `acl` (default this session's). The cluster's own
+   * namespace (`<path.root>/<cluster-id>`) is Flink's and gets Flink's open ACL: a node the gateway
+   * closed there first would lock Flink out of its own namespace.
+   */
+  mkdirp(path: string, acl: readonly AclEntry[] = this.acl): Promise<void> {
+    return this.timed('mkdirp', path, () => new Promise((resolve, reject) => this.client.mkdirp(path, toZk(acl), (err) => (err ? reject(err) : resolve()))));
   }
 }

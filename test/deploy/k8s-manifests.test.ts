@@ -532,6 +532,21 @@ describe('HA: two JobManagers whose gateways share the cluster\'s ZooKeeper (ADR
     expect(() => haStoreOf('auto', { ...Object.fromEntries(cluster), 'high-availability.type': 'kubernetes' })).toThrow(/no shared store yet/);
   });
 
+  it('the gateways\' shared HA secret (ADR 0028) is a file from a Secret of its own: required, in the gateway container only, one key', () => {
+    const file = gatewayYaml()['gateway.ha.shared-secret-file'] as string;
+    const mount = (gateway.volumeMounts as K8sObject[]).find((m) => file.startsWith(`${m.mountPath}/`));
+    expect(mount?.readOnly).toBe(true);
+    const v = volume(mount!.name)!;
+    // Not optional: without it the gateway would refuse to start, so the pod should not start.
+    expect(v.secret.optional ?? false).toBe(false);
+    expect(mountOf(main, v.name)).toBeUndefined();
+    const haSecret = onlyOne(manifests, 'Secret', v.secret.secretName);
+    expect(Object.keys({ ...haSecret.stringData, ...haSecret.data })).toEqual([file.slice(mount!.mountPath.length + 1)]);
+    expect(haSecret.metadata.namespace).toBe(deployment.metadata.namespace);
+    // The Flink side keeps Flink's default open ACLs: creator would stop the gateways.
+    expect(flinkConf['high-availability.zookeeper.client.acl'] ?? 'open').toBe('open');
+  });
+
   it('no key of the cluster\'s Flink configuration changes the gateway\'s own options: the JobManager\'s own keys are not taken, and nothing else in it is a gateway option', () => {
     const { config, clusterKeys } = loadGatewayConfig();
     const conf = operatorFlinkConfig(deployment);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,6 +25,8 @@ const ROUNDS = 5;
 /** Tokens live 20 s: the new leader's gateway must serve fresh ones well before the old ones expire. */
 const TOKEN_TTL_S = 20;
 const CLUSTER_ID = 'gw-ha-test';
+/** The replicas' shared secret, in a file as a Kubernetes Secret would mount it. */
+const HA_SECRET = randomBytes(32).toString('base64');
 const log = pino({ level: process.env.HA_TEST_LOG === '1' ? 'info' : 'warn' });
 /** The operator's class-less placeholder jar. */
 const PLACEHOLDER = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' });
@@ -84,6 +87,7 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
         `-Dgateway.artifacts.restricted-hosts.allowed=127.0.0.1:${originProxy.port}`,
         `-Dgateway.artifacts.cache-dir=${join(dir, `cache-${i}`)}`,
         `-Dgateway.tokens.store-dir=${join(dir, `store-${i}`)}`,
+        `-Dgateway.ha.shared-secret-file=${join(dir, 'ha-secret')}`,
         `-Dgateway.tokens.bridge-secret-file=${join(bridgeDir(i), 'bridge-secret')}`,
         '-Dgateway.tokens.watcher.interval=200 ms',
         '-Dgateway.tokens.watcher.missing-grace=20 s',
@@ -130,6 +134,7 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
     const home = distributionHome(VERSION);
     dir = mkdtempSync(join(tmpdir(), 'gw-ha-'));
     for (const i of [0, 1]) mkdirSync(bridgeDir(i));
+    writeFileSync(join(dir, 'ha-secret'), `${HA_SECRET}\n`, { mode: 0o600 });
     await writePaddedJar(WORDCOUNT_JAR, join(dir, 'padded.jar'), 8 * 1024 * 1024);
     tokens = await startTokenEndpoint();
     // A jar of its own per round: no gateway has it cached, so each run by URI is in flight when its gateway dies.

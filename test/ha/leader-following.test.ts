@@ -8,8 +8,9 @@ import pino from 'pino';
 import { builtinTokenProviders } from '../../fs-plugins';
 import { ZooKeeperServer } from '../../src/cluster/zookeeper-server';
 import { identityFromConfig, leaderPath } from '../../src/ha/flink-leader';
-import { ZooKeeperSession } from '../../src/ha/zookeeper';
-import { gatewayRoot, ZooKeeperRegistrationStore } from '../../src/ha/zookeeper-store';
+import { RecordSeal } from '../../src/ha/record-seal';
+import { digestFromSecret, OPEN_ACL, ZooKeeperSession } from '../../src/ha/zookeeper';
+import { gatewayRoot, RECORD_KIND, ZooKeeperRegistrationStore } from '../../src/ha/zookeeper-store';
 import { json, newJobId, uploadFile } from '../helpers/flink';
 import { distributionHome, TEST_JOB_JAR } from '../helpers/flink-dist';
 import { eventually } from '../helpers/eventually';
@@ -17,6 +18,15 @@ import { leaderRecordBytes } from '../helpers/flink-ha-records';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 
 const log = pino({ level: 'warn' });
+/** The replicas' shared secret (gateway.ha.shared-secret). */
+const SECRET = randomBytes(24).toString('base64');
+const seal = new RecordSeal(SECRET);
+/** A node's record as the gateways sealed it. */
+const opened = (path: string, data: Buffer) => {
+  const r = seal.openJson(path.includes('/claims/') ? RECORD_KIND.claim : RECORD_KIND.registration, path, data);
+  if (!r.ok) throw new Error(`${path}: ${r.reason}`);
+  return r.value as Record<string, unknown>;
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -39,7 +49,7 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
 
   const setLeader = async (address: string) => {
     const path = leaderPath({ namespace }, 'dispatcher');
-    await session.mkdirp(path);
+    await session.mkdirp(path, OPEN_ACL);
     await session.setData(path, leaderRecordBytes(address));
   };
   const leading = () => gw.logs.some((l) => String(l.msg).startsWith('leading:'));
@@ -61,7 +71,8 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-ha-follow-'));
     zk = await ZooKeeperServer.start({ home: distributionHome('2.1.3'), log });
-    session = new ZooKeeperSession({ quorum: zk.connectString, namespace, sessionTimeoutMs: 4000, connectionTimeoutMs: 5000 }, log);
+    // The test plays Flink (its leader records, open) and other replicas (with the gateways' identity).
+    session = new ZooKeeperSession({ quorum: zk.connectString, namespace, sessionTimeoutMs: 4000, connectionTimeoutMs: 5000 }, log, { digest: digestFromSecret(SECRET) });
     await session.start();
     tokenServer = createServer((req, res) => {
       req.resume();
@@ -88,6 +99,7 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
       {
         'gateway.cluster.flink-conf': join(dir, 'config.yaml'),
         'gateway.tokens.store-dir': join(dir, 'store'),
+        'gateway.ha.shared-secret': SECRET,
         'gateway.tokens.unregistered-jobs': 'ignore',
         'gateway.tokens.watcher.interval': '200 ms',
         'security.delegation.tokens.reobtain.cooldown': '0 ms',
@@ -115,9 +127,9 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
   it('as a standby: a run is stored in ZooKeeper for the leader, nothing is obtained or kept here', async () => {
     expect(leading()).toBe(false);
     const jobId = await runProbe();
-    const node = await session.getData(`${gatewayRoot(namespace)}/registrations/${jobId}`);
-    expect(JSON.parse(node!.data.toString('utf8'))).toMatchObject({ jobId, principal: 'anonymous' });
-    await eventually(async () => !('submitted' in JSON.parse((await session.getData(`${gatewayRoot(namespace)}/registrations/${jobId}`))!.data.toString('utf8'))), 'the run to be marked submitted');
+    const path = `${gatewayRoot(namespace)}/registrations/${jobId}`;
+    expect(opened(path, (await session.getData(path))!.data)).toMatchObject({ jobId, principal: 'anonymous' });
+    await eventually(async () => !('submitted' in opened(path, (await session.getData(path))!.data)), 'the run to be marked submitted');
     expect(gw.gateway.tokens.status().registeredJobs).toEqual([]);
     await sleep(1500);
     expect(requests).toBe(0);
@@ -128,7 +140,8 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
     const stored = running[0]!;
     // A claim past its retention (30 days): the leader's gateway prunes it on taking over.
     const expired = newJobId();
-    await session.create(`${gatewayRoot(namespace)}/claims/${expired}`, Buffer.from(JSON.stringify({ jobId: expired, principal: 'token:old', fingerprint: 'x', at: 0 })));
+    const expiredPath = `${gatewayRoot(namespace)}/claims/${expired}`;
+    await session.create(expiredPath, seal.sealBytes(RECORD_KIND.claim, expiredPath, JSON.stringify({ jobId: expired, principal: 'token:old', fingerprint: 'x', at: 0 })));
     await setLeader(self);
     await eventually(() => leading(), 'the gateway to lead');
     await eventually(() => gw.gateway.tokens.status().registeredJobs.includes(stored), 'the stored job to be registered here');
@@ -137,6 +150,28 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
     expect(gw.gateway.tokens.status().registeredJobs).toEqual(expect.arrayContaining([stored, jobId]));
     expect((await json('GET', `${gw.url}/gateway/v1/tokens`)).body.ha).toMatchObject({ leading: true, leader: self, jobManager: expect.any(Object), leadingSince: expect.any(String) });
     await eventually(async () => !(await session.getChildren(`${gatewayRoot(namespace)}/claims`)).includes(expired), 'the expired claim to be pruned');
+  }, 60_000);
+
+  it('while leading: a registration planted without the record key is never registered (logged, counted); a sealed one is (control)', async () => {
+    const dirPath = `${gatewayRoot(namespace)}/registrations`;
+    const [forged, moved, sealed] = [newJobId(), newJobId(), newJobId()];
+    const rec = (jobId: string) => JSON.stringify({ jobId, principal: 'admin', configuration: {}, provenance: {}, registeredAt: new Date().toISOString() });
+    // Written with the gateways' ZooKeeper identity (the ACL admits it), as an attacker holding
+    // only ZooKeeper access to the subtree, or a replica with another secret, would.
+    await session.create(`${dirPath}/${forged}`, new RecordSeal('not-the-replicas-secret-at-all').sealBytes(RECORD_KIND.registration, `${dirPath}/${forged}`, rec(forged)));
+    // A valid record of one job copied onto another job's node.
+    await session.create(`${dirPath}/${moved}`, seal.sealBytes(RECORD_KIND.registration, `${dirPath}/${sealed}`, rec(moved)));
+    await session.create(`${dirPath}/${sealed}`, seal.sealBytes(RECORD_KIND.registration, `${dirPath}/${sealed}`, rec(sealed)));
+    await eventually(() => gw.gateway.tokens.status().registeredJobs.includes(sealed), 'the sealed registration to be registered');
+    const metrics = async () => (await fetch(`${gw.url}/gateway/v1/metrics`)).text();
+    await eventually(async () => /flink_gateway_ha_records_rejected_total\{kind="registration",reason="bad-mac"\} 2/.test(await metrics()), 'both forged records to be counted');
+    expect(gw.gateway.tokens.status().registeredJobs).not.toContain(forged);
+    expect(gw.gateway.tokens.status().registeredJobs).not.toContain(moved);
+    const errors = gw.logs.filter((l) => l.level === 50 && String(l.msg).startsWith('a shared job registration failed its integrity check'));
+    expect(errors.map((l) => l.jobId).sort()).toEqual([forged, moved].sort());
+    expect(JSON.stringify(gw.logs)).not.toContain(SECRET);
+    for (const jobId of [forged, moved, sealed]) await session.remove(`${dirPath}/${jobId}`);
+    await eventually(() => !gw.gateway.tokens.status().registeredJobs.includes(sealed), 'the removed registration to be dropped');
   }, 60_000);
 
   it('on losing the lead: stops obtaining and keeps nothing; the store keeps every registration', async () => {
@@ -151,14 +186,15 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
   }, 60_000);
 
   it("a rolled-back attempt removes only its own record, never a retry's that another replica stored meanwhile", async () => {
-    const [a, b] = [new ZooKeeperRegistrationStore(session, log), new ZooKeeperRegistrationStore(session, log)];
+    const [a, b] = [new ZooKeeperRegistrationStore(session, log, { seal }), new ZooKeeperRegistrationStore(session, log, { seal })];
     await Promise.all([a.init(), b.init()]);
     const jobId = newJobId();
     const rec = { jobId, configuration: {}, provenance: {}, registeredAt: new Date().toISOString(), submitted: false };
     await a.put({ ...rec, attempt: 'first' });
     await b.put({ ...rec, attempt: 'retry' });
     await a.remove(jobId, 'first');
-    expect(JSON.parse((await session.getData(`${gatewayRoot(namespace)}/registrations/${jobId}`))!.data.toString('utf8'))).toMatchObject({ attempt: 'retry' });
+    const path = `${gatewayRoot(namespace)}/registrations/${jobId}`;
+    expect(opened(path, (await session.getData(path))!.data)).toMatchObject({ attempt: 'retry' });
     await b.remove(jobId, 'retry');
     expect(await session.getData(`${gatewayRoot(namespace)}/registrations/${jobId}`)).toBeUndefined();
   }, 30_000);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +27,7 @@ function writeHaConf(dir: string, quorum: string, clusterId: string, connectionT
 
 /** A gateway on that configuration, and the test job's jar uploaded through it. */
 async function gatewayWithJar(dir: string, flinkConf: string, options: Record<string, string>): Promise<{ gw: TestGateway; jarId: string }> {
-  const gw = await startGateway(flinkUrl(), { 'gateway.cluster.flink-conf': flinkConf, 'gateway.tokens.store-dir': join(dir, 'store'), ...options });
+  const gw = await startGateway(flinkUrl(), { 'gateway.cluster.flink-conf': flinkConf, 'gateway.tokens.store-dir': join(dir, 'store'), 'gateway.ha.shared-secret': randomBytes(24).toString('base64'), ...options });
   const jarId = String((await uploadFile(gw.url, TEST_JOB_JAR, 'GatewayTestJob.jar')).body.filename).split('/').pop()!;
   return { gw, jarId };
 }

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import * as zk from 'node-zookeeper-client';
-import type { ZooKeeperSettings } from '../../src/ha/zookeeper';
+import { type AclEntry, OPEN_ACL, type ZooKeeperSettings } from '../../src/ha/zookeeper';
 
 type Op = 'getData' | 'exists' | 'getChildren';
 
@@ -19,6 +19,8 @@ type Op = 'getData' | 'exists' | 'getChildren';
 export class FakeZooKeeper extends EventEmitter<{ up: []; down: [] }> {
   readonly settings: ZooKeeperSettings;
   isConnected = true;
+  /** ACLs are not enforced here: the real server's tests (test/ha/) hold them. */
+  readonly acl: readonly AclEntry[] = OPEN_ACL;
   private readonly nodes = new Map<string, { data: Buffer; version: number }>();
   private dataWatches = new Map<string, (() => void)[]>();
   private childWatches = new Map<string, (() => void)[]>();
@@ -76,9 +78,15 @@ export class FakeZooKeeper extends EventEmitter<{ up: []; down: [] }> {
     return answer;
   }
 
-  async mkdirp(_path: string): Promise<void> {}
+  async mkdirp(_path: string, _acl?: readonly AclEntry[]): Promise<void> {}
 
-  async create(path: string, data: Buffer): Promise<void> {
+  async getACL(path: string): Promise<{ acl: AclEntry[]; aversion: number } | undefined> {
+    return this.nodes.has(path) ? { acl: [...this.acl], aversion: 0 } : undefined;
+  }
+
+  async setACL(_path: string, _acl: readonly AclEntry[], _aversion = -1): Promise<void> {}
+
+  async create(path: string, data: Buffer, _acl?: readonly AclEntry[]): Promise<void> {
     if (this.nodes.has(path)) throw zkError(zk.Exception.NODE_EXISTS, 'NODE_EXISTS', path);
     this.write(path, data);
   }

@@ -1,6 +1,7 @@
 import { HaCoordinator } from '../../../src/ha/ha-coordinator';
 import { leaderPath } from '../../../src/ha/flink-leader';
-import { gatewayRoot, ZooKeeperRegistrationStore } from '../../../src/ha/zookeeper-store';
+import { RecordSeal } from '../../../src/ha/record-seal';
+import { gatewayRoot, RECORD_KIND, ZooKeeperRegistrationStore } from '../../../src/ha/zookeeper-store';
 import type { StoredRegistration } from '../../../src/submission/registration-store';
 import { FakeZooKeeper } from '../../helpers/fake-zookeeper';
 import { leaderRecordBytes } from '../../helpers/flink-ha-records';
@@ -14,11 +15,12 @@ const OWN = 'pekko.tcp://flink@127.0.0.1:6123/user/rpc/dispatcher_1';
 const OTHER = 'pekko.tcp://flink@127.0.0.1:6124/user/rpc/dispatcher_1';
 const J1 = '11111111111111111111111111111111';
 const J2 = '22222222222222222222222222222222';
+const seal = new RecordSeal('the-replicas-shared-secret');
 
 /** Another replica stores a registration. */
 function storeJob(zk: FakeZooKeeper, jobId: string): void {
   const rec: StoredRegistration = { jobId, principal: 'anonymous', configuration: {}, provenance: {}, registeredAt: new Date(0).toISOString() };
-  zk.write(`${DIR}/${jobId}`, Buffer.from(JSON.stringify(rec)));
+  zk.write(`${DIR}/${jobId}`, seal.sealBytes(RECORD_KIND.registration, `${DIR}/${jobId}`, JSON.stringify(rec)));
 }
 
 describe('the shared registration store re-reads after a failed read (a fake ZooKeeper, an injected clock)', () => {
@@ -26,7 +28,7 @@ describe('the shared registration store re-reads after a failed read (a fake Zoo
     const zk = new FakeZooKeeper(NAMESPACE);
     const clock = new ManualClock();
     const { log, messages } = captureLogger();
-    const store = new ZooKeeperRegistrationStore(zk, log, { clock, retryMs: 1000 });
+    const store = new ZooKeeperRegistrationStore(zk, log, { seal, clock, retryMs: 1000 });
     await store.init();
     const added: string[] = [];
     store.on('added', (rec) => added.push(rec.jobId));
@@ -73,7 +75,7 @@ describe("taking over as the leading JobManager's gateway (a fake ZooKeeper, an 
     const zk = new FakeZooKeeper(NAMESPACE);
     const clock = new ManualClock();
     const { log, messages } = captureLogger();
-    const store = new ZooKeeperRegistrationStore(zk, log, { clock, retryMs: 1000 });
+    const store = new ZooKeeperRegistrationStore(zk, log, { seal, clock, retryMs: 1000 });
     zk.write(RECORD, leaderRecordBytes(OTHER));
     storeJob(zk, J1);
     const c = collaborators();
