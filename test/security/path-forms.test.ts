@@ -71,7 +71,8 @@ describe('no path spelling lowers the permission a request needs', () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-path-forms-'));
     writeTokensFile(join(dir, 'tokens'), { viewer: 'tok-viewer', submitter: 'tok-submitter', admin: 'tok-admin', canceller: 'tok-canceller' });
     jm = await startOrigin((req, res) => {
-      reached.push(`${req.method} ${req.url}`);
+      // The job watcher's own periodic read (every few seconds) is the gateway's, not a caller's request passed on.
+      if (!(req.method === 'GET' && req.url === '/v1/jobs/overview')) reached.push(`${req.method} ${req.url}`);
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
     gw = await startGateway(jm.url, {

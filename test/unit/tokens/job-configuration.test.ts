@@ -40,6 +40,7 @@ describe('the job configuration a token provider sees', () => {
       's3.access-key: AKIA-CLUSTER-1',
       's3.secret-key: CLUSTER-SECRET-2',
       'fs.azure.account.key.acct.blob.core.windows.net: CLUSTER-SECRET-3',
+      'fs.s3a.access.key: AKIA-CLUSTER-4',
       'fs.s3a.secret.key: CLUSTER-SECRET-4',
       'my.service.api-key: CLUSTER-SECRET-5',
       'pipeline.name: cluster-default',
