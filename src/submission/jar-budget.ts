@@ -105,10 +105,10 @@ export class JarBudget {
     return this.totalBytes;
   }
 
-  /** @internal JarReservation's: more bytes, checked and charged in one step. */
-  grow(principal: string | undefined, delta: number): void {
+  /** @internal JarReservation's: more bytes, checked (unless `landed`: they are on the JobManager already) and charged in one step. */
+  grow(principal: string | undefined, delta: number, landed = false): void {
     if (delta <= 0) return;
-    this.check(principal, delta);
+    if (!landed) this.check(principal, delta);
     this.charge(principal, delta);
   }
 
@@ -172,11 +172,17 @@ export class JarReservation {
     this.bytes = bytes;
   }
 
-  /** The jar landed on the JobManager as `jarId`, `bytes` long: it holds its share until given back. */
+  /**
+   * The jar landed on the JobManager as `jarId`, `bytes` long: it holds its share until given back.
+   * Never throws: callers `ensure` the size before the hand-off, and a jar that is there is counted
+   * as it is.
+   */
   keep(jarId: string, bytes: number): void {
     if (this.done || this.kept) return;
-    if (bytes > this.bytes) this.ensure(bytes);
-    else if (bytes < this.bytes) {
+    if (bytes > this.bytes) {
+      this.budget.grow(this.principal, bytes - this.bytes, true);
+      this.bytes = bytes;
+    } else if (bytes < this.bytes) {
       this.budget.shrink(this.principal, this.bytes - bytes, 0);
       this.bytes = bytes;
     }

@@ -36,6 +36,10 @@ describe('JarBudget', () => {
     budget.giveBack('j1');
     expect(budget.heldBy('alice')).toEqual({ count: 0, bytes: 0 });
     expect(budget.total).toBe(0);
+    // A jar that is on the JobManager is counted as it is, even past the budget (keep never refuses).
+    budget.reserve('alice', 10).keep('j2', 150);
+    expect(budget.heldBy('alice')).toEqual({ count: 1, bytes: 150 });
+    expect(code(() => budget.reserve('alice', 1))).toBe('GW_JAR_QUOTA');
   });
 
   it('charges transient jars to the ceiling only', () => {
