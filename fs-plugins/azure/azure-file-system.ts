@@ -9,6 +9,7 @@ import { lazyDefaultCredential, resolveAzureAuth, type AzureAuth } from './crede
 import { translateAzureError, translateStreamError } from './errors';
 import { bulkTransport } from './bulk-transport';
 import { configuredEndpoint, configuredSecret } from './options';
+import { oauthIdentity, type OAuthIdentity } from './oauth';
 
 /**
  * Few, quick retries: the gateway retries transient fetch failures itself
@@ -37,6 +38,8 @@ export class AzureFileSystem implements FileSystem {
   private readonly transport: IHttpClient;
   private readonly pipelines = new Map<string, Pipeline>();
   private readonly defaultCredential: () => TokenCredential;
+  /** One OAuth identity per account scope, so its tokens are cached across fetches. */
+  private readonly oauth = new Map<string, OAuthIdentity>();
   private readonly log: Logger;
 
   constructor(private readonly ctx: PluginContext, defaultCredential: () => TokenCredential = lazyDefaultCredential()) {
@@ -114,9 +117,9 @@ export class AzureFileSystem implements FileSystem {
     // IP-literal endpoints are checked before any request (Node connects to them without a lookup);
     // the bulk client checks every connection again, which also covers redirects.
     if (isIP(endpoint.hostname.replace(/^\[|\]$/g, ''))) this.ctx.guard.checkHost(endpoint.hostname, port);
-    const auth = resolveAzureAuth(this.ctx.config, location, this.defaultCredential);
-    if (auth.kind === 'default-azure-credential' && endpoint.protocol !== 'https:') {
-      throw fetchError.denied(uri, 'azure', `no fs.azure.account.key or fs.azure.sas option for this container, and an Azure identity token is only sent over https (endpoint ${redactUri(endpoint)})`);
+    const auth = resolveAzureAuth(this.ctx.config, location, this.defaultCredential, (hosts) => this.oauthFor(hosts));
+    if ((auth.kind === 'default-azure-credential' || auth.kind === 'oauth') && endpoint.protocol !== 'https:') {
+      throw fetchError.denied(uri, 'azure', `${auth.kind === 'oauth' ? 'the account uses OAuth' : 'no fs.azure.account.key or fs.azure.sas option for this container'}, and an Azure identity token is only sent over https (endpoint ${redactUri(endpoint)})`);
     }
     const base = endpoint.href.replace(/\/+$/, '');
     const containerUrl = `${base}/${encodeURIComponent(location.container)}${auth.kind === 'sas' ? `?${auth.sas}` : ''}`;
@@ -153,9 +156,20 @@ export class AzureFileSystem implements FileSystem {
     );
   }
 
+  private oauthFor(hosts: readonly string[]): OAuthIdentity {
+    const id = hosts.join('|');
+    let identity = this.oauth.get(id);
+    if (identity === undefined) {
+      identity = oauthIdentity(this.ctx.config, hosts, { guard: this.ctx.guard, ...(this.ctx.ca !== undefined ? { ca: this.ctx.ca } : {}) });
+      this.oauth.set(id, identity);
+      this.log.debug({ hosts, identity: identity.kind, configKey: identity.configKey }, 'azure oauth identity created');
+    }
+    return identity;
+  }
+
   /** One pipeline per endpoint and credential, so connections and tokens are reused across fetches. */
   private pipeline(base: string, auth: AzureAuth, location: AzureBlobLocation): Pipeline {
-    const id = `${base}|${auth.kind}|${auth.kind === 'default-azure-credential' ? '' : auth.configKey}`;
+    const id = `${base}|${auth.kind}|${auth.kind === 'default-azure-credential' ? '' : auth.configKey}|${auth.kind === 'oauth' ? location.uriHost : ''}`;
     let pipeline = this.pipelines.get(id);
     if (pipeline === undefined) {
       // The SDK signs and retries; the bulk client moves the bytes (bulk-transport.ts).

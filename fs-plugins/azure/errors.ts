@@ -56,6 +56,16 @@ export function translateAzureError(err: unknown, uri: URL, signal: AbortSignal 
   if (direct) return direct;
   const e = shape(err);
   if (e.code === 'GW_FETCH_RESTRICTED_HOST') return guardRefusal(e);
+  // The identity's token request failed (before storage saw anything): say so, with Entra's own
+  // AADSTS code when it gave one (a code, never the request or a secret).
+  if (e.name !== undefined && IDENTITY_ERRORS.test(e.name)) {
+    const aad = /\bAADSTS\d{4,8}\b/.exec(String((err as { message?: unknown }).message ?? ''))?.[0];
+    return fetchError.denied(
+      uri,
+      'azure',
+      `no usable Azure identity (${e.name}${aad ? ` ${aad}` : ''}); check the fs.azure.account.oauth* settings, or configure an account key or SAS, or give the gateway a managed/workload identity with Storage Blob Data Reader`,
+    );
+  }
   const status = typeof e.statusCode === 'number' ? e.statusCode : undefined;
   const detail = [status, e.code].filter((x) => x !== undefined && x !== '').join(' ');
   if (status === 404 || (status === undefined && e.code !== undefined && NOT_FOUND_CODES.has(e.code))) {
@@ -63,9 +73,6 @@ export function translateAzureError(err: unknown, uri: URL, signal: AbortSignal 
   }
   if (status === 401 || status === 403) return fetchError.denied(uri, 'azure', detail);
   if (status === 412) return fetchError.changed(uri, `${detail} to If-Match: the blob was replaced`);
-  if (e.name !== undefined && IDENTITY_ERRORS.test(e.name)) {
-    return fetchError.denied(uri, 'azure', `no usable Azure identity (DefaultAzureCredential: ${e.name}); configure an account key or SAS, or give the gateway a managed/workload identity with Storage Blob Data Reader`);
-  }
   if (e.name === 'AbortError') return fetchError.unavailable(uri, 'the request was aborted by the Azure SDK', safeCause(err));
   return fetchError.unavailable(uri, detail || e.name || 'unknown error', safeCause(err));
 }

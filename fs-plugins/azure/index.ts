@@ -1,5 +1,6 @@
 import type { FsPluginDefinition } from '../../src/artifacts/plugin-kit';
 import { AzureFileSystem } from './azure-file-system';
+import { azureOAuthRules, azureWarnings, oauthOptions } from './oauth';
 import { azureOptionList } from './options';
 import { azureBlobTokenProvider } from './token-provider';
 
@@ -22,7 +23,8 @@ export { AZURE_BLOB_JOB_CONTAINERS_KEY, AzureBlobDelegationTokenProvider, azureB
 export const azurePlugin: FsPluginDefinition = {
   name: 'azure',
   schemes: ['wasbs', 'wasb', 'abfss', 'abfs'],
-  options: azureOptionList,
+  options: [...azureOptionList, ...oauthOptions],
+  rules: [...azureOAuthRules, ...azureWarnings],
   // Endpoint overrides are `url` options: the registry refuses a bad one at start-up.
   create: (ctx) => new AzureFileSystem(ctx),
   tokenProvider: azureBlobTokenProvider,

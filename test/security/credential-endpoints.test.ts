@@ -149,6 +149,36 @@ describe('Azure: the cluster identity, keys and SAS go only to Azure Storage or 
   });
 });
 
+describe('Azure OAuth: the client secret goes only to the configured token endpoint, the token only to the account', () => {
+  it('hostile URIs reach neither the token endpoint nor a storage host; the real account asks the token endpoint first', async () => {
+    const tokenTrap = await countingListener();
+    const storeTrap = await countingListener();
+    try {
+      const settings = {
+        'fs.azure.account.endpoint.clustera': `https://127.0.0.1:${storeTrap.port}/clustera`,
+        'fs.azure.account.auth.type': 'OAuth',
+        'fs.azure.account.oauth.provider.type': 'org.apache.hadoop.fs.azurebfs.oauth2.ClientCredsTokenProvider',
+        'fs.azure.account.oauth2.client.id': 'client-canary',
+        'fs.azure.account.oauth2.client.secret': 'secret-canary',
+        'fs.azure.account.oauth2.client.endpoint': `https://127.0.0.1:${tokenTrap.port}/tenant/oauth2/token`,
+      };
+      const fs = pluginFileSystem(azurePlugin, settings, [`127.0.0.1:${tokenTrap.port}`, `127.0.0.1:${storeTrap.port}`]);
+      for (const u of ['wasbs://jars@clustera.attacker.example/a.jar', `abfss://jars@127.0.0.1:${storeTrap.port}/a.jar`, 'wasbs://jars@clustera.blob.core.windows.net.attacker.example/a.jar']) {
+        expect(await outcome(fs.stat(new URL(u), AbortSignal.timeout(10_000)))).toBe('GW_FETCH_URI_INVALID');
+      }
+      expect({ token: tokenTrap.accepted(), store: storeTrap.accepted() }).toEqual({ token: 0, store: 0 });
+      // The control: the account's own URI asks the token endpoint (which answers nothing) and sends storage nothing without a token.
+      expect(await outcome(fs.stat(new URL('abfss://jars@clustera.dfs.core.windows.net/a.jar'), AbortSignal.timeout(20_000)))).toBe('GW_FETCH_DENIED');
+      await fs.close();
+      expect(tokenTrap.accepted()).toBeGreaterThan(0);
+      expect(storeTrap.accepted()).toBe(0);
+    } finally {
+      await tokenTrap.stop();
+      await storeTrap.stop();
+    }
+  });
+});
+
 describe('S3: a bucket name cannot steer where the signature goes', () => {
   it('refuses bucket names that are not S3 bucket names, before signing or connecting', async () => {
     const trap = await countingListener();

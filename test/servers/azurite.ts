@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -11,6 +11,7 @@ import {
 } from '@azure/storage-blob';
 import { startChildServer } from './child-server';
 import { projectRoot } from '../../src/project-root';
+import type { TlsMaterial } from './tls';
 
 export interface AzuriteAccount {
   name: string;
@@ -28,18 +29,25 @@ export interface Azurite {
   stop(): Promise<void>;
 }
 
-const READY = /listens on (http:\/\/\S+)/;
+const READY = /listens on (https?:\/\/\S+)/;
 
 /**
- * Starts Azurite's Blob service (storage.md §3) as a child process on 127.0.0.1, port 0, with only
+ * Starts Azurite's Blob service (storage.md §3); with `oauth`, over https with bearer tokens checked as a child process on 127.0.0.1, port 0, with only
  * the given accounts (AZURITE_ACCOUNTS disables devstoreaccount1). `--skipApiVersionCheck` is
  * required: the SDK sends a newer x-ms-version than Azurite knows. `stop()` kills that child by PID
  * and removes its data directory.
  */
-export async function startAzurite(opts: { accounts: AzuriteAccount[] }): Promise<Azurite> {
+export async function startAzurite(opts: { accounts: AzuriteAccount[]; oauth?: { tls: TlsMaterial } }): Promise<Azurite> {
   const dir = await mkdtemp(join(tmpdir(), 'azurite-'));
   const main = join(projectRoot(__dirname), 'node_modules', 'azurite', 'dist', 'src', 'blob', 'main.js');
   const args = [main, '--blobHost', '127.0.0.1', '--blobPort', '0', '--location', dir, '--disableTelemetry', '--silent', '--skipApiVersionCheck'];
+  if (opts.oauth) {
+    // OAuth mode: bearer tokens are checked for issuer, audience and lifetime (not their signature),
+    // and only over https, so Azurite serves TLS with the test's certificate.
+    await writeFile(join(dir, 'tls-cert.pem'), opts.oauth.tls.cert);
+    await writeFile(join(dir, 'tls-key.pem'), opts.oauth.tls.key);
+    args.push('--oauth', 'basic', '--cert', join(dir, 'tls-cert.pem'), '--key', join(dir, 'tls-key.pem'));
+  }
   const env = { ...process.env, AZURITE_ACCOUNTS: opts.accounts.map((a) => `${a.name}:${a.key}`).join(';') };
   try {
     const server = await startChildServer('Azurite', process.execPath, args, { env, ready: READY });

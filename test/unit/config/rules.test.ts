@@ -49,6 +49,8 @@ describe('the url option type', () => {
     expect(urlKeys).toEqual(
       [
         'fs.azure.account.endpoint.<account>',
+        'fs.azure.account.oauth2.client.endpoint',
+        'fs.azure.account.oauth2.client.endpoint.<account-host>',
         'fs.s3a.bucket.<bucket>.endpoint',
         'gateway.cluster.rest-url',
         's3.endpoint',
