@@ -150,11 +150,12 @@ describe('one budget for the jars the gateway leaves on the JobManager', () => {
     ];
     const out = await burst(calls);
     const held = [...jm.jars.values()].reduce((n, j) => n + j.size, 0);
-    expect(out.accepted.length).toBeGreaterThanOrEqual(1);
+    // Bytes are reserved as they arrive, so a burst may even refuse every member (each holding part
+    // of the budget when the others' last bytes come): never more than the budget is the promise.
     expect(out.accepted.length).toBeLessThanOrEqual(3);
     expect(held).toBeLessThanOrEqual(budget);
     expect(new Set(out.refused.map((r) => `${r.status} ${r.code}`))).toEqual(new Set(['429 GW_JAR_QUOTA']));
-    expect(out.refused.find((r) => r.message.includes('bytes'))!.message).toContain('gateway.jars.max-size-per-principal');
+    expect(out.refused[0]!.message).toContain('gateway.jars.max-size-per-principal');
     // Whatever the refused ones had reserved came back: alice fills up to exactly three jars.
     for (let i = out.accepted.length; i < 3; i++) expect((await upload(gw, JAR_64K, alice)()).status).toBe(200);
     expect(errorCode(await chunkedUpload(gw.url, 'app.jar', JAR_64K, alice))).toBe('GW_JAR_QUOTA');
