@@ -88,7 +88,8 @@ export function parseClientEndpoint(text: string): { authorityHost: URL; tenantI
  * link-local IMDS, which the guard would refuse: it gets only the CA.
  */
 function transport(deps: OAuthDeps, authority: URL | undefined): TokenCredentialOptions {
-  if (authority === undefined) return deps.ca !== undefined ? { agent: new HttpsAgent({ keepAlive: true, ca: trustedCa(deps.ca) }) } : {};
+  // Managed identity endpoints are plain http on the node (IMDS, App Service's IDENTITY_ENDPOINT): no https agent there.
+  if (authority === undefined) return deps.ca !== undefined ? { tlsOptions: { ca: trustedCa(deps.ca) } } : {};
   const port = Number(authority.port || 443);
   if (isIP(authority.hostname.replace(/^\[|\]$/g, ''))) deps.guard.checkHost(authority.hostname, port);
   return { agent: new HttpsAgent({ keepAlive: true, lookup: deps.guard.lookupFor(port), ...(deps.ca !== undefined ? { ca: trustedCa(deps.ca) } : {}) }) };

@@ -1,5 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -151,6 +153,31 @@ describe('azure plugin: ABFS OAuth (client secret, workload identity) on Azurite
     });
     expect(await read(fs)).toEqual(JAR);
     expect(entra.requests.slice(n)).toEqual([expect.objectContaining({ proof: { kind: 'assertion', valid: true }, status: 200 })]);
+  });
+
+  it('MsiTokenProvider: ManagedIdentityCredential asks the node\'s identity endpoint (App Service form) for a storage token', async () => {
+    const header = randomBytes(16).toString('hex');
+    const seen: { resource: string | null; clientId: string | null; header: boolean }[] = [];
+    const identity: Server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      seen.push({ resource: url.searchParams.get('resource'), clientId: url.searchParams.get('client_id'), header: req.headers['x-identity-header'] === header });
+      if (req.headers['x-identity-header'] !== header) return res.writeHead(401).end();
+      const now = Math.floor(Date.now() / 1000);
+      const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+      const token = `${b64({ typ: 'JWT', alg: 'RS256' })}.${b64({ aud: url.searchParams.get('resource'), iss: `https://sts.windows.net/${TENANT}/`, iat: now - 60, nbf: now - 60, exp: now + 3600 })}.c2ln`;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: token, expires_on: String(now + 3600), resource: url.searchParams.get('resource'), token_type: 'Bearer' }));
+    });
+    await new Promise<void>((r) => identity.listen(0, '127.0.0.1', () => r()));
+    try {
+      Object.assign(process.env, { IDENTITY_ENDPOINT: `http://127.0.0.1:${(identity.address() as AddressInfo).port}/msi/token`, IDENTITY_HEADER: header });
+      const fs = make({ [`fs.azure.account.auth.type.${DFS}`]: 'OAuth', [`fs.azure.account.oauth.provider.type.${DFS}`]: 'org.apache.hadoop.fs.azurebfs.oauth2.MsiTokenProvider', [`fs.azure.account.oauth2.client.id.${DFS}`]: CLIENT_ID });
+      expect(await read(fs)).toEqual(JAR);
+      // A user-assigned identity (client.id), asked for the storage resource only.
+      expect(seen).toEqual([{ resource: 'https://storage.azure.com', clientId: CLIENT_ID, header: true }]);
+    } finally {
+      identity.closeAllConnections();
+      await new Promise<void>((r) => identity.close(() => r()));
+    }
   });
 
   it('OAuth settings the gateway cannot act on fail start-up naming the key', () => {
