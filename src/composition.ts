@@ -58,8 +58,12 @@ export function createRegistry(plugins: readonly FsPluginDefinition[] = []): Opt
   );
 }
 
-/** How long a job id stays bound to its first run: longer than any job a session cluster keeps. */
-const JOB_CLAIM_RETENTION_MS = 30 * 24 * 3600 * 1000;
+/**
+ * How long the replicas' shared store keeps a job-id claim: only a bound on the store's size. A claim
+ * is honoured only while the JobManager knows its job (run-service.ts checks before it answers from
+ * one); the local claim book is bounded by count alone.
+ */
+const SHARED_CLAIM_RETENTION_MS = 30 * 24 * 3600 * 1000;
 
 export interface Gateway {
   app: Express;
@@ -140,7 +144,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const zookeeper = ha.kind === 'zookeeper' && secret !== undefined ? resources.adopt(new ZooKeeperSession(ha.settings, haLog, { digest: digestFromSecret(secret) }), (z) => z.close()) : undefined;
     if (zookeeper) haLog.info({ identity: zookeeper.identity }, "the gateway's ZooKeeper nodes admit this digest identity only");
     let coordinator: HaCoordinator | undefined;
-    const sharedClaims = zookeeper && seal ? new ZooKeeperJobClaims(zookeeper, { retentionMs: JOB_CLAIM_RETENTION_MS, seal, log: haLog.child({ store: 'claims' }), onRejected }) : undefined;
+    const sharedClaims = zookeeper && seal ? new ZooKeeperJobClaims(zookeeper, { retentionMs: SHARED_CLAIM_RETENTION_MS, seal, log: haLog.child({ store: 'claims' }), onRejected }) : undefined;
     const store: RegistrationStore | undefined = !tokensEnabled(config)
       ? undefined
       : zookeeper && seal
@@ -174,7 +178,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const policyMode = config.get(coreOptions.policyMode) as 'open' | 'fetched-only';
     const runs = new RunService({
       cluster,
-      claims: sharedClaims ?? new JobClaims({ dir: tokenStoreDir(config), retentionMs: JOB_CLAIM_RETENTION_MS, log: logger.child({ component: 'job-claims' }) }),
+      claims: sharedClaims ?? new JobClaims({ dir: tokenStoreDir(config), log: logger.child({ component: 'job-claims' }) }),
       jarUriEnabled: config.get(coreOptions.jarUriEnable),
       ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff, cache) } : {}),
       dedupeRetentionMs: config.get(coreOptions.runDedupeRetention),

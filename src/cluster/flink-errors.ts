@@ -51,3 +51,25 @@ export function summariseFlinkErrors(body: unknown): string {
 export function isLeaderUnreachable(flinkMessage: string): boolean {
   return /because the recipient is unreachable|remote RpcService is currently not reachable|No leader (?:is )?available|Could not retrieve the leader|leader election/i.test(flinkMessage);
 }
+
+/**
+ * The JobManager's own `errors` strings, verbatim, when `body` is Flink's error envelope (and not
+ * a proxy's page the client would never have seen from Flink): attached to the gateway error that
+ * translates the answer, so they follow the gateway's message in the same `errors` array.
+ */
+export function withFlinkErrors<E extends { upstream?: string[] }>(err: E, res: { body: unknown; notJson?: boolean }): E {
+  const errors = (res.body as { errors?: unknown })?.errors;
+  if (!res.notJson && Array.isArray(errors)) {
+    const texts = errors.filter((e): e is string => typeof e === 'string' && e !== '');
+    if (texts.length > 0) err.upstream = texts;
+  }
+  return err;
+}
+
+/**
+ * Flink's Dispatcher refusing a job id it has (a running job, or one in its job-result store:
+ * DuplicateJobSubmissionException, "Job has already been submitted.", 1.20 to 2.3).
+ */
+export function isDuplicateJobId(flinkMessage: string): boolean {
+  return /DuplicateJobSubmissionException|Job has already been submitted/.test(flinkMessage);
+}

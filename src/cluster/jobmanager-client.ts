@@ -6,7 +6,7 @@ import { coreOptions } from '../config/options';
 import type { Configuration } from '../config/registry';
 import { trustedCa } from '../artifacts/guarded-connector';
 import { GatewayError } from '../errors/gateway-error';
-import { isWebSubmitDisabled, summariseFlinkErrors } from './flink-errors';
+import { isWebSubmitDisabled, summariseFlinkErrors, withFlinkErrors } from './flink-errors';
 import { type JobManagerTls, streamedPost, uploadAgent } from './streamed-upload';
 
 export interface JsonResponse {
@@ -191,11 +191,11 @@ export class JobManagerClient {
 
   /** Turns a non-2xx answer into a gateway error with Flink's message, for calls with no special mapping. */
   failure(operation: string, res: JsonResponse): GatewayError {
-    if (isWebSubmitDisabled(res.status, res.body)) return new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation });
+    if (isWebSubmitDisabled(res.status, res.body)) return withFlinkErrors(new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation }), res);
     // A JobManager electing a leader (or starting, or a proxy before it) says "not now" with 503:
     // answered as 503 with Retry-After, which Flink's RestClusterClient retries; a 502 it would not.
-    if (res.status === 503) return new GatewayError('GW_CLUSTER_NOT_READY', { operation, flinkMessage: summariseFlinkErrors(res.body) || 'no message' });
-    return new GatewayError('GW_CLUSTER_ERROR', { operation, status: res.status, flinkMessage: summariseFlinkErrors(res.body) });
+    if (res.status === 503) return withFlinkErrors(new GatewayError('GW_CLUSTER_NOT_READY', { operation, flinkMessage: summariseFlinkErrors(res.body) || 'no message' }), res);
+    return withFlinkErrors(new GatewayError('GW_CLUSTER_ERROR', { operation, status: res.status, flinkMessage: summariseFlinkErrors(res.body) }), res);
   }
 
   async close(): Promise<void> {

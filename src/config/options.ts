@@ -189,7 +189,7 @@ export const coreOptions = {
   }),
   runDedupeRetention: option({
     key: 'gateway.run.dedupe-retention', type: 'duration', default: 3_600_000, min: 0, section: 'Jars',
-    description: 'How long an accepted run is remembered by jobId, so that a retried POST /jars/:jarid/run (the operator\'s client retries) returns the first result instead of starting a second job.',
+    description: 'How long an accepted run is remembered by jobId, so that a retried POST /jars/:jarid/run (the operator\'s client retries) returns the first result instead of starting a second job. The memory answers only while the JobManager still knows the job (GET /v1/jobs/:jobid); a job it lost (a restart without HA) is run again, and Flink decides whether the id is free.',
   }),
   jarUriEnable: option({
     key: 'web.submit.jar-uri.enable', type: 'boolean', default: false, section: 'Remote jars',

@@ -10,6 +10,12 @@ export class GatewayError extends Error {
   readonly status: number;
   /** Extra response headers, e.g. `Connection: close` after an aborted upload. */
   headers?: Record<string, string>;
+  /**
+   * What the JobManager said, verbatim (its `errors` strings), when this error translates one of
+   * its answers: sent after the gateway's own message in the same `errors` array, so clients that
+   * match Flink's wording (the operator's `status.error`, its exception-label mappers) still see it.
+   */
+  upstream?: string[];
 
   constructor(
     readonly code: ErrorCode,
@@ -56,9 +62,23 @@ export function isGatewayError(err: unknown): err is GatewayError {
   );
 }
 
-/** Flink's error envelope: exactly one key, `errors`, so Flink's Java client recognises it. */
+/** Bound on the JobManager's own text kept in one answer (Flink's is a stack trace, usually a few kB). */
+const MAX_UPSTREAM_CHARS = 256 * 1024;
+
+/**
+ * Flink's error envelope: exactly one key, `errors`, so Flink's Java client recognises it. The
+ * gateway's message comes first (`GW_…: …`); the JobManager's own strings, when the error
+ * translates its answer, follow verbatim.
+ */
 export function errorBody(err: GatewayError): { errors: string[] } {
   // Messages may quote client input (a JSON parser's complaint about it, say); lone surrogates in it
   // would make the body invalid JSON (RFC 8259), so they become U+FFFD here, for every code.
-  return { errors: [`${err.code}: ${err.message}`.toWellFormed()] };
+  const errors = [`${err.code}: ${err.message}`.toWellFormed()];
+  let room = MAX_UPSTREAM_CHARS;
+  for (const text of err.upstream ?? []) {
+    if (room <= 0) break;
+    errors.push((text.length > room ? `${text.slice(0, room)}…` : text).toWellFormed());
+    room -= text.length;
+  }
+  return { errors };
 }

@@ -14,6 +14,21 @@ export class JarBook {
   private readonly owners = new Map<string, string>();
   /** Uploaded jars that hold classes: a run by URI replaces only a placeholder, never one of these. */
   private readonly withClasses = new Set<string>();
+  /**
+   * The SHA-256 of each jar's bytes: a run names its jar by this in its fingerprint, since a client
+   * that uploads a fresh copy for every attempt (the operator's two-hop jarURI) gets a new id each time.
+   */
+  private readonly digests = new Map<string, string>();
+
+  /** The SHA-256 of the jar's bytes, when the gateway saw them arrive. */
+  digestOf(jarId: string): string | undefined {
+    return this.digests.get(jarId);
+  }
+
+  /** Records the SHA-256 of a jar the gateway put on the JobManager. */
+  recordDigest(jarId: string, sha256: string): void {
+    this.digests.set(jarId, sha256);
+  }
 
   isFetched(jarId: string): boolean {
     return this.fetched.has(jarId);
@@ -50,5 +65,6 @@ export class JarBook {
     this.fetched.delete(jarId);
     this.owners.delete(jarId);
     this.withClasses.delete(jarId);
+    this.digests.delete(jarId);
   }
 }

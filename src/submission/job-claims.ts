@@ -9,11 +9,14 @@ import { JOB_JAR_KEY, jobJarPin } from './run-request';
 
 /**
  * Who ran what under a job id. One rule for every path that touches a job id (docs/security.md,
- * "Job ids"): a **retry** — the same jobId, the same principal and the same request (jar or URI,
- * entry class, arguments, parallelism, savepoint settings and the configuration as the operator
- * resends it) — gets the first run's result; **anything else under an id already used** is refused
- * with 409 GW_RUN_JOB_ID_CONFLICT. So no principal can take over another's job id (and with it the
- * job's delegation tokens), and a resubmission under a used id never reports a run that did not happen.
+ * "Job ids"), while the JobManager knows the job: a **retry** — the same jobId, the same principal
+ * and the same request (jar bytes or URI, entry class, arguments, parallelism, savepoint settings
+ * and the configuration as the operator resends it) — gets the first run's result; **anything else
+ * under that id** is refused with 409 GW_RUN_JOB_ID_CONFLICT. So no principal can take over another's
+ * job id (and with it the job's delegation tokens), and a resubmission under a used id never reports
+ * a run that did not happen. Once the JobManager no longer knows the job (it restarted without HA,
+ * the cluster was recreated), the claim ends: the run service checks that before it answers from a
+ * claim, and a run under the id goes to the JobManager as a new one, where Flink decides.
  */
 export interface Claim {
   jobId: string;
@@ -30,17 +33,20 @@ export type ClaimResult = 'new' | 'retry' | 'conflict';
 const RUN_FIELDS = ['entryClass', 'programArgs', 'programArgsList', 'parallelism', 'savepointPath', 'allowNonRestoredState', 'claimMode', 'restoreMode'];
 
 /**
- * The fingerprint of a run request. For a run by URI the jar id in the path is the operator's
- * placeholder, uploaded anew for every attempt, so the URI (and its pin) stands for the jar instead.
+ * The fingerprint of a run request. A jar is named by what it holds, never by its upload: for a run
+ * by URI the jar id in the path is the operator's placeholder, uploaded anew for every attempt, so
+ * the URI (and its pin) stands for the jar; an uploaded jar is named by the SHA-256 of its bytes
+ * (`jarSha256`) when the gateway saw them arrive — the operator uploads a fresh copy of a `jarURI`
+ * jar for every attempt — and by its id otherwise.
  */
-export function runFingerprint(jarId: string, request: JarRequest, principal: string, query: string, route: 'run' | 'run-application' = 'run'): string {
+export function runFingerprint(jarId: string, request: JarRequest, principal: string, query: string, route: 'run' | 'run-application' = 'run', jarSha256?: string): string {
   const uri = request.flinkConfiguration[JOB_JAR_KEY]?.trim();
   const fields: Record<string, unknown> = {};
   for (const f of RUN_FIELDS) if (request.body[f] !== undefined && request.body[f] !== null) fields[f] = request.body[f];
   const config = sortedEntries(request.flinkConfiguration);
   const canonical = JSON.stringify({
     principal,
-    jar: uri ? { uri, sha256: jobJarPin(request.flinkConfiguration) ?? null } : { jarId },
+    jar: uri ? { uri, sha256: jobJarPin(request.flinkConfiguration) ?? null } : jarSha256 ? { sha256: jarSha256 } : { jarId },
     fields,
     config,
     query: new URLSearchParams(query.replace(/^\?/, '')).toString(),
@@ -65,8 +71,11 @@ export interface JobClaimBook {
 export interface JobClaimsOptions {
   /** A private directory of the gateway's (job-claims.json lives there); absent: in memory only. */
   dir?: string;
-  /** How long a claim is kept (Flink keeps a finished job's id for jobstore.expiration-time, 1 h by default). */
-  retentionMs: number;
+  /**
+   * How long a claim is kept at most; none by default. A claim is honoured only while the
+   * JobManager knows its job (run-service.ts), so this and `maxClaims` only bound the memory.
+   */
+  retentionMs?: number;
   maxClaims?: number;
   wallClock?: () => number;
   log: Logger;
@@ -110,7 +119,7 @@ export class JobClaims implements JobClaimBook {
   }
 
   private prune(): void {
-    const cutoff = this.now() - this.opts.retentionMs;
+    const cutoff = this.opts.retentionMs === undefined ? -Infinity : this.now() - this.opts.retentionMs;
     let changed = false;
     for (const [id, c] of this.claims) {
       if (c.at >= cutoff && this.claims.size <= (this.opts.maxClaims ?? 100_000)) break;

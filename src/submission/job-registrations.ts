@@ -38,6 +38,10 @@ export interface JobRegistrar {
   rollback(jobId: string, log: Logger): Promise<void>;
   /** The run reached the JobManager (accepted, or the outcome is unknown): the job watcher may follow it. */
   submitted(jobId: string): void;
+  /** Registered, being submitted, or waiting for a re-registration retry. */
+  isKnown(jobId: string): boolean;
+  /** Ends the job's registration (the JobManager no longer knows the job); must not throw. */
+  unregister(jobId: string, reason: string): Promise<void>;
 }
 
 export interface JobRegistrationsOptions {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { isLeaderUnreachable, isWebSubmitDisabled, summariseFlinkErrors } from '../cluster/flink-errors';
+import { isDuplicateJobId, isLeaderUnreachable, isWebSubmitDisabled, summariseFlinkErrors, withFlinkErrors } from '../cluster/flink-errors';
 import type { JobManagerClient, JsonResponse } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
 import type { ClaimResult } from './job-claims';
@@ -70,18 +70,31 @@ export class JobSubmitter {
       const app = (res.body as { applicationId?: unknown }).applicationId;
       return { jobid: (res.body as { jobid: string }).jobid, ...(typeof app === 'string' ? { applicationId: app } : {}) };
     }
-    if (res.status === 400 && (await this.jobExists(s.jobId))) return this.earlierAttempt(s, { jobid: s.jobId }, log);
-    throw this.failure('run', res);
+    if (res.status === 400 && (await this.jobExists(s.jobId))) return this.earlierAttempt(s, { jobid: s.jobId }, res, log);
+    throw this.failure('run', res, s.jobId);
   }
 
   /**
    * Flink refused a job id it has: an earlier attempt of this very request reached the JobManager
    * (before a gateway restart, say), whose result `outcome` is; under any other request, a conflict.
    */
-  private earlierAttempt(s: Submission, outcome: RunOutcome, log: Logger): RunOutcome {
-    if (s.claim !== 'retry' && this.claimsKept) throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId: s.jobId });
+  private earlierAttempt(s: Submission, outcome: RunOutcome, res: JsonResponse, log: Logger): RunOutcome {
+    if (s.claim !== 'retry' && this.claimsKept) throw withFlinkErrors(new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId: s.jobId }), res);
     log.info('JobManager already has this jobId from an earlier attempt of this request; treating the run as accepted');
     return outcome;
+  }
+
+  /**
+   * Whether the JobManager knows the job (running, or ended and still in its history): `GET
+   * /v1/jobs/:id`, 200 or Flink's 404 (its `/status` route answers an unknown job with a 500).
+   * Any other answer (unreachable, electing a leader, a proxy's page) throws: nothing may be
+   * concluded from it.
+   */
+  async jobKnown(jobId: string): Promise<boolean> {
+    const res = await this.cluster.json('GET', `/v1/jobs/${jobId}`, { operation: 'job details' });
+    if (res.status === 200) return true;
+    if (!res.notJson && (res.status === 404 || (res.status === 500 && /FlinkJobNotFoundException/.test(JSON.stringify(res.body))))) return false;
+    throw this.cluster.failure('job details', res);
   }
 
   /**
@@ -107,8 +120,8 @@ export class JobSubmitter {
     }
     // The JobManager has no such route (older than the version the gateway learnt): as Flink answers.
     if (res.status === 404 && !res.notJson && /Not found/.test(summariseFlinkErrors(res.body))) throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: `/v1/jars/${s.jarId}/run-application` });
-    if (res.status === 400 && (await this.jobExists(s.jobId))) return this.earlierAttempt(s, { jobid: s.jobId, applicationid }, log);
-    throw this.failure('run', res);
+    if (res.status === 400 && (await this.jobExists(s.jobId))) return this.earlierAttempt(s, { jobid: s.jobId, applicationid }, res, log);
+    throw this.failure('run', res, s.jobId);
   }
 
   /** Waits (bounded by the run timeout) until the application's job exists or the application ended. */
@@ -134,17 +147,23 @@ export class JobSubmitter {
   /**
    * Flink answers 500 when the jar is missing or its manifest names no entry class (the exception
    * escapes its handler synchronously). Those are the client's mistakes, so the gateway answers 400
-   * with Flink's message — a deliberate, documented deviation.
+   * with Flink's message — a deliberate, documented deviation. Flink's refusal of a job id it has
+   * (running, or in its job-result store) is 409 GW_RUN_JOB_ID_CONFLICT, as the gateway's own
+   * refusal is. Every translation carries the JobManager's own text after the gateway's.
    */
-  private failure(operation: 'run' | 'plan', res: JsonResponse): GatewayError {
+  private failure(operation: 'run' | 'plan', res: JsonResponse, jobId?: string): GatewayError {
     const flinkMessage = summariseFlinkErrors(res.body);
-    if (isWebSubmitDisabled(res.status, res.body)) return new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation });
-    if (/Jar file .* does not exist/.test(flinkMessage) || res.status === 404) return new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage });
-    // Only Flink's own handler blames the jar; a plain-text 500 comes from something in between.
-    if (res.status === 500 && !res.notJson) return new GatewayError('GW_JAR_INVALID', { flinkMessage });
-    if (res.status === 400 && isLeaderUnreachable(flinkMessage)) return new GatewayError('GW_CLUSTER_NOT_READY', { operation, flinkMessage });
-    if (res.status === 400) return new GatewayError(operation === 'run' ? 'GW_RUN_REJECTED' : 'GW_PLAN_REJECTED', { flinkMessage });
-    return this.cluster.failure(operation, res);
+    const translated = (): GatewayError => {
+      if (isWebSubmitDisabled(res.status, res.body)) return new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation });
+      if (/Jar file .* does not exist/.test(flinkMessage) || res.status === 404) return new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage });
+      // Only Flink's own handler blames the jar; a plain-text 500 comes from something in between.
+      if (res.status === 500 && !res.notJson) return new GatewayError('GW_JAR_INVALID', { flinkMessage });
+      if (res.status === 400 && isLeaderUnreachable(flinkMessage)) return new GatewayError('GW_CLUSTER_NOT_READY', { operation, flinkMessage });
+      if (res.status === 400 && jobId !== undefined && isDuplicateJobId(flinkMessage)) return new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
+      if (res.status === 400) return new GatewayError(operation === 'run' ? 'GW_RUN_REJECTED' : 'GW_PLAN_REJECTED', { flinkMessage });
+      return this.cluster.failure(operation, res);
+    };
+    return withFlinkErrors(translated(), res);
   }
 }
 

@@ -73,6 +73,8 @@ interface ResolvedJar {
  */
 export class RunService {
   private readonly flights: SingleFlight<RunOutcome>;
+  /** Per job id, the tail of the requests deciding how to answer (see `exclusive`). */
+  private readonly gates = new Map<string, Promise<void>>();
   private readonly jars = new JarBook();
   private readonly budget: JarBudget;
   /** The one listing in flight that refreshes which kept jars the JobManager still has. */
@@ -94,14 +96,20 @@ export class RunService {
     const trace = this.traceFor(jarId, request, caller, query);
     const source = trace.source === 'uri' ? 'uri' : 'upload';
     const principal = caller?.principal ?? 'anonymous';
+    const fingerprint = runFingerprint(jarId, request, principal, query, route, this.jars.digestOf(jarId));
     let claim: ClaimResult | undefined;
     // Not tied to the HTTP request: a client disconnect must not cancel a run in progress.
     let result: { value: RunOutcome; shared: boolean };
     try {
-      const claimed = await this.claimOf(jobId, principal, runFingerprint(jarId, request, principal, query, route));
-      claim = claimed;
-      if (claimed === 'conflict') throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
-      result = await this.flights.run(jobId, () => this.runOnce({ jarId, jobId, request, query, log: jobLog, trace, claim: claimed, caller, route }));
+      // One request at a time per job id decides how to answer (claim, memory, the JobManager's
+      // view) and starts or joins the flight; the flight itself is shared, never serialised.
+      const flight = await this.exclusive(jobId, async () => {
+        const claimed = await this.decide(jobId, principal, fingerprint, trace, jobLog);
+        claim = claimed;
+        if (claimed === 'conflict') throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
+        return { settled: this.flights.run(jobId, () => this.runOnce({ jarId, jobId, request, query, log: jobLog, trace, claim: claimed, caller, route })) };
+      });
+      result = await flight.settled;
     } catch (err) {
       // A run that provably never started frees its id; one whose outcome is unknown keeps it.
       if (claim === 'new' && !isAmbiguous(err)) await this.releaseClaim(jobId, jobLog);
@@ -114,6 +122,56 @@ export class RunService {
     this.auditRun(route, trace, caller, t0, { jobId: result.value.jobid, outcome: result.shared ? 'deduplicated' : 'accepted', status: route === 'run' ? 200 : 202 });
     if (result.shared) jobLog.info('run for this jobId already in flight or accepted; returning its result');
     return { outcome: result.value, shared: result.shared };
+  }
+
+  /**
+   * The retry rule (job-claims.ts): this request's claim on the job id; a remembered outcome or
+   * claim answers only while the JobManager still knows the job. When it does not (it restarted
+   * without HA, the cluster was recreated, the job expired from its history), the memory, the claim
+   * and the registration end here and the run goes to the JobManager as a new run, where Flink's
+   * own answer decides (its refusal of an id it still holds is a 409, never a 200). A run in flight
+   * in this process is joined without asking: its job may not exist yet.
+   */
+  private async decide(jobId: string, principal: string, fingerprint: string, trace: Trace, log: Logger): Promise<ClaimResult> {
+    const claimed = await this.claimOf(jobId, principal, fingerprint);
+    if (this.flights.inFlight(jobId) || (claimed === 'new' && !this.flights.remembers(jobId))) return claimed;
+    let known: boolean;
+    try {
+      known = await this.submitter.jobKnown(jobId);
+    } catch (err) {
+      // Nothing can be concluded, and nothing ran: a claim this request just made is freed again.
+      if (claimed === 'new') await this.releaseClaim(jobId, log);
+      throw err;
+    }
+    if (known) return claimed;
+    this.flights.forget(jobId);
+    const registrar = this.opts.registrations;
+    if (registrar?.isKnown(jobId)) await registrar.unregister(jobId, 'the JobManager no longer knows the job; a new run takes its id');
+    log.info({ earlier: claimed === 'new' ? 'remembered result' : `${claimed} claim` }, 'the JobManager no longer knows this jobId; its earlier run is forgotten and this one goes to the JobManager as a new run');
+    trace.verdicts.jobId = 'earlier run gone from the JobManager';
+    if (claimed === 'new') return claimed;
+    try {
+      await this.opts.claims?.release(jobId);
+    } catch (err) {
+      throw storeUnavailable('job id claim', err);
+    }
+    return this.claimOf(jobId, principal, fingerprint);
+  }
+
+  /** Runs `fn` after every earlier `exclusive` call for `key` has settled. */
+  private async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.gates.get(key);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const chained = (before ?? Promise.resolve()).then(() => gate);
+    this.gates.set(key, chained);
+    await before;
+    try {
+      return await fn();
+    } finally {
+      open();
+      if (this.gates.get(key) === chained) this.gates.delete(key);
+    }
   }
 
   /** The job id's claim; a shared store that cannot be reached is a 503 (nothing ran). */
@@ -130,7 +188,7 @@ export class RunService {
     try {
       await this.opts.claims?.release(jobId);
     } catch (err) {
-      log.warn({ err: (err as Error).message }, 'cannot release the job id claim; it expires with its retention');
+      log.warn({ err: (err as Error).message }, 'cannot release the job id claim; it ends when the JobManager no longer knows the job');
     }
   }
 
@@ -196,10 +254,12 @@ export class RunService {
   private async resolveJar(jarId: string, request: JarRequest, log: Logger, trace: Trace, caller: Caller | undefined, jobId?: string): Promise<ResolvedJar> {
     this.policy.checkSource(trace);
     const uri = request.flinkConfiguration[JOB_JAR_KEY]?.trim() ?? '';
-    const artifacts = artifactList(request.flinkConfiguration[ARTIFACT_LIST_KEY]);
     if (uri === '') {
-      if (artifacts.length > 0) {
-        throw new GatewayError('GW_REQUEST_MALFORMED', { type: 'JarRunRequestBody', reason: `${ARTIFACT_LIST_KEY} needs ${JOB_JAR_KEY}: the gateway adds artifacts to a jar it fetches, not to an uploaded one` });
+      if ((request.flinkConfiguration[ARTIFACT_LIST_KEY]?.trim() ?? '') !== '') {
+        // Flink ignores the key in session mode, and the operator merges the cluster's whole
+        // configuration into every run: refusing it would fail every run of a cluster that sets it.
+        trace.verdicts.artifacts = `ignored: ${ARTIFACT_LIST_KEY} without ${JOB_JAR_KEY} (the gateway adds artifacts only to a jar it fetches)`;
+        log.warn(`${ARTIFACT_LIST_KEY} is set without ${JOB_JAR_KEY}; ignored (not forwarded): the gateway adds artifacts only to a jar it fetches by URI`);
       }
       this.policy.checkEntryClass(trace, request.body, this.jars.entryPointsOf(jarId));
       return { jarId, ...this.forwarded(request, trace, jobId), release: async () => undefined };
@@ -207,6 +267,7 @@ export class RunService {
     if (!this.opts.jarUriEnabled) throw new GatewayError('GW_JAR_URI_DISABLED');
     if (!this.opts.remoteJars) throw new GatewayError('GW_JAR_URI_UNSUPPORTED', { reason: 'no filesystem plugins are configured' });
     if (this.jars.hasClasses(jarId)) throw new GatewayError('GW_JAR_URI_CONFLICT', { jarId, uri: redactUri(uri) });
+    const artifacts = artifactList(request.flinkConfiguration[ARTIFACT_LIST_KEY]);
     const pin = jobJarPin(request.flinkConfiguration);
     // The transient jar is no one's to keep, but it takes the upload directory's disk while it runs.
     const transient = this.budget.reserve(undefined);
@@ -284,6 +345,7 @@ export class RunService {
     prepared.detach();
     reservation.keep(prepared.jarId, prepared.artifact.size);
     this.jars.recordFetched(prepared.jarId, points, principal);
+    this.jars.recordDigest(prepared.jarId, prepared.artifact.sha256);
     return { filename: prepared.filename, status: 'success' };
   }
 
@@ -292,7 +354,7 @@ export class RunService {
    * body, charged as its bytes arrive (`charge`), and kept under the JobManager's jar id; in
    * fetched-only mode only a placeholder is accepted (`placeholderMaxBytes`, no classes).
    */
-  async keepUpload<T extends { body: unknown; size: number; classes: number }>(
+  async keepUpload<T extends { body: unknown; size: number; classes: number; sha256?: string }>(
     principal: string,
     upload: (budget: { charge: (bytes: number) => void; placeholderMaxBytes?: number }) => Promise<T>,
   ): Promise<T> {
@@ -314,6 +376,7 @@ export class RunService {
     }
     reservation.keep(jarId, result.size);
     this.jars.own(jarId, principal, result.classes > 0);
+    if (result.sha256 !== undefined) this.jars.recordDigest(jarId, result.sha256);
     return result;
   }
 

@@ -4,7 +4,8 @@ import { type Clock, systemClock } from '../clock';
  * Runs are single-flight by jobId: while a run is in flight, or after it was accepted (for
  * `retentionMs`), another run with the same id gets the first result instead of starting a second
  * job. Failed runs are forgotten at once so that a retry really retries (the operator reuses its
- * jobId after a failure).
+ * jobId after a failure). An accepted result is only a memory: the caller checks that the
+ * JobManager still knows the job before it lets `run` answer from it, and `forget`s it otherwise.
  */
 export class SingleFlight<T> {
   private readonly inflight = new Map<string, Promise<T>>();
@@ -33,6 +34,22 @@ export class SingleFlight<T> {
     } finally {
       this.inflight.delete(key);
     }
+  }
+
+  /** Whether a run under `key` is in flight right now. */
+  inFlight(key: string): boolean {
+    return this.inflight.has(key);
+  }
+
+  /** Whether an accepted result under `key` would answer the next `run`. */
+  remembers(key: string): boolean {
+    this.prune();
+    return this.accepted.has(key);
+  }
+
+  /** Drops the accepted result under `key` (its job is gone), so that the next `run` runs. */
+  forget(key: string): void {
+    this.accepted.delete(key);
   }
 
   private prune(): void {

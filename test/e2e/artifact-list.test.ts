@@ -72,11 +72,21 @@ describe('user.artifacts.artifact-list for session jobs', () => {
     expect(audit.length).toBeGreaterThanOrEqual(2);
   }, 180_000);
 
-  it('holds artifacts to the allow-list, and artifact-list without a job jar URI is a 400', async () => {
+  it('holds artifacts to the allow-list; artifact-list without a job jar URI is ignored (as Flink does in session mode)', async () => {
     const refused = await run({ 'user.artifacts.artifact-list': `${o.url}/elsewhere/shout-udf.jar` });
     expect({ status: refused.status, code: errorCode(refused) }).toEqual({ status: 400, code: 'GW_FETCH_URI_NOT_ALLOWED' });
     expect(o.requests.filter((r) => r.path.startsWith('/elsewhere'))).toEqual([]);
-    const noUri = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { flinkConfiguration: { 'user.artifacts.artifact-list': `${o.url}/ok/shout-udf.jar` } });
-    expect({ status: noUri.status, code: errorCode(noUri) }).toEqual({ status: 400, code: 'GW_REQUEST_MALFORMED' });
+    // The operator merges the cluster's configuration (which may set the key) into every run of an
+    // uploaded jar: the run goes on without it, the audit record says so, nothing is fetched.
+    const up = await uploadBytes(gw.url, [{ name: 'udf-job.jar', bytes: readFileSync(join(JARS, 'WordCount.jar')) }]);
+    const jarId = String(up.body.filename).split('/').pop()!;
+    const before = o.requests.length;
+    const noUri = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId: newJobId(), flinkConfiguration: { 'user.artifacts.artifact-list': `${o.url}/ok/shout-udf.jar` } });
+    expect(noUri.status).toBe(200);
+    expect(await waitForJobState(gw.url, String(noUri.body.jobid), ['FINISHED', 'FAILED'])).toBe('FINISHED');
+    expect(o.requests.length).toBe(before);
+    const verdicts = gw.audit().find((a) => a.audit === 'submission' && a.jobId === noUri.body.jobid)?.verdicts as Record<string, string>;
+    expect(verdicts.artifacts).toMatch(/^ignored: user\.artifacts\.artifact-list without user\.artifacts\.job-jar/);
+    await json('DELETE', `${gw.url}/v1/jars/${jarId}`);
   });
 });

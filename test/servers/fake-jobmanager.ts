@@ -33,6 +33,15 @@ export interface FakeJobManager {
   rejectUploads?: { status: number; message: string };
   /** When set, `/config` says `features.web-submit: false` (as Flink with `web.submit.enable: false`). */
   webSubmitDisabled?: boolean;
+  /**
+   * Ids Flink would refuse although `GET /jobs/:id/status` does not know them (its job-result
+   * store keeps a finished job's id for the life of a JobManager without HA).
+   */
+  resultStore: Set<string>;
+  /** When set, `GET /jobs/:id/status` answers this status (a JobManager electing a leader, say). */
+  jobStatusFails?: number;
+  /** Forgets every job, as a JobManager restarted without HA does (jars are kept: the test decides). */
+  forgetJobs(): void;
   stop(): Promise<void>;
 }
 
@@ -55,7 +64,8 @@ const hashingStorage: StorageEngine = {
  * A node:http stand-in for a Flink JobManager, for tests that need the gateway's fetch and hand-off
  * but not a real job: `POST /v1/jars/upload` (multipart, kept as a SHA-256 digest), `GET /v1/jars`,
  * `DELETE /v1/jars/:id`, `POST /v1/jars/:id/run` (records the jar's digest: "which bytes would
- * have run"), `GET /v1/config`, `GET /v1/jobs/:id/status` (404). Not a Flink emulator: a fake,
+ * have run"), `GET /v1/config`, `GET /v1/jobs/:id` and `/status` (200 for the jobs it accepted, else 404; a run under
+ * an id it knows is refused as Flink refuses it). Not a Flink emulator: a fake,
  * used where the real cluster adds nothing but time.
  */
 export async function startFakeJobManager(): Promise<FakeJobManager> {
@@ -72,12 +82,16 @@ export async function startFakeJobManager(): Promise<FakeJobManager> {
     const text = Buffer.concat(chunks).toString('utf8');
     return text ? (JSON.parse(text) as Record<string, unknown>) : {};
   };
+  /** Jobs it knows (accepted runs since the last `forgetJobs`), as Flink's dispatcher does. */
+  const jobs = new Set<string>();
   const jm: FakeJobManager = {
     url: '',
     port: 0,
     jars,
     runs,
     requests,
+    resultStore: new Set<string>(),
+    forgetJobs: () => jobs.clear(),
     stop: async () => undefined,
   };
   const server: Server = createServer({ requestTimeout: 0 }, (req, res) => {
@@ -120,13 +134,23 @@ export async function startFakeJobManager(): Promise<FakeJobManager> {
         if (!jar) return send(res, 500, { errors: [`Jar file /tmp/flink-web-upload/${id} does not exist`] });
         if (jm.rejectRuns) return send(res, jm.rejectRuns.status, { errors: [jm.rejectRuns.message] });
         const jobId = typeof body.jobId === 'string' ? body.jobId : randomBytes(16).toString('hex');
+        // Flink's dispatcher refuses an id it has (running, or in its job-result store), as a 400 whose stack trace names it.
+        if (jobs.has(jobId) || jm.resultStore.has(jobId)) {
+          return send(res, 400, { errors: [`org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute application.\n\tat org.apache.flink.runtime.webmonitor.handlers.JarRunHandler.lambda$handleRequest$1(JarRunHandler.java:123)\nCaused by: org.apache.flink.runtime.client.DuplicateJobSubmissionException: Job has already been submitted.\n\tat org.apache.flink.runtime.dispatcher.Dispatcher.submitJob(Dispatcher.java:456)\n`] });
+        }
+        jobs.add(jobId);
         runs.push({ jarId: id, jobId, sha256: jar.sha256, flinkConfiguration: (body.flinkConfiguration as Record<string, unknown>) ?? {} });
         send(res, 200, { jobid: jobId });
       });
       return;
     }
     if (req.method === 'GET' && path === '/config') return send(res, 200, { 'refresh-interval': 3000, 'timezone-name': 'UTC', 'timezone-offset': 0, 'flink-version': '2.1.0', 'flink-revision': 'fake', features: { 'web-submit': !jm.webSubmitDisabled, 'web-cancel': true, 'web-rescale': false, 'web-history': false } });
-    if (req.method === 'GET' && /^\/jobs\/[^/]+\/status$/.test(path)) return send(res, 404, { errors: ['Job not found'] });
+    const status = /^\/jobs\/([0-9a-f]{32})(?:\/status)?$/.exec(path);
+    if (req.method === 'GET' && status) {
+      if (jm.jobStatusFails !== undefined) return send(res, jm.jobStatusFails, { errors: ['org.apache.flink.runtime.rest.handler.RestHandlerException: No leader available.'] });
+      if (jobs.has(status[1]!)) return send(res, 200, path.endsWith('/status') ? { status: 'RUNNING' } : { jid: status[1], state: 'RUNNING' });
+      return send(res, 404, { errors: ['org.apache.flink.runtime.rest.NotFoundException: Job ' + status[1] + ' not found'] });
+    }
     send(res, 404, { errors: ['Not found: ' + path] });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));

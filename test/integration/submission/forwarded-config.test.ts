@@ -6,6 +6,8 @@ import { filePlugin } from '../../../fs-plugins/file';
 import { startGateway } from '../../helpers/gateway';
 import { buildJar } from '../../helpers/jars';
 import { startOrigin } from '../../helpers/origin';
+import { json, uploadBytes } from '../../helpers/flink';
+import { startFakeJobManager } from '../../servers/fake-jobmanager';
 
 /**
  * What the JobManager receives for a run by URI (a node:http origin records it): the fetched jar's
@@ -52,6 +54,27 @@ describe('the run forwarded for a jar URI', () => {
       await gw.close();
       await jm.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('ignores user.artifacts.artifact-list without a job-jar URI (Flink does in session mode): a warning and an audit verdict, not a 400', async () => {
+    // The operator merges the cluster's configuration into every run: one such key in a
+    // FlinkDeployment would otherwise fail every session job of that cluster.
+    const jm = await startFakeJobManager();
+    const gw = await startGateway(jm.url, {});
+    try {
+      const up = await uploadBytes(gw.url, [{ name: 'app.jar', bytes: buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n', 'a/B.class': Buffer.from('cafebabe', 'hex') }) }]);
+      const jarId = String(up.body.filename).split('/').pop()!;
+      const jobId = 'c'.repeat(32);
+      const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, flinkConfiguration: { 'user.artifacts.artifact-list': 'https://repo.example/udf.jar;https://repo.example/fmt.jar', 'x.y': 'z' } });
+      expect(r).toMatchObject({ status: 200, body: { jobid: jobId } });
+      expect(jm.runs.find((x) => x.jobId === jobId)?.flinkConfiguration).toEqual({ 'x.y': 'z' });
+      const audit = gw.audit().find((a) => a.audit === 'submission' && a.jobId === jobId)!;
+      expect((audit.verdicts as Record<string, string>).artifacts).toMatch(/^ignored: user\.artifacts\.artifact-list without user\.artifacts\.job-jar/);
+      expect(gw.logs.some((l) => l.level === 40 && String(l.msg).startsWith('user.artifacts.artifact-list is set without user.artifacts.job-jar'))).toBe(true);
+    } finally {
+      await gw.close();
+      await jm.stop();
     }
   });
 });

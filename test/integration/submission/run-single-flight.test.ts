@@ -14,6 +14,14 @@ describe('run single-flight and client disconnects', () => {
       let body = '';
       req.setEncoding('utf8').on('data', (d: string) => (body += d));
       req.on('end', () => {
+        // The gateway answers a retry from memory only while the JobManager still knows the job.
+        const status = /^\/v1\/jobs\/([0-9a-f]{32})$/.exec(req.url!);
+        if (req.method === 'GET' && status) {
+          const known = runs.some((r) => (JSON.parse(r) as { jobId: string }).jobId === status[1]);
+          res.writeHead(known ? 200 : 404, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(known ? { status: 'RUNNING' } : { errors: ['Job not found'] }));
+          return;
+        }
         if (req.method === 'POST' && /\/v1\/jars\/[^/]+\/run$/.test(req.url!)) {
           runs.push(body);
           const { jobId } = JSON.parse(body) as { jobId: string };
