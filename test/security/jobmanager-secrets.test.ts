@@ -6,8 +6,8 @@ import { FormData, request } from 'undici';
 import { builtinPlugins } from '../../fs-plugins';
 import type { StandaloneCluster } from '../../src/cluster/standalone-cluster';
 import { createRegistry } from '../../src/composition';
-import { newJobId, waitForJobState, WORDCOUNT_CLASS, WORDCOUNT_JAR } from '../helpers/flink';
-import { startDistCluster } from '../helpers/flink-dist';
+import { newJobId, waitForJobState, WORDCOUNT_CLASS } from '../helpers/flink';
+import { startDistCluster, wordCountJarFor } from '../helpers/flink-dist';
 import { startGateway, type TestGateway, writeTokensFile } from '../helpers/gateway';
 import { type RecordingRelay, startRecordingRelay } from '../servers/recording-relay';
 
@@ -133,10 +133,12 @@ describe(`secrets in the JobManager's answers (Flink ${VERSION} distribution)`, 
   let tmId: string;
   let jmLogs: string[];
   let tmLogs: string[];
+  /** Flink 2.3's applications (a run makes one): their configuration route is probed too. */
+  let applicationIds: string[] = [];
 
   it('runs a job through the gateway (upload, plan, run, delete) with the caller\'s credentials on every request', async () => {
     const form = new FormData();
-    form.append('jarfile', new Blob([readFileSync(WORDCOUNT_JAR)]), 'WordCount.jar');
+    form.append('jarfile', new Blob([readFileSync(wordCountJarFor(VERSION))]), 'WordCount.jar');
     const up = await request(`${gw.url}/v1/jars/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${TOKENS.ops}`, ...CALLER } });
     const upBody = (await up.body.json()) as { filename: string };
     expect(up.statusCode).toBe(200);
@@ -155,6 +157,9 @@ describe(`secrets in the JobManager's answers (Flink ${VERSION} distribution)`, 
     jmLogs = (JSON.parse((await call('GET', '/v1/jobmanager/logs', 'ops')).text) as { logs: { name: string }[] }).logs.map((l) => l.name);
     tmLogs = (JSON.parse((await call('GET', `/v1/taskmanagers/${encodeURIComponent(tmId)}/logs`, 'ops')).text) as { logs: { name: string }[] }).logs.map((l) => l.name);
     expect(jmLogs.length).toBeGreaterThan(0);
+    const apps = await call('GET', '/v1/applications/overview', 'viewer');
+    if (apps.status === 200) applicationIds = (JSON.parse(apps.text) as { applications: { id: string }[] }).applications.map((a) => a.id);
+    if (VERSION.startsWith('2.3')) expect(applicationIds.length).toBeGreaterThan(0);
   }, 300_000);
 
   it('every configuration route answers a read principal with 0 canaries, in every spelling, compression asked or not', async () => {
@@ -164,6 +169,7 @@ describe(`secrets in the JobManager's answers (Flink ${VERSION} distribution)`, 
       `/jobs/${jobId}/config`, `/v1/jobs/${jobId}/config`, `/v1/jobs/${jobId}/checkpoints/config`,
       '/jobmanager/environment', '/v1/jobmanager/environment', `/v1/jobs/${jobId}/jobmanager/environment`,
       `/v1/taskmanagers/${encodeURIComponent(tmId)}`,
+      ...applicationIds.flatMap((id) => [`/applications/${id}/jobmanager/config`, `/v1/applications/${id}/jobmanager/config`]),
     ];
     const statuses: Record<string, number> = {};
     const leaks: string[] = [];
