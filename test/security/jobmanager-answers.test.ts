@@ -66,6 +66,8 @@ async function startJobManager(seen: { url: string; headers: IncomingHttpHeaders
 }
 
 const hasCanary = (text: string) => Object.values(CANARY).some((c) => text.includes(c));
+/** Marks the test's own requests: the gateway's background calls (job lookups) reach the stand-in too. */
+const UA = 'jobmanager-answers-test';
 
 /**
  * Secret-bearing JobManager answers and what reaches the JobManager, on a stand-in JobManager (the
@@ -79,6 +81,8 @@ describe('JobManager answers and upstream headers (a stand-in JobManager)', () =
   let gw: TestGateway;
   let open: TestGateway;
   let dir: string;
+  /** What reached the stand-in from the test's requests since `from`. */
+  const mine = (from: number) => seen.slice(from).filter((s) => s.headers['user-agent'] === UA);
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-answers-'));
@@ -104,7 +108,7 @@ describe('JobManager answers and upstream headers (a stand-in JobManager)', () =
   });
 
   const get = async (base: string, path: string, token?: string, extra: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET') => {
-    const res = await request(`${base}${path}`, { method, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra } });
+    const res = await request(`${base}${path}`, { method, headers: { 'user-agent': UA, ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra } });
     return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   };
 
@@ -131,7 +135,7 @@ describe('JobManager answers and upstream headers (a stand-in JobManager)', () =
     expect(Number(r.headers['content-length'])).toBe(Buffer.byteLength(r.text));
     expect(JSON.parse(r.text)).toBeTruthy();
     // The gateway asked for an uncompressed answer.
-    expect(seen.slice(before).map((s) => s.headers['accept-encoding'])).toEqual(['identity']);
+    expect(mine(before).map((s) => s.headers['accept-encoding'])).toEqual(['identity']);
   });
 
   it('keeps the shape and the values that are not secret', async () => {
@@ -171,7 +175,7 @@ describe('JobManager answers and upstream headers (a stand-in JobManager)', () =
     const denied = await get(gw.url, path, TOKENS.viewer);
     expect(denied.status).toBe(403);
     expect(JSON.parse(denied.text).errors[0]).toMatch(/^GW_AUTH_FORBIDDEN: token:viewer may not logs on this gateway .*gateway\.auth\.permission\.logs/);
-    expect(seen.length).toBe(before);
+    expect(mine(before)).toEqual([]);
     expect((await get(gw.url, path, TOKENS.ops)).status).toBe(200);
     expect((await get(open.url, path)).status).toBe(200);
   });
@@ -197,11 +201,11 @@ describe('JobManager answers and upstream headers (a stand-in JobManager)', () =
     };
     const before = seen.length;
     for (const [method, path] of [['GET', '/v1/jobs/overview'], ['GET', '/v1/jobmanager/config'], ['GET', '/v1/jobmanager/log'], ['PATCH', `/v1/jobs/${JOB}?mode=cancel`], ['POST', `/v1/jobs/${JOB}/savepoints`], ['DELETE', '/v1/cluster'], ['GET', '/index.html']]) {
-      const r = await request(`${gw.url}${path}`, { method: method as 'GET', headers: { ...credentials, 'content-type': 'application/json', 'user-agent': 'test-client', 'if-modified-since': 'Thu, 01 Jan 2026 00:00:00 GMT' }, ...(method === 'GET' ? {} : { body: '{}' }) });
+      const r = await request(`${gw.url}${path}`, { method: method as 'GET', headers: { ...credentials, 'content-type': 'application/json', 'user-agent': UA, 'if-modified-since': 'Thu, 01 Jan 2026 00:00:00 GMT' }, ...(method === 'GET' ? {} : { body: '{}' }) });
       expect(r.statusCode).toBe(200);
       await r.body.dump();
     }
-    const upstream = seen.slice(before);
+    const upstream = mine(before);
     expect(upstream).toHaveLength(7);
     const secrets = Object.values(credentials).map((v) => v.split(/[ =]/).pop()!);
     for (const { url, headers } of upstream) {
@@ -210,7 +214,7 @@ describe('JobManager answers and upstream headers (a stand-in JobManager)', () =
       for (const name of names) expect(['accept', 'accept-encoding', 'accept-language', 'cache-control', 'connection', 'content-length', 'content-type', 'host', 'if-modified-since', 'pragma', 'transfer-encoding', 'user-agent', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto']).toContain(name);
       const all = JSON.stringify(headers);
       for (const s of secrets) expect(all).not.toContain(s);
-      expect(headers['user-agent']).toBe('test-client');
+      expect(headers['user-agent']).toBe(UA);
     }
   });
 
@@ -223,10 +227,10 @@ describe('JobManager answers and upstream headers (a stand-in JobManager)', () =
     const agent = new Agent({ connect: { ca: readFileSync(ca.cert), cert: readFileSync(client.cert), key: readFileSync(client.key) } });
     try {
       const before = seen.length;
-      const r = await request(`${mtls.url}/v1/jobs/overview`, { dispatcher: agent });
+      const r = await request(`${mtls.url}/v1/jobs/overview`, { dispatcher: agent, headers: { 'user-agent': UA } });
       expect(r.statusCode).toBe(200);
       await r.body.dump();
-      const upstream = seen.slice(before);
+      const upstream = mine(before);
       expect(upstream).toHaveLength(1);
       expect(JSON.stringify(upstream[0]!.headers)).not.toMatch(/flink-operator|BEGIN CERTIFICATE/);
       expect(mtls.logs.some((l) => l.principal === 'cert:flink-operator')).toBe(true);
