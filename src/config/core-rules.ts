@@ -161,4 +161,30 @@ export const coreRules: readonly ConfigRule[] = [
       return problems;
     },
   },
+  {
+    keys: [],
+    severity: 'warning',
+    description:
+      'a key of one of Flink\'s filesystems that no plugin of this gateway serves (Google Cloud Storage gs.* / fs.gs.*, Alibaba OSS fs.oss.*, ' +
+      'Tencent COS fs.cosn.*, Huawei OBS fs.obs.*, Azure Data Lake Gen1 fs.adl.*): its jar URIs are refused, and the key is not used.',
+    check(config) {
+      const out: { key: string; message: string }[] = [];
+      for (const key of config.keys()) {
+        // A plugin that serves the scheme (a third-party one) declares its keys: those are its business.
+        if (config.registry.lookup(key) !== undefined) continue;
+        const fs = UNSERVED_FILESYSTEMS.find(([re]) => re.test(key));
+        if (fs) out.push({ key, message: `a Flink filesystem key for ${fs[1]}, which no plugin of this gateway serves: ${fs[1]} jar URIs are refused (GW_FETCH_SCHEME_UNSUPPORTED) and the key is not used` });
+      }
+      return out;
+    },
+  },
+];
+
+/** Flink filesystems the gateway has no built-in plugin for, by their configuration keys. */
+const UNSERVED_FILESYSTEMS: readonly [RegExp, string][] = [
+  [/^(?:gs|fs\.gs)\./, 'gs://'],
+  [/^fs\.oss\./, 'oss://'],
+  [/^fs\.cosn\./, 'cosn://'],
+  [/^fs\.obs\./, 'obs://'],
+  [/^fs\.adl\./, 'adl://'],
 ];

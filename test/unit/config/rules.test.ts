@@ -151,3 +151,11 @@ describe('the gateway\'s rules', () => {
     expect(config.value('s3.endpoint')).toBe('http://127.0.0.1:9000');
   });
 });
+
+describe('keys of Flink filesystems the gateway has no plugin for', () => {
+  it('are start-up warnings naming the key and the scheme, never silence', () => {
+    const config = createRegistry(builtinPlugins).resolve(raw({ 'gs.auth.type': 'SERVICE_ACCOUNT_JSON_KEYFILE', 'fs.gs.project.id': 'p', 'fs.oss.endpoint': 'oss.example', 'fs.s3a.fast.upload': 'true' }));
+    expect(config.notices.filter((n) => /no plugin/.test(n.message)).map((n) => n.key)).toEqual(['gs.auth.type', 'fs.gs.project.id', 'fs.oss.endpoint']);
+    expect(config.notices.find((n) => n.key === 'gs.auth.type')?.message).toMatch(/^a Flink filesystem key for gs:\/\/, which no plugin of this gateway serves: gs:\/\/ jar URIs are refused \(GW_FETCH_SCHEME_UNSUPPORTED\)/);
+  });
+});
