@@ -154,6 +154,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const registrations = new JobRegistrations({
       tokens,
       ...(store ? { store } : {}),
+      absentRetentionMs: config.get(tokenOptions.absentRetention),
       isSensitive: jobSecretRule(config.registry, tokens.jobRequestKeys()),
       cluster: config.cluster,
       log: tokenLog,

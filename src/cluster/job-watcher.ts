@@ -22,6 +22,14 @@ export interface WatchedJobs {
   watchedJobs(): string[];
   /** Unregisters the job; must not throw. */
   unregister(jobId: string, reason: string): Promise<void>;
+  /**
+   * The job is gone from the JobManager, or SUSPENDED past the job-leader timeout: its registration
+   * ends, but what is needed to register it again if it comes back is kept. Must not throw.
+   * Without it, `unregister` is called.
+   */
+  absent?(jobId: string, reason: string): Promise<void>;
+  /** Each successful read, before discovery: jobs that were absent and are listed again. Must not throw. */
+  recheckAbsent?(states: ReadonlyMap<string, string>): Promise<void>;
 }
 
 /**
@@ -43,6 +51,11 @@ export interface JobWatcherOptions {
   missingReads: number;
   /** …and for at least this long (monotonic). */
   missingGraceMs: number;
+  /**
+   * A job SUSPENDED this long (Flink's `resourcemanager.job.timeout`, after which its ResourceManager
+   * lets the job's leader go and FLINK-40019 unregisters it) has its registration ended. Default: never.
+   */
+  suspendedTimeoutMs?: number;
   log: Logger;
   clock?: Clock;
 }
@@ -62,6 +75,8 @@ interface Missing {
 export class JobWatcher {
   private readonly clock: Clock;
   private readonly missing = new Map<string, Missing>();
+  /** Jobs seen SUSPENDED: since when (monotonic). */
+  private readonly suspended = new Map<string, number>();
   private timer: TimerHandle | undefined;
   private running = false;
   private polling: Promise<void> | undefined;
@@ -94,7 +109,8 @@ export class JobWatcher {
   async pollOnce(): Promise<number> {
     const watched = this.opts.jobs.watchedJobs();
     for (const jobId of this.missing.keys()) if (!watched.includes(jobId)) this.missing.delete(jobId);
-    if (watched.length === 0 && !this.opts.discovery) {
+    for (const jobId of this.suspended.keys()) if (!watched.includes(jobId)) this.suspended.delete(jobId);
+    if (watched.length === 0 && !this.opts.discovery && !this.opts.jobs.recheckAbsent) {
       this.failures = 0;
       return this.opts.intervalMs;
     }
@@ -116,8 +132,19 @@ export class JobWatcher {
       if (state !== undefined) {
         this.missing.delete(jobId);
         if (GLOBALLY_TERMINAL.has(state)) {
+          this.suspended.delete(jobId);
           this.opts.log.info({ jobId, state }, 'job reached a globally terminal state; unregistering it');
           await this.opts.jobs.unregister(jobId, `job ${state}`);
+        } else if (state === 'SUSPENDED' && this.opts.suspendedTimeoutMs !== undefined) {
+          const since = this.suspended.get(jobId) ?? now;
+          this.suspended.set(jobId, since);
+          if (now - since >= this.opts.suspendedTimeoutMs) {
+            this.suspended.delete(jobId);
+            this.opts.log.info({ jobId, suspendedForMs: Math.round(now - since) }, "job SUSPENDED past Flink's job-leader timeout (resourcemanager.job.timeout); its registration ends");
+            await this.endAbsent(jobId, 'job SUSPENDED past the job-leader timeout');
+          }
+        } else {
+          this.suspended.delete(jobId);
         }
         continue;
       }
@@ -127,11 +154,17 @@ export class JobWatcher {
       if (m.reads >= this.opts.missingReads && now - m.since >= this.opts.missingGraceMs) {
         this.missing.delete(jobId);
         this.opts.log.info({ jobId, reads: m.reads, missingForMs: Math.round(now - m.since) }, 'job is no longer known to the JobManager; unregistering it');
-        await this.opts.jobs.unregister(jobId, 'job missing from the JobManager');
+        await this.endAbsent(jobId, 'job missing from the JobManager');
       }
     }
+    await this.opts.jobs.recheckAbsent?.(states);
     await this.opts.discovery?.reconcile(states);
     return this.opts.intervalMs;
+  }
+
+  private endAbsent(jobId: string, reason: string): Promise<void> {
+    this.suspended.delete(jobId);
+    return this.opts.jobs.absent ? this.opts.jobs.absent(jobId, reason) : this.opts.jobs.unregister(jobId, reason);
   }
 
   private schedule(delay: number): void {

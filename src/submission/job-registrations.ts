@@ -65,6 +65,11 @@ export interface JobRegistrationsOptions {
    * providers check it (their allow-lists), stores it for the leader's gateway and drops it again.
    */
   active?: () => boolean;
+  /**
+   * How long the record of a job gone from the JobManager is kept (`gateway.tokens.absent-retention`),
+   * so that the same id coming back is registered again with it. Default 24 h.
+   */
+  absentRetentionMs?: number;
 }
 
 /** A stored job whose re-registration at start was refused, retried with backoff. */
@@ -80,6 +85,7 @@ const RESTORE_RETRY_FIRST_MS = 1_000;
 /** How long a stored registration whose run has not been answered yet counts as being submitted (the run timeout's default). */
 const SUBMITTING_GRACE_MS = 10 * 60_000;
 const RESTORE_RETRY_MAX_MS = 5 * 60_000;
+const ABSENT_RETENTION_DEFAULT_MS = 24 * 3_600_000;
 
 /** A copy of the job's configuration without any sensitive value: that is all a provider sees or the store keeps. */
 export function redactConfiguration(config: Readonly<Record<string, string>>, isSensitive: (key: string) => boolean): Record<string, string> {
@@ -235,6 +241,73 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     log.info({ reason }, 'job unregistered from the delegation-token providers');
   }
 
+  /**
+   * The job is gone from the JobManager (or SUSPENDED past the job-leader timeout): its providers
+   * unregister it, its stored record stays (marked absent) for `absentRetentionMs`, and the same id
+   * listed again is registered again with it (`recheckAbsent`), never as a discovered job.
+   */
+  async absent(jobId: string, reason: string): Promise<void> {
+    const log = this.opts.log.child({ jobId });
+    const rec = this.opts.store?.get(jobId);
+    this.submitting.delete(jobId);
+    this.dropLocal(jobId);
+    await this.opts.tokens.unregisterJob(jobId);
+    this.attempts.delete(jobId);
+    if (!rec) {
+      log.info({ reason }, 'job unregistered from the delegation-token providers');
+      return;
+    }
+    await this.markAbsent(rec, log);
+    log.info({ reason }, 'job unregistered from the delegation-token providers; its stored registration is kept in case the same job comes back');
+  }
+
+  private async markAbsent(rec: StoredRegistration, log: Logger): Promise<void> {
+    if (rec.absentSince !== undefined) return;
+    try {
+      await this.opts.store?.put({ ...rec, absentSince: new Date(this.now()).toISOString() });
+    } catch (err) {
+      log.error({ err, store: this.opts.store?.where }, 'cannot update the job-registration store');
+    }
+  }
+
+  /**
+   * One job overview read (before discovery): an absent job listed again and not terminal is
+   * registered again from its stored record; one that ended, or has been absent longer than the
+   * retention, is dropped from the store.
+   */
+  async recheckAbsent(states: ReadonlyMap<string, string>): Promise<void> {
+    const store = this.opts.store;
+    if (!this.enabled || !store || !this.active()) return;
+    const retention = this.opts.absentRetentionMs ?? ABSENT_RETENTION_DEFAULT_MS;
+    for (const rec of store.list()) {
+      if (rec.absentSince === undefined || this.jobs.has(rec.jobId) || this.pending.has(rec.jobId)) continue;
+      const log = this.opts.log.child({ jobId: rec.jobId });
+      const state = states.get(rec.jobId);
+      if (state !== undefined && !GLOBALLY_TERMINAL.has(state) && state !== 'SUSPENDED') {
+        await this.comeBack(rec, state, log);
+      } else if ((state !== undefined && GLOBALLY_TERMINAL.has(state)) || this.now() - Date.parse(rec.absentSince) >= retention) {
+        await this.forget(rec.jobId, log);
+        log.info({ state: state ?? 'unknown to the JobManager' }, 'stored registration of an absent job dropped');
+      }
+    }
+  }
+
+  private async comeBack(rec: StoredRegistration, state: string, log: Logger): Promise<void> {
+    const { absentSince: _gone, ...present } = rec;
+    try {
+      await this.registerStored(present);
+      log.info({ state, absentSince: rec.absentSince }, 'a job that was gone is back; registered again from its stored registration');
+    } catch (err) {
+      log.error({ err: (err as Error)?.message }, 'a job that came back could not be registered again (a provider refused it); retrying with backoff');
+      this.scheduleRestore(present, 1, (err as Error)?.message ?? String(err));
+    }
+    try {
+      await this.opts.store?.put(present);
+    } catch (err) {
+      log.error({ err, store: this.opts.store?.where }, 'cannot update the job-registration store');
+    }
+  }
+
   /** Registered jobs: when, for whom and how they came to be registered, for the status route. */
   list(): RegisteredJob[] {
     return [...this.jobs].map(([jobId, at]) => ({ jobId, registeredAt: new Date(at).toISOString(), principal: 'anonymous', source: 'submitted', ...this.origins.get(jobId) }));
@@ -295,10 +368,24 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
       const state = states?.get(rec.jobId);
       // Another replica may be submitting it right now (HA): not listed yet is not gone yet.
       const beingSubmitted = store.shared && rec.submitted === false && this.now() - Date.parse(rec.registeredAt) < SUBMITTING_GRACE_MS && state === undefined;
-      if (states && !beingSubmitted && (state === undefined || GLOBALLY_TERMINAL.has(state))) {
+      if (states && !beingSubmitted && state !== undefined && GLOBALLY_TERMINAL.has(state)) {
         // Providers may hold state of the previous process (files, say): let them clean it up.
         await this.forget(rec.jobId, log);
-        log.info({ state: state ?? 'unknown to the JobManager' }, 'stored job registration dropped: the job is no longer running');
+        log.info({ state }, 'stored job registration dropped: the job ended');
+        continue;
+      }
+      if (rec.absentSince !== undefined) {
+        // Gone before this start: registered again only if it is listed again (else the job watcher's
+        // recheckAbsent keeps looking until the retention ends).
+        if (state !== undefined && !GLOBALLY_TERMINAL.has(state) && state !== 'SUSPENDED') await this.comeBack(rec, state, log);
+        continue;
+      }
+      if (states && !beingSubmitted && state === undefined) {
+        // Not listed (a JobManager still recovering its jobs, or the job is gone): kept, marked
+        // absent; the job watcher registers it again if the same id is listed again.
+        await this.opts.tokens.unregisterJob(rec.jobId);
+        await this.markAbsent(rec, log);
+        log.info('stored job not listed by the JobManager; its registration is kept in case the job comes back');
         continue;
       }
       try {
@@ -322,6 +409,14 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
    */
   async sharedStored(rec: StoredRegistration): Promise<void> {
     if (!this.enabled || !this.active()) return;
+    if (rec.absentSince !== undefined) {
+      // Another replica found the job gone: it is no longer registered anywhere until it comes back.
+      if (this.jobs.has(rec.jobId)) {
+        this.dropLocal(rec.jobId);
+        await this.opts.tokens.unregisterJob(rec.jobId);
+      }
+      return;
+    }
     if (rec.submitted !== false) this.submitting.delete(rec.jobId);
     if (this.jobs.has(rec.jobId) || this.pending.has(rec.jobId)) return;
     const log = this.opts.log.child({ jobId: rec.jobId });

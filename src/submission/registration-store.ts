@@ -27,6 +27,12 @@ export interface StoredRegistration {
   submitted?: boolean;
   /** Which run attempt wrote it: a rolled-back attempt removes only its own record, never a later retry's (HA: from another replica). */
   attempt?: string;
+  /**
+   * ISO-8601: since when the job has been gone from the JobManager (or SUSPENDED past Flink's
+   * job-leader timeout). Its providers were told to unregister it, but the record stays, so that the
+   * same job id coming back (a slow HA recovery) is registered again with it, never as discovered.
+   */
+  absentSince?: string;
 }
 
 /**
@@ -66,6 +72,7 @@ export function parseStoredRegistration(value: unknown): StoredRegistration | un
     ...(typeof j.submittedBy === 'string' ? { submittedBy: j.submittedBy } : {}),
     ...(j.submitted === false ? { submitted: false } : {}),
     ...(typeof j.attempt === 'string' ? { attempt: j.attempt } : {}),
+    ...(typeof j.absentSince === 'string' && Number.isFinite(Date.parse(j.absentSince)) ? { absentSince: j.absentSince } : {}),
   };
 }
 

@@ -81,6 +81,14 @@ export const tokenOptions = {
     key: 'gateway.tokens.cluster-default-configuration', type: 'map', section,
     description: 'The cluster default scope: the job configuration (job-request keys such as security.delegation.job.oauth2.scope) every job registered by discovery is registered with, redacted like any registration. Providers check it against their allow-lists for the principal gateway:cluster-default (entries such as gateway:cluster-default=<scope>, or entries for everyone). Empty: such jobs ask for nothing and get what a provider gives a job that asks for nothing.',
   }),
+  absentRetention: option({
+    key: 'gateway.tokens.absent-retention', type: 'duration', default: 24 * 3_600_000, min: 0, section,
+    description: 'How long the stored registration of a job that is gone from the JobManager (or SUSPENDED past resourcemanager.job.timeout) is kept after its providers unregistered it. The same job id listed again within it (a slow HA recovery, a JobManager restored from its job-result store) is registered again with its own stored configuration and principal, never as a discovered job; after it, the record is dropped.',
+  }),
+  jobLeaderTimeout: option({
+    key: 'resourcemanager.job.timeout', type: 'duration', default: 300_000, min: 0, section,
+    description: 'Flink\'s job-leader timeout (its ResourceManager lets a job\'s leader go after it; FLINK-40019 unregisters the job then): a job the JobManager lists as SUSPENDED this long has its registration ended (its stored record is kept, see gateway.tokens.absent-retention). Read from the cluster configuration like Flink reads it.',
+  }),
   watchMissingGrace: option({
     key: 'gateway.tokens.watcher.missing-grace', type: 'duration', default: 60_000, min: 0, section,
     description: 'How long a registered job must have been absent from /v1/jobs/overview before it counts as gone.',
@@ -106,5 +114,6 @@ export function watcherSettings(config: Configuration) {
     maxBackoffMs: config.get(tokenOptions.watchMaxBackoff),
     missingReads: config.get(tokenOptions.watchMissingReads),
     missingGraceMs: config.get(tokenOptions.watchMissingGrace),
+    suspendedTimeoutMs: config.get(tokenOptions.jobLeaderTimeout),
   };
 }

@@ -115,7 +115,7 @@ describe('job registration on the run path', () => {
     expect(gw!.gateway.tokens.status().registeredJobs).toEqual([]);
   });
 
-  it('at start, registers the stored jobs the JobManager still runs again and drops the others', async () => {
+  it('at start, registers the stored jobs the JobManager still runs again, drops the ended ones and keeps the unlisted ones as absent', async () => {
     await start();
     for (const j of [J1, J2, J3]) expect((await run(j)).status).toBe(200);
     await gw!.close();
@@ -129,6 +129,7 @@ describe('job registration on the run path', () => {
     expect(restarted.registered.map((r) => r.jobId)).toEqual([J1]);
     expect(restarted.unregistered.sort()).toEqual([J2, J3]);
     expect(gw!.gateway.tokens.status().registeredJobs).toEqual([J1]);
-    expect(stored()).toEqual([J1]);
+    // J3 is not listed (a JobManager may still be recovering it): kept, not registered, until it is listed again.
+    expect(stored()).toEqual([J1, J3]);
   });
 });

@@ -35,6 +35,24 @@ class Jobs implements WatchedJobs {
   }
 }
 
+/** With the absence hooks: an absent job's registration ends but is kept; listed again, it comes back. */
+class JobsKeepingAbsent extends Jobs {
+  readonly absentJobs: { jobId: string; reason: string }[] = [];
+  readonly back: string[] = [];
+  async absent(jobId: string, reason: string): Promise<void> {
+    this.ids.delete(jobId);
+    this.absentJobs.push({ jobId, reason });
+  }
+  async recheckAbsent(states: ReadonlyMap<string, string>): Promise<void> {
+    for (const { jobId } of this.absentJobs) {
+      if (states.get(jobId) === 'RUNNING' && !this.ids.has(jobId)) {
+        this.ids.add(jobId);
+        this.back.push(jobId);
+      }
+    }
+  }
+}
+
 describe('job watcher (a node:http JobManager, an injected clock)', () => {
   let jm: { state: { jobs: { jid: string; state: string }[]; status: number; reads: number }; origin: Origin };
   let cluster: JobManagerClient;
@@ -50,8 +68,9 @@ describe('job watcher (a node:http JobManager, an injected clock)', () => {
     await jm.origin.close();
   });
 
-  const watcher = (jobs: Jobs, overrides: Partial<{ missingReads: number; missingGraceMs: number; cluster: JobManagerClient }> = {}) =>
+  const watcher = (jobs: Jobs, overrides: Partial<{ missingReads: number; missingGraceMs: number; cluster: JobManagerClient; suspendedTimeoutMs: number }> = {}) =>
     new JobWatcher({
+      ...(overrides.suspendedTimeoutMs !== undefined ? { suspendedTimeoutMs: overrides.suspendedTimeoutMs } : {}),
       cluster: overrides.cluster ?? cluster,
       jobs,
       intervalMs: 5 * S,
@@ -182,5 +201,31 @@ describe('job watcher (a node:http JobManager, an injected clock)', () => {
     await clock.advance(60 * S);
     expect(jm.state.reads).toBe(3);
     expect(clock.pending()).toEqual([]);
+  });
+
+  it("ends a SUSPENDED job's registration after Flink's job-leader timeout (kept for its return); RUNNING again, it comes back", async () => {
+    const jobs = new JobsKeepingAbsent(new Set([J1]));
+    const w = watcher(jobs, { suspendedTimeoutMs: 300 * S });
+    jm.state.jobs = [{ jid: J1, state: 'SUSPENDED' }];
+    await w.pollOnce();
+    await clock.advance(300 * S - 1);
+    await w.pollOnce();
+    expect(jobs.absentJobs).toEqual([]);
+    await clock.advance(1);
+    await w.pollOnce();
+    expect(jobs.absentJobs).toEqual([{ jobId: J1, reason: 'job SUSPENDED past the job-leader timeout' }]);
+    expect(jobs.unregistered).toEqual([]);
+    jm.state.jobs = [{ jid: J1, state: 'RUNNING' }];
+    await w.pollOnce();
+    expect(jobs.back).toEqual([J1]);
+  });
+
+  it('a job missing past the grace ends its registration through absent (kept), not unregister', async () => {
+    const jobs = new JobsKeepingAbsent(new Set([J1]));
+    const w = watcher(jobs, { missingReads: 1, missingGraceMs: 0 });
+    jm.state.jobs = [];
+    await w.pollOnce();
+    expect(jobs.absentJobs.map((j) => j.jobId)).toEqual([J1]);
+    expect(jobs.unregistered).toEqual([]);
   });
 });

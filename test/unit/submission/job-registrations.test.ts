@@ -117,7 +117,7 @@ describe('job registrations (token manager + store)', () => {
     expect(providers[0]!.unregistered).toEqual([J2]);
   });
 
-  it('restores at start: running jobs are registered again, ended or unknown ones dropped (and providers told)', async () => {
+  it('restores at start: running jobs are registered again, ended ones dropped, unknown ones kept as absent (providers told of both)', async () => {
     const first = await setup();
     for (const j of [J1, J2, J3]) await first.regs.register(j, { 'parallelism.default': j.slice(0, 1) }, first.cap.log);
 
@@ -126,7 +126,51 @@ describe('job registrations (token manager + store)', () => {
     expect(second.regs.watchedJobs()).toEqual([J1]);
     expect(second.providers[0]!.registered).toEqual([{ jobId: J1, conf: { 'parallelism.default': '1' }, principal: 'anonymous' }]);
     expect(second.providers[0]!.unregistered.sort()).toEqual([J2, J3]);
-    expect(second.store.list().map((r) => r.jobId)).toEqual([J1]);
+    // A JobManager still recovering its jobs does not list them yet: J3's record stays, marked absent.
+    expect(second.store.list().map((r) => [r.jobId, r.absentSince !== undefined])).toEqual([[J1, false], [J3, true]]);
+  });
+
+  it('a job absent for longer than the watcher\'s grace comes back with its stored registration, never as discovered', async () => {
+    const { providers, regs, store, cap } = await setup();
+    await regs.register(J1, { 'security.delegation.job.a.scope': 'team-a' }, cap.log, 'token:team-a');
+    regs.submitted(J1);
+    await regs.absent(J1, 'job missing from the JobManager');
+    expect(regs.watchedJobs()).toEqual([]);
+    expect(providers[0]!.unregistered).toEqual([J1]);
+    expect(store.get(J1)).toMatchObject({ principal: 'token:team-a', absentSince: expect.any(String) });
+    // Not a job nobody registered: isKnown stays false only while it is absent; the read that lists it registers it first.
+    await regs.recheckAbsent(new Map([[J1, 'RUNNING']]));
+    expect(regs.isKnown(J1)).toBe(true);
+    expect(regs.list()).toEqual([expect.objectContaining({ jobId: J1, principal: 'token:team-a', source: 'submitted' })]);
+    expect(providers[0]!.registered.map((r) => [r.jobId, r.conf, r.principal])).toEqual([
+      [J1, { 'security.delegation.job.a.scope': 'team-a' }, 'token:team-a'],
+      [J1, { 'security.delegation.job.a.scope': 'team-a' }, 'token:team-a'],
+    ]);
+    expect(store.get(J1)?.absentSince).toBeUndefined();
+  });
+
+  it('an absent job that ended, or stayed away past the retention, is dropped from the store', async () => {
+    const cap = captureLogger();
+    const config = tokenConfig();
+    const { providers, receivers } = pairs('a');
+    const tokens = await DefaultTokenManager.create({ config, providers, receivers, log: cap.log, clock: new ManualClock() });
+    const store = new FileRegistrationStore(dir, cap.log);
+    await store.init();
+    let now = Date.UTC(2026, 0, 1);
+    const regs = new JobRegistrations({ tokens, store, isSensitive: () => false, log: cap.log, wallClock: () => now, absentRetentionMs: 3_600_000 });
+    for (const j of [J1, J2]) {
+      await regs.register(j, {}, cap.log);
+      regs.submitted(j);
+      await regs.absent(j, 'gone');
+    }
+    await regs.recheckAbsent(new Map([[J1, 'FINISHED']]));
+    expect(store.list().map((r) => r.jobId)).toEqual([J2]);
+    now += 3_600_000 - 1;
+    await regs.recheckAbsent(new Map());
+    expect(store.list().map((r) => r.jobId)).toEqual([J2]);
+    now += 1;
+    await regs.recheckAbsent(new Map());
+    expect(store.list()).toEqual([]);
   });
 
   it('restores every stored job when the JobManager cannot be read (the watcher sorts them out later)', async () => {
