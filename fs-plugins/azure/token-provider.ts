@@ -1,6 +1,7 @@
 import { DefaultAzureCredential, type TokenCredential } from '@azure/identity';
 import { ContainerSASPermissions, StorageSharedKeyCredential } from '@azure/storage-blob';
 import type { ConfigRule, OptionDef } from '../../src/artifacts/plugin-kit';
+import { JobRefusedError } from '../../src/artifacts/plugin-kit';
 import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../../src/artifacts/plugin-kit';
 import {
   JOB_REQUEST_PREFIX,
@@ -206,14 +207,14 @@ export class AzureBlobDelegationTokenProvider extends JobScopedProvider<readonly
     if (requested === undefined) return undefined;
     const containers = splitList(requested);
     if (s === undefined) {
-      throw new Error(
+      throw new JobRefusedError(
         `the job asks for Azure Blob containers (${AZURE_BLOB_JOB_CONTAINERS_KEY}) but the gateway has no account configured ` +
           `(set ${azureBlobProviderOptionDefs.accountName.key} and ${azureBlobProviderOptionDefs.accountKey.key})`,
       );
     }
     const refused = containers.filter((c) => !s.allowed.allows(context.principal, c));
     if (refused.length > 0) {
-      throw new Error(
+      throw new JobRefusedError(
         `container${refused.length === 1 ? '' : 's'} ${refused.map((c) => `'${c}'`).join(', ')} of account '${s.accountName}' ` +
           `${refused.length === 1 ? 'is' : 'are'} not allowed for jobs (${AZURE_BLOB_JOB_CONTAINERS_KEY}); an administrator can add ` +
           `${refused.length === 1 ? 'it' : 'them'} to ${azureBlobProviderOptionDefs.allowedContainers.key}`,

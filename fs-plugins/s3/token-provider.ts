@@ -1,4 +1,5 @@
 import type { ConfigRule, OptionDef } from '../../src/artifacts/plugin-kit';
+import { JobRefusedError } from '../../src/artifacts/plugin-kit';
 import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../../src/artifacts/plugin-kit';
 import {
   JOB_REQUEST_PREFIX,
@@ -184,13 +185,13 @@ export class S3DelegationTokenProvider extends JobScopedProvider<JobState, Setti
     const roleArn = jobValue(jobConfiguration, S3_JOB_ROLE_ARN_KEY);
     if (s === undefined) {
       if (roleArn === undefined) return undefined;
-      throw new Error(
+      throw new JobRefusedError(
         `the job asks for the IAM role '${roleArn}' (${S3_JOB_ROLE_ARN_KEY}) but the gateway has no AWS credentials for STS ` +
           `(set ${s3ProviderOptionDefs.accessKey.key} and ${s3ProviderOptionDefs.secretKey.key})`,
       );
     }
     if (roleArn !== undefined && !s.allowed.allows(context.principal, roleArn)) {
-      throw new Error(
+      throw new JobRefusedError(
         `the IAM role '${roleArn}' (${S3_JOB_ROLE_ARN_KEY}) is not allowed for jobs; an administrator can add it to ` +
           s3ProviderOptionDefs.allowedRoleArns.key,
       );

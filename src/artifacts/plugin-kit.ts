@@ -26,3 +26,4 @@ export type {
   ProviderConfig,
 } from '../tokens/spi';
 export * from '../tokens/providers/provider-support';
+export { JobRefusedError } from '../tokens/registration-error';

@@ -144,6 +144,10 @@ export const ERROR_CODES = {
     status: 400,
     template: "The delegation-token provider '{provider}' refused the job: {reason}. The job was not started.",
   },
+  GW_TOKENS_PROVIDER_FAILED: {
+    status: 500,
+    template: "The delegation-token provider '{provider}' failed unexpectedly while registering the job (an error that is not a refusal: a bug or a broken dependency of the provider). The job was not started; the provider is marked unhealthy in GET /gateway/v1/tokens and the gateway's log has the error. Retry later, and report it to the administrator.",
+  },
   GW_TOKENS_JOB_CANCELLED: {
     status: 400,
     template: "The delegation-token provider '{provider}' refused the job {jobId}, registered with the cluster default scope (gateway.tokens.cluster-default-configuration) because it came as a job graph: {reason}. The JobManager had started it; the gateway cancelled it.",

@@ -164,7 +164,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
       this.submitting.delete(jobId);
       const e = err as { code?: string };
       log.info({ err: (err as Error)?.message }, 'delegation-token registration refused the job; it was not started');
-      throw e?.code === 'GW_TOKENS_REJECTED' ? err : tokensRejected('<unknown>', err);
+      throw e?.code === 'GW_TOKENS_REJECTED' || e?.code === 'GW_TOKENS_PROVIDER_FAILED' ? err : tokensRejected('<unknown>', err);
     }
     const registeredAt = this.jobs.get(jobId) ?? this.now();
     this.jobs.set(jobId, registeredAt);

@@ -20,3 +20,30 @@ export function tokensRejected(provider: string, cause: unknown): GatewayError &
   Object.defineProperty(err, 'provider', { value: provider, enumerable: true });
   return err;
 }
+
+/**
+ * What a provider throws from `registerJob` to refuse a job deliberately (what it asks for is not
+ * allowed, or cannot be served): the client gets 400 `GW_TOKENS_REJECTED` with `reason`. Anything
+ * else a provider throws is an unexpected failure: 500 `GW_TOKENS_PROVIDER_FAILED`, and the provider
+ * is marked unhealthy in `GET /gateway/v1/tokens`. Recognised by its `refusal` flag (not
+ * `instanceof`), so a provider built against another copy of this module is understood too.
+ */
+export class JobRefusedError extends Error {
+  readonly refusal = true as const;
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super(reason, options);
+    this.name = 'JobRefusedError';
+  }
+}
+
+/** Whether a provider's error is a deliberate refusal (`JobRefusedError` or `{ refusal: true }`). */
+export function isRefusal(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { refusal?: unknown }).refusal === true;
+}
+
+/** `GW_TOKENS_PROVIDER_FAILED` naming the provider; the cause (never shown to the client) stays attached for the log. */
+export function providerFailed(provider: string, cause: unknown): GatewayError & { provider: string } {
+  const err = new GatewayError('GW_TOKENS_PROVIDER_FAILED', { provider }, { cause }) as GatewayError & { provider: string };
+  Object.defineProperty(err, 'provider', { value: provider, enumerable: true });
+  return err;
+}

@@ -137,6 +137,13 @@ export interface TokenStatus {
     lastObtainAt?: string;
     validUntil?: string;
     lastError?: string;
+    /**
+     * False after the provider failed unexpectedly in `registerJob` (threw something that is not a
+     * `JobRefusedError`: a bug), until its next `registerJob` succeeds.
+     */
+    healthy: boolean;
+    /** The unexpected failure that made it unhealthy (a message, never a token). */
+    failure?: { at: string; message: string };
   }[];
   nextRenewalAt?: string;
   registeredJobs: string[];
@@ -144,9 +151,9 @@ export interface TokenStatus {
   lastError?: { at: string; message: string };
 }
 
-/** Thrown by `TokenManager.registerJob` when a provider refuses a job. */
+/** Thrown by `TokenManager.registerJob` when a provider refuses a job (400), or fails unexpectedly (500). */
 export interface TokenRegistrationFailure extends Error {
-  code: 'GW_TOKENS_REJECTED';
+  code: 'GW_TOKENS_REJECTED' | 'GW_TOKENS_PROVIDER_FAILED';
   provider: string;
 }
 

@@ -4,7 +4,7 @@ import type { Configuration } from '../config/registry';
 import { NoopTokenManager } from './noop-token-manager';
 import { loadServices } from './provider-loader';
 import { notifyReceivers, obtainRound, type ProviderState, toContainer } from './obtain-round';
-import { describeCause, tokensRejected } from './registration-error';
+import { describeCause, isRefusal, providerFailed, tokensRejected } from './registration-error';
 import { RetryBackoff, renewalDelay } from './renewal-schedule';
 import type {
   DelegationTokenProvider,
@@ -61,6 +61,8 @@ export class DefaultTokenManager implements TokenManager {
   private readonly providerState = new Map<string, ProviderState>();
   /** jobId → registeredAt (wall). Tracked only once every provider accepted the job. */
   private readonly registered = new Map<string, number>();
+  /** Providers whose `registerJob` failed unexpectedly (not a refusal): when, and why. */
+  private readonly unhealthy = new Map<string, { at: number; message: string }>();
 
   private running = false;
   private closed = false;
@@ -214,6 +216,7 @@ export class DefaultTokenManager implements TokenManager {
       for (const [name, p] of this.providers) {
         current = name;
         await p.registerJob?.(jobId, copy, ctx);
+        this.unhealthy.delete(name);
       }
       if (!this.registered.has(jobId)) this.registered.set(jobId, this.clock.wallMs());
     } catch (err) {
@@ -226,7 +229,12 @@ export class DefaultTokenManager implements TokenManager {
         await this.unregisterJob(jobId);
         this.log.error({ jobId, provider, err }, 'Failed to register job for provider');
       }
-      throw tokensRejected(provider, err);
+      if (isRefusal(err) || current === undefined) throw tokensRejected(provider, err);
+      // Not a refusal: a bug in the provider (or a broken dependency). The client gets a 500 without
+      // the provider's words; the log and the status route have them.
+      this.unhealthy.set(provider, { at: this.clock.wallMs(), message: describeCause(err) });
+      this.log.error({ jobId, provider, err }, 'delegation token provider failed unexpectedly while registering a job; marked unhealthy');
+      throw providerFailed(provider, err);
     }
   }
 
@@ -275,6 +283,8 @@ export class DefaultTokenManager implements TokenManager {
           ...(s.lastObtainAt !== undefined ? { lastObtainAt: iso(s.lastObtainAt)! } : {}),
           ...(s.validUntil !== undefined ? { validUntil: iso(s.validUntil)! } : {}),
           ...(s.lastError !== undefined ? { lastError: s.lastError } : {}),
+          healthy: !this.unhealthy.has(serviceName),
+          ...(this.unhealthy.has(serviceName) ? { failure: { at: iso(this.unhealthy.get(serviceName)!.at)!, message: this.unhealthy.get(serviceName)!.message } } : {}),
         };
       }),
       ...(this.nextRenewalWall !== undefined ? { nextRenewalAt: iso(this.nextRenewalWall)! } : {}),

@@ -12,6 +12,7 @@ import type {
 import { json, newJobId, uploadFile, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { assertMatchesSpec } from '../helpers/openapi';
+import { JobRefusedError } from '../../src/tokens/registration-error';
 
 /**
  * A provider written against the SPI the way a third party would: it keeps per-job state, asks for
@@ -42,7 +43,7 @@ class TestTokenProvider implements DelegationTokenProvider {
 
   registerJob(jobId: string, conf: JobConfiguration): void {
     this.registered.push({ jobId, conf });
-    if (conf['test.reject-job'] === 'true') throw new Error('test.reject-job is set, so this job gets no tokens');
+    if (conf['test.reject-job'] === 'true') throw new JobRefusedError('test.reject-job is set, so this job gets no tokens');
     this.jobs.add(jobId);
     this.callback?.reobtainDelegationTokens();
   }

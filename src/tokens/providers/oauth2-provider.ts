@@ -1,6 +1,7 @@
 import { Agent } from 'undici';
 import { trustedCa } from '../../artifacts/guarded-connector';
 import type { ConfigRule, OptionDef } from '../../config/types';
+import { JobRefusedError } from '../registration-error';
 import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../spi';
 import {
   JOB_REQUEST_PREFIX,
@@ -177,7 +178,7 @@ export class OAuth2DelegationTokenProvider extends JobScopedProvider<JobState, S
     const requested = jobValue(jobConfiguration, OAUTH2_JOB_SCOPE_KEY);
     if (s === undefined) {
       if (requested === undefined) return undefined;
-      throw new Error(
+      throw new JobRefusedError(
         `the job asks for an OAuth scope (${OAUTH2_JOB_SCOPE_KEY}) but the gateway has no OAuth client configured ` +
           `(set ${oauth2ProviderOptionDefs.tokenEndpoint.key}, ${oauth2ProviderOptionDefs.clientId.key} and ` +
           `${oauth2ProviderOptionDefs.clientSecret.key})`,
@@ -187,7 +188,7 @@ export class OAuth2DelegationTokenProvider extends JobScopedProvider<JobState, S
     const tokens = scopeTokens(requested);
     const refused = tokens.filter((t) => !s.allowed.allows(context.principal, t));
     if (refused.length > 0) {
-      throw new Error(
+      throw new JobRefusedError(
         `the OAuth scope ${refused.map((t) => `'${t}'`).join(', ')} (${OAUTH2_JOB_SCOPE_KEY}) is not allowed for jobs; an ` +
           `administrator can add it to ${oauth2ProviderOptionDefs.allowedScopes.key}`,
       );

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { ConfigError, OptionsRegistry, type RawEntry } from '../../config/registry';
 import { parseUrl, type ConfigRule, type OptionDef, type OptionValueMap } from '../../config/types';
+import { JobRefusedError } from '../registration-error';
 import type { DelegationTokenManagerCallback, DelegationTokenProvider, JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../spi';
 
 /** Root of every provider's options (Flink's `DelegationTokenProvider.CONFIG_PREFIX`). */
@@ -364,6 +365,6 @@ export abstract class JobScopedProvider<S, C> implements DelegationTokenProvider
   protected async release(): Promise<void> {}
 
   private ensureOpen(): void {
-    if (this.closed) throw new Error(`the ${this.serviceName} provider is closed`);
+    if (this.closed) throw new JobRefusedError(`the ${this.serviceName} provider is closed`);
   }
 }

@@ -5,6 +5,7 @@ import { request } from 'undici';
 import { startGateway, type TestGateway } from '../../helpers/gateway';
 import { type Origin, startOrigin } from '../../helpers/origin';
 import { bytes, FakeProvider, FakeReceiver } from '../../helpers/token-fakes';
+import { JobRefusedError } from '../../../src/tokens/registration-error';
 
 const J1 = '11111111111111111111111111111111';
 const J2 = '22222222222222222222222222222222';
@@ -57,7 +58,9 @@ describe('job registration on the run path', () => {
     p.register = (_jobId, conf) => {
       // Not `test.tokens.reject`: any key containing "token" is dropped as sensitive before a
       // provider sees it (see the first test).
-      if (conf['test.reject-job'] === 'true') throw new Error('this job may not have tokens');
+      if (conf['test.reject-job'] === 'true') throw new JobRefusedError('this job may not have tokens');
+      // A bug in the provider (not a refusal).
+      if (conf['test.provider-bug'] === 'true') (conf as unknown as { missing: { field: string } }).missing.field;
     };
     return p;
   }
@@ -100,6 +103,24 @@ describe('job registration on the run path', () => {
     expect(state.runs).toEqual([]);
     expect(provider.unregistered).toEqual([J1]);
     expect(stored()).toEqual([]);
+  });
+
+  it('a provider that fails unexpectedly (a bug, not a refusal) answers 500 GW_TOKENS_PROVIDER_FAILED and is marked unhealthy', async () => {
+    await start();
+    const r = await run(J1, { 'test.provider-bug': 'true' });
+    expect(r.status).toBe(500);
+    expect(r.body).toEqual({ errors: [expect.stringMatching(/^GW_TOKENS_PROVIDER_FAILED: The delegation-token provider 'test-tokens' failed unexpectedly/)] });
+    // The provider's own words (a TypeError here) are not the client's business: the log and the status route have them.
+    expect(JSON.stringify(r.body)).not.toMatch(/Cannot read properties/);
+    expect(state.runs).toEqual([]);
+    expect(provider.unregistered).toEqual([J1]);
+    const status = (await (await request(`${gw!.url}/gateway/v1/tokens`)).body.json()) as { providers: { serviceName: string; healthy: boolean; failure?: { message: string } }[] };
+    expect(status.providers).toEqual([expect.objectContaining({ serviceName: 'test-tokens', healthy: false, failure: expect.objectContaining({ message: expect.stringMatching(/Cannot read properties of undefined/) }) })]);
+    // A refusal is not a failure of the provider; its next successful registration makes it healthy again.
+    expect((await run(J2, { 'test.reject-job': 'true' })).status).toBe(400);
+    expect((await run(J2)).status).toBe(200);
+    const after = (await (await request(`${gw!.url}/gateway/v1/tokens`)).body.json()) as { providers: { healthy: boolean }[] };
+    expect(after.providers[0]!.healthy).toBe(true);
   });
 
   it('rolls the registration back when the JobManager refuses the run', async () => {

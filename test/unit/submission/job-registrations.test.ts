@@ -7,6 +7,7 @@ import { DefaultTokenManager } from '../../../src/tokens/token-manager';
 import { NoopTokenManager } from '../../../src/tokens/noop-token-manager';
 import { ManualClock } from '../../helpers/manual-clock';
 import { captureLogger, pairs, tokenConfig } from '../../helpers/token-fakes';
+import { JobRefusedError } from '../../../src/tokens/registration-error';
 
 const J1 = '11111111111111111111111111111111';
 const J2 = '22222222222222222222222222222222';
@@ -76,7 +77,7 @@ describe('job registrations (token manager + store)', () => {
   it('a refused registration is GW_TOKENS_REJECTED, stored nowhere, and the watcher never sees it', async () => {
     const { providers, regs, store, cap } = await setup();
     providers[1]!.register = () => {
-      throw new Error('role arn:aws:iam::1:role/x is not allowed');
+      throw new JobRefusedError('role arn:aws:iam::1:role/x is not allowed');
     };
     await expect(regs.register(J1, {}, cap.log)).rejects.toMatchObject({ code: 'GW_TOKENS_REJECTED', provider: 'b' });
     expect(store.list()).toEqual([]);
@@ -197,7 +198,7 @@ describe('job registrations (token manager + store)', () => {
     const regs = new JobRegistrations({ tokens, store, isSensitive: () => false, log: cap.log, clock });
     let refusals = 3;
     providers[0]!.register = () => {
-      if (refusals-- > 0) throw new Error('the role is being rotated');
+      if (refusals-- > 0) throw new JobRefusedError('the role is being rotated');
     };
     await regs.restore(async () => new Map([[J1, 'RUNNING']]));
     // Kept (the job runs and needs its tokens), followed by the watcher, shown with its next retry.
@@ -227,7 +228,7 @@ describe('job registrations (token manager + store)', () => {
     await store.init();
     const regs = new JobRegistrations({ tokens, store, isSensitive: () => false, log: cap.log, clock });
     providers[0]!.register = () => {
-      throw new Error('refused');
+      throw new JobRefusedError('refused');
     };
     await regs.restore(async () => new Map([[J2, 'RUNNING']]));
     await regs.unregister(J2, 'the job reached FINISHED');

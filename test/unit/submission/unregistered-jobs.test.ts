@@ -12,6 +12,7 @@ import { DefaultTokenManager } from '../../../src/tokens/token-manager';
 import { ManualClock } from '../../helpers/manual-clock';
 import { type Origin, startOrigin } from '../../helpers/origin';
 import { captureLogger, pairs, tokenConfig } from '../../helpers/token-fakes';
+import { JobRefusedError } from '../../../src/tokens/registration-error';
 
 const S = 1000;
 const J1 = '11111111111111111111111111111111';
@@ -98,7 +99,7 @@ describe('jobs the gateway did not register (job watcher discovery, an injected 
   it('register: a job a provider refuses the cluster default scope is cancelled and audited', async () => {
     const { provider, registrations, watcher, audits } = await setup('register');
     provider.register = () => {
-      throw new Error('scope read is not allowed for gateway:cluster-default');
+      throw new JobRefusedError('scope read is not allowed for gateway:cluster-default');
     };
     jm.state.jobs.set(J1, 'RUNNING');
     await watcher.pollOnce();
@@ -153,7 +154,7 @@ describe('jobs the gateway did not register (job watcher discovery, an injected 
   it('a job graph refused by a provider is cancelled and answers GW_TOKENS_JOB_CANCELLED', async () => {
     const { provider, registrations, unregistered } = await setup('register');
     provider.register = () => {
-      throw new Error('no scope for job graphs');
+      throw new JobRefusedError('no scope for job graphs');
     };
     await expect(unregistered.jobGraphAccepted(J3, 'anonymous', 'req-2', captureLogger().log)).rejects.toMatchObject({ code: 'GW_TOKENS_JOB_CANCELLED', status: 400 });
     expect(jm.state.cancels).toEqual([J3]);

@@ -8,6 +8,7 @@ import type { TokenJobListener } from '../../../src/tokens/spi';
 import { createTokenManager } from '../../../src/tokens/token-manager';
 import { flush, ManualClock } from '../../helpers/manual-clock';
 import { bytes, captureLogger, FakeProvider, tokenConfig } from '../../helpers/token-fakes';
+import { JobRefusedError } from '../../../src/tokens/registration-error';
 
 const JOB_A = 'a'.repeat(32);
 const JOB_B = 'b'.repeat(32);
@@ -105,7 +106,7 @@ describe('the manager tells a job listener about its registry', () => {
   it('a refused first registration is rolled back as "unregistered"; the session end says "session-end"', async () => {
     const { manager, provider, listener } = await setup();
     provider.register = (jobId) => {
-      if (jobId === JOB_B) throw new Error('no');
+      if (jobId === JOB_B) throw new JobRefusedError('no');
     };
     await expect(manager.registerJob(JOB_B, {})).rejects.toMatchObject({ code: 'GW_TOKENS_REJECTED' });
     expect(listener.events).toEqual([`registering ${JOB_B} (provider saw 0)`, `unregistered ${JOB_B} unregistered`]);

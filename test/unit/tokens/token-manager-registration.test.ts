@@ -1,6 +1,7 @@
 import { DefaultTokenManager } from '../../../src/tokens/token-manager';
 import { ManualClock } from '../../helpers/manual-clock';
 import { captureLogger, pairs, tokenConfig } from '../../helpers/token-fakes';
+import { JobRefusedError } from '../../../src/tokens/registration-error';
 
 async function setup(names = ['a', 'b', 'c']) {
   const clock = new ManualClock();
@@ -17,7 +18,7 @@ const J2 = '22222222222222222222222222222222';
 describe('token manager job registration', () => {
   it('row 26: a first registration failing part-way is rolled back on every provider, including ones never reached', async () => {
     const { m, providers, cap } = await setup();
-    const cause = new Error('container team-b is not on the allow-list');
+    const cause = new JobRefusedError('container team-b is not on the allow-list');
     providers[1]!.register = () => {
       throw cause;
     };
@@ -40,7 +41,7 @@ describe('token manager job registration', () => {
     const { m, providers } = await setup();
     await m.registerJob(J1, {});
     providers[2]!.register = async () => {
-      throw new Error('no');
+      throw new JobRefusedError('no');
     };
     await expect(m.registerJob(J2, {})).rejects.toMatchObject({ provider: 'c' });
     expect(m.status().registeredJobs).toEqual([J1]);
@@ -51,7 +52,7 @@ describe('token manager job registration', () => {
     const { m, providers, cap } = await setup();
     await m.registerJob(J1, {});
     providers[1]!.register = () => {
-      throw new Error('temporarily refused');
+      throw new JobRefusedError('temporarily refused');
     };
     await expect(m.registerJob(J1, {})).rejects.toMatchObject({ code: 'GW_TOKENS_REJECTED', provider: 'b' });
     expect(m.status().registeredJobs).toEqual([J1]);
@@ -62,7 +63,7 @@ describe('token manager job registration', () => {
   it('row 28: a failing rollback is logged, the original error wins, and the job stays untracked so the next failure rolls back again', async () => {
     const { m, providers, cap } = await setup();
     providers[1]!.register = () => {
-      throw new Error('refused by b');
+      throw new JobRefusedError('refused by b');
     };
     providers[0]!.unregister = () => {
       throw new Error('rollback failed in a');
