@@ -1,7 +1,18 @@
 import { OptionsRegistry } from '../../src/config/registry';
 import type { BuiltInTokenProvider } from '../../src/tokens/providers/provider-support';
 import type { DelegationTokenProvider, JobConfiguration } from '../../src/tokens/spi';
+import { isRefusal } from '../../src/tokens/registration-error';
 import { decode, failure, providerConfig, recordingCallback } from '../unit/tokens/providers/provider-kit';
+
+/** What `fn` throws (undefined when it does not). */
+async function thrown(fn: () => unknown): Promise<unknown> {
+  try {
+    await fn();
+    return undefined;
+  } catch (err) {
+    return err;
+  }
+}
 
 /**
  * What every built-in delegation-token provider must do (the SPI rules of docs/tokens.md), run
@@ -57,6 +68,8 @@ export function tokenProviderContract(definition: BuiltInTokenProvider, setup: (
       expect(p.delegationTokensRequired()).toBe(false);
       const message = await failure(() => p.registerJob!(JOB, fx.allowed, { principal: 'token:ci' }));
       expect(message).toContain(`security.delegation.token.provider.${name}.`);
+      // A deliberate refusal (400), not a failure of the provider (500, unhealthy).
+      expect(isRefusal(await thrown(() => p.registerJob!(JOB, fx.allowed, { principal: 'token:ci' })))).toBe(true);
       p.close!();
     });
 
@@ -88,6 +101,7 @@ export function tokenProviderContract(definition: BuiltInTokenProvider, setup: (
       const p = configured();
       const message = await failure(() => p.registerJob!(JOB, fx.refused, { principal: 'token:ci' }));
       expect(message).not.toBe('resolved');
+      expect(isRefusal(await thrown(() => p.registerJob!(JOB, fx.refused, { principal: 'token:ci' })))).toBe(true);
       noSecret(message);
       expect(p.delegationTokensRequired()).toBe(false);
       p.close!();
