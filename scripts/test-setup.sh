@@ -7,6 +7,10 @@
 #     command, and the run stops before any test starts.
 #   - the Python test servers (moto, schemathesis; test/servers/requirements.txt) in .tmp/venv,
 #     rebuilt only when that file or the Python version changes.
+#   - a kube-apiserver and an etcd for the Kubernetes HA tests (scripts/build-kube.sh), built once
+#     from the Go module proxy into ~/.cache/flink-jar-gateway/kube/ (about a quarter of an hour on
+#     two cores the first time); needs Go 1.25+, else one line names it and the run stops. The fast
+#     lane (`npm run test:unit`) does not need them and skips this step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,4 +52,8 @@ else
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check --no-input -r "$req"
   echo "$stamp" > "$venv/.requirements-stamp"
+fi
+
+if [ "${npm_lifecycle_event:-}" != "pretest:unit" ]; then
+  bash scripts/build-kube.sh
 fi

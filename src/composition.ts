@@ -23,8 +23,13 @@ import { coreOptions } from './config/options';
 import { ConfigError, type Configuration, OptionsRegistry } from './config/registry';
 import { watchSecretsDir } from './config/secrets-dir';
 import { HaCoordinator } from './ha/ha-coordinator';
+import { FlinkLeaderFollower } from './ha/flink-leader';
 import { HaConfigProblem, haOptions, haRules, haSecretProblem, haSharedSecretOf, haStoreOf } from './ha/ha-options';
+import { KubernetesLeaderFollower } from './ha/kubernetes-leader';
+import { isForbidden, KubernetesSession } from './ha/kubernetes-session';
+import { KubernetesJobClaims, KubernetesRegistrationStore } from './ha/kubernetes-store';
 import { RecordSeal } from './ha/record-seal';
+import type { FollowLeader, SharedRegistrationStore } from './ha/shared-store';
 import { digestFromSecret, ZooKeeperSession } from './ha/zookeeper';
 import { type RejectedRecord, ZooKeeperJobClaims, ZooKeeperRegistrationStore } from './ha/zookeeper-store';
 import { createApp } from './http/app';
@@ -133,7 +138,8 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const fetches = new FetchProgress();
     const slots = new FetchQueue(config.get(artifactOptions.maxConcurrentFetches), config.get(artifactOptions.fetchQueueSize));
     const shutdown = resources.adopt(new AbortController(), (c) => c.abort());
-    // One replica: registrations and claims in files of its own; an HA cluster's gateways: in its ZooKeeper (ADR 0012).
+    // One replica: registrations and claims in files of its own; an HA cluster's gateways: where
+    // the cluster's HA data lives, its ZooKeeper (ADR 0012) or ConfigMaps in its namespace (ADR 0026).
     const { store: ha, secret } = haStoreOfConfig(config);
     const haLog = logger.child({ component: 'ha' });
     // Every record the replicas share is sealed under their secret, and the gateways authenticate to
@@ -143,14 +149,25 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const onRejected: RejectedRecord = (kind, reason) => metrics.haRecordsRejected.inc({ kind, reason });
     const zookeeper = ha.kind === 'zookeeper' && secret !== undefined ? resources.adopt(new ZooKeeperSession(ha.settings, haLog, { digest: digestFromSecret(secret) }), (z) => z.close()) : undefined;
     if (zookeeper) haLog.info({ identity: zookeeper.identity }, "the gateway's ZooKeeper nodes admit this digest identity only");
+    const kube = ha.kind === 'kubernetes' && seal ? resources.adopt(kubernetesSessionOf(ha.settings, haLog), (k) => k.close()) : undefined;
     let coordinator: HaCoordinator | undefined;
-    const sharedClaims = zookeeper && seal ? new ZooKeeperJobClaims(zookeeper, { retentionMs: SHARED_CLAIM_RETENTION_MS, seal, log: haLog.child({ store: 'claims' }), onRejected }) : undefined;
-    const store: RegistrationStore | undefined = !tokensEnabled(config)
+    const sharedClaims =
+      zookeeper && seal
+        ? new ZooKeeperJobClaims(zookeeper, { retentionMs: SHARED_CLAIM_RETENTION_MS, seal, log: haLog.child({ store: 'claims' }), onRejected })
+        : kube && seal
+          ? new KubernetesJobClaims(kube.client, kube.settings, { retentionMs: SHARED_CLAIM_RETENTION_MS, sealer: seal, log: haLog.child({ store: 'claims' }), onRejected })
+          : undefined;
+    const sharedStore: SharedRegistrationStore | undefined = !tokensEnabled(config)
       ? undefined
       : zookeeper && seal
         ? new ZooKeeperRegistrationStore(zookeeper, haLog, { seal, onRejected })
-        : resources.adopt(new FileRegistrationStore(tokenStoreDir(config), tokenLog), (s) => s.flush().catch((err: unknown) => tokenLog.error({ err }, 'cannot write the job-registration store')));
-    if (!zookeeper) await store?.init();
+        : kube && seal
+          ? resources.adopt(new KubernetesRegistrationStore(kube.client, kube.settings, haLog, { sealer: seal, onRejected }), (s) => s.stop())
+          : undefined;
+    const store: RegistrationStore | undefined = !tokensEnabled(config)
+      ? undefined
+      : (sharedStore ?? resources.adopt(new FileRegistrationStore(tokenStoreDir(config), tokenLog), (s) => s.flush().catch((err: unknown) => tokenLog.error({ err }, 'cannot write the job-registration store'))));
+    if (!sharedStore) await store?.init();
     const registrations = new JobRegistrations({
       tokens,
       ...(store ? { store } : {}),
@@ -158,7 +175,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
       isSensitive: jobSecretRule(config.registry, tokens.jobRequestKeys()),
       cluster: config.cluster,
       log: tokenLog,
-      ...(zookeeper ? { active: () => coordinator?.isLeading() ?? false } : {}),
+      ...(zookeeper || kube ? { active: () => coordinator?.isLeading() ?? false } : {}),
     });
     const metrics = new Metrics({
       fetchQueueDepth: () => slots.queued,
@@ -212,7 +229,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
       metrics,
       ...(tokenBridge ? { tokenBridge } : {}),
       ...(unregistered ? { jobGraphs: unregistered, registeredJobs: () => registrations.list() } : {}),
-      ...(zookeeper && store ? { haStatus: () => coordinator?.status() } : {}),
+      ...(sharedStore ? { haStatus: () => coordinator?.status() } : {}),
       auth: new Authenticator(authOptionsOf(config, logger.child({ component: 'auth' }))),
       authorization: { permissions: new Permissions(permissionListsOf(config)), policyMode, audit, ...(unregistered ? { unregisteredJobs: unregistered.policy } : {}) },
       answerSecrets: () => answerSecrets,
@@ -220,14 +237,23 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     });
 
     const watcher = store ? resources.adopt(new JobWatcher({ cluster, jobs: registrations, ...(unregistered ? { discovery: unregistered } : {}), ...watcherSettings(config), log: logger.child({ component: 'job-watcher' }) }), (w) => w.stop()) : undefined;
-    if (zookeeper && store instanceof ZooKeeperRegistrationStore) {
+    if (sharedStore && (zookeeper || kube)) {
       // HA: only while its JobManager leads does this gateway register the stored jobs, obtain tokens and follow the jobs.
-      coordinator = resources.adopt(new HaCoordinator({ session: zookeeper, store, ...(sharedClaims ? { claims: sharedClaims } : {}), registrations, tokens, cluster, ...(watcher ? { watcher } : {}), readStates: () => fetchJobStates(cluster), log: haLog }), (c) => c.stop());
+      const follow: FollowLeader = zookeeper ? (self, log) => new FlinkLeaderFollower(zookeeper, self, log) : (self, log) => new KubernetesLeaderFollower(kube!.client, kube!.settings, self, log);
+      const engine = zookeeper ? 'ZooKeeper' : 'the Kubernetes API server';
+      coordinator = resources.adopt(new HaCoordinator({ session: (zookeeper ?? kube)!, follow, engine, store: sharedStore, ...(sharedClaims ? { claims: sharedClaims } : {}), registrations, tokens, cluster, ...(watcher ? { watcher } : {}), readStates: () => fetchJobStates(cluster), log: haLog }), (c) => c.stop());
       await coordinator.start();
     } else {
-      // Without tokens ZooKeeper holds only the job-id claims: a quorum not reachable yet makes runs
-      // 503 GW_HA_STORE_UNAVAILABLE until it is, as on the coordinator's path; it does not stop start-up.
+      // Without tokens the shared store holds only the job-id claims: a store not reachable yet makes
+      // runs 503 GW_HA_STORE_UNAVAILABLE until it is, as on the coordinator's path; it does not stop
+      // start-up. A missing Kubernetes permission does: it does not heal by waiting.
       if (zookeeper) await zookeeper.start().catch((err: unknown) => haLog.warn({ err: (err as Error).message }, 'ZooKeeper is not reachable yet; runs answer 503 GW_HA_STORE_UNAVAILABLE until it is'));
+      if (kube) {
+        await kube.start().catch((err: unknown) => {
+          if (isForbidden(err)) throw err;
+          haLog.warn({ err: (err as Error).message }, 'the Kubernetes API server is not reachable yet; runs answer 503 GW_HA_STORE_UNAVAILABLE until it is');
+        });
+      }
       // Register the stored jobs again, then obtain tokens (the first cycle covers them), then follow the jobs.
       await registrations.restore(() => fetchJobStates(cluster));
       await tokens.start();
@@ -261,6 +287,15 @@ function reconfigurePlugins(registry: PluginRegistry, ctxFor: () => (plugin: FsP
     logger.info({ dir }, 'secret files changed; filesystem plugins will use the new credentials');
   } catch (err) {
     logger.error({ dir, err: (err as Error).message }, 'secret files changed but the configuration is invalid; keeping the previous credentials');
+  }
+}
+
+/** The Kubernetes connection of the cluster's Flink configuration; one that cannot be resolved is a configuration problem (exit 2). */
+function kubernetesSessionOf(settings: ConstructorParameters<typeof KubernetesSession>[0], log: Logger): KubernetesSession {
+  try {
+    return new KubernetesSession(settings, log);
+  } catch (err) {
+    throw new ConfigError([{ key: haOptions.store.key, source: "gateway.ha.store and the cluster's Flink configuration", message: (err as Error).message }]);
   }
 }
 

@@ -3,17 +3,22 @@ import type { JobManagerClient } from '../cluster/jobmanager-client';
 import type { JobWatcher } from '../cluster/job-watcher';
 import type { JobRegistrations } from '../submission/job-registrations';
 import type { TokenManager } from '../tokens/spi';
-import { FlinkLeaderFollower, identityFromConfig, type JobManagerIdentity, type LeaderRecordSession, type LeaderState } from './flink-leader';
-import type { ZooKeeperJobClaims, ZooKeeperRegistrationStore } from './zookeeper-store';
+import { identityFromConfig, type JobManagerIdentity, type LeaderState } from './flink-leader';
+import type { FollowLeader, LeaderFollowing, SharedJobClaims, SharedRegistrationStore } from './shared-store';
 
 const PRUNE_INTERVAL_MS = 3600_000;
 
 /** What the coordinator uses of each collaborator (fakes in unit tests). */
 export interface HaCoordinatorOptions {
-  session: LeaderRecordSession & { start(): Promise<void>; close(): void };
-  store: ZooKeeperRegistrationStore;
+  /** The engine's connection (a ZooKeeper session, a Kubernetes API client): started first, closed last. */
+  session: { start(): Promise<void>; close(): void };
+  /** Follows Flink's leader record for this gateway's JobManager, once it is known. */
+  follow: FollowLeader;
+  /** What the engine is called in log lines (`ZooKeeper`, `the Kubernetes API server`). */
+  engine?: string;
+  store: SharedRegistrationStore;
   /** Pruned of expired claims by the leader's gateway: on becoming it, then hourly. */
-  claims?: Pick<ZooKeeperJobClaims, 'prune'>;
+  claims?: Pick<SharedJobClaims, 'prune'>;
   registrations: Pick<JobRegistrations, 'sharedStored' | 'sharedRemoved' | 'restore' | 'deactivate' | 'list'>;
   tokens: Pick<TokenManager, 'start' | 'stop'>;
   cluster: Pick<JobManagerClient, 'json'>;
@@ -44,11 +49,11 @@ export interface HaStatus {
  * on becoming it, it reads every registration from the shared store, registers the running ones
  * (and the ones another replica is still submitting), starts the token manager and the job
  * watcher; while it is it, it registers what other replicas store and drops what they remove; on
- * ceasing to be it (another leader, or its ZooKeeper session lost, as Flink's JobManager itself
- * gives up leadership then) it stops both and keeps nothing, the store keeps everything.
+ * ceasing to be it (another leader, or its ZooKeeper session lost or the Kubernetes API server out
+ * of reach past Flink's renew deadline, as Flink's JobManager itself gives up leadership then) it stops both and keeps nothing, the store keeps everything.
  */
 export class HaCoordinator {
-  private follower: FlinkLeaderFollower | undefined;
+  private follower: LeaderFollowing | undefined;
   private transitions: Promise<void> = Promise.resolve();
   private leading = false;
   private leadingSince: number | undefined;
@@ -80,12 +85,16 @@ export class HaCoordinator {
   }
 
   /**
-   * Connects to ZooKeeper and learns who its JobManager is. Neither has to succeed at once: until
+   * Connects to the engine (ZooKeeper, the Kubernetes API server) and learns who its JobManager is. Neither has to succeed at once: until
    * both did, the gateway serves as a standby (runs are stored for the leader's gateway; a store it
    * cannot reach is a 503).
    */
   async start(): Promise<void> {
-    await this.opts.session.start().catch((err: unknown) => this.opts.log.warn({ err: (err as Error).message }, 'ZooKeeper is not reachable yet; serving as a standby until it is'));
+    await this.opts.session.start().catch((err: unknown) => {
+      // A missing permission does not heal by waiting: start-up fails, naming it.
+      if ((err as { code?: unknown } | null)?.code === 'GW_HA_STORE_FORBIDDEN') throw err;
+      this.opts.log.warn({ err: (err as Error).message }, `${this.opts.engine ?? 'ZooKeeper'} is not reachable yet; serving as a standby until it is`);
+    });
     await this.opts.store.init().catch((err: unknown) => this.opts.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations yet'));
     await this.learnIdentity();
   }
@@ -98,7 +107,7 @@ export class HaCoordinator {
       if (!identity) throw new Error(`the JobManager's configuration names no jobmanager.rpc.address (HTTP ${res.status})`);
       this.identity = identity;
       this.opts.log.info({ jobManager: identity }, "following Flink's leader election for this JobManager");
-      const follower = new FlinkLeaderFollower(this.opts.session, identity, this.opts.log.child({ component: 'flink-leader' }));
+      const follower = this.opts.follow(identity, this.opts.log.child({ component: 'flink-leader' }));
       this.follower = follower;
       follower.on('change', (state) => this.inOrder(() => this.apply(state)));
       await follower.start();

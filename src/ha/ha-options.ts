@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Configuration } from '../config/registry';
 import { type ConfigRule, type OptionDef, option, parseDuration } from '../config/types';
+import type { KubernetesHaSettings } from './kubernetes-settings';
 import { MIN_SECRET_BYTES } from './record-seal';
 import type { ZooKeeperSettings } from './zookeeper';
 
@@ -8,12 +9,12 @@ const section = 'High availability';
 
 export const haOptions = {
   store: option({
-    key: 'gateway.ha.store', type: 'enum', default: 'auto', values: ['auto', 'local', 'zookeeper'], section,
-    description: "Where job registrations and job-id claims live (docs/adr/0012-ha-gateways-follow-flinks-leader.md). auto: in the cluster's ZooKeeper when its Flink configuration (gateway.cluster.flink-conf) sets high-availability.type: zookeeper — the gateways of all JobManagers then act as one, and only the leading JobManager's gateway obtains tokens — else in gateway.tokens.store-dir. local: always gateway.tokens.store-dir (one gateway only; with several JobManagers each gateway would be an island). zookeeper: the cluster's ZooKeeper, and start-up fails without its settings. Kubernetes HA (high-availability.type: kubernetes) has no shared store yet: auto refuses to start with it, local runs one gateway as an island.",
+    key: 'gateway.ha.store', type: 'enum', default: 'auto', values: ['auto', 'local', 'zookeeper', 'kubernetes'], section,
+    description: "Where job registrations and job-id claims live (docs/adr/0012-ha-gateways-follow-flinks-leader.md, docs/adr/0026-kubernetes-ha-store.md). auto: where the cluster's own HA data lives, read from its Flink configuration (gateway.cluster.flink-conf) — its ZooKeeper for high-availability.type: zookeeper, ConfigMaps in its namespace for high-availability.type: kubernetes (or KubernetesHaServicesFactory's class name) — so the gateways of all JobManagers act as one and only the leading JobManager's gateway obtains tokens; with no HA, gateway.tokens.store-dir. local: always gateway.tokens.store-dir (one gateway only; with several JobManagers each gateway would be an island). zookeeper, kubernetes: that engine, and start-up fails when the cluster's configuration does not set it up. On Kubernetes the gateway needs get, list, watch, create, update and delete on ConfigMaps in the cluster's namespace (less than Flink's JobManager has).",
   }),
   sharedSecret: option({
     key: 'gateway.ha.shared-secret', type: 'string', sensitive: true, section,
-    description: `The secret the gateways of one HA cluster share (docs/adr/0028-the-shared-ha-store-is-authenticated.md), at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`), the same on every replica. Required whenever the store is a shared one (gateway.ha.store resolves to zookeeper): start-up fails without it. Two keys are derived from it with HKDF-SHA-256: the password of the gateways' ZooKeeper digest identity (every node the gateway creates is readable and writable by that identity only) and the key of the HMAC-SHA-256 seal over every record the replicas share (a record that does not open — forged, altered, moved to another node, or written without the secret — is ignored, logged and counted in flink_gateway_ha_records_rejected_total). Set it as a file named gateway.ha.shared-secret in gateway.secrets.dir (a Kubernetes Secret), or with gateway.ha.shared-secret-file; read at start-up (changing it means restarting every replica, and the records written under the old one are no longer trusted).`,
+    description: `The secret the gateways of one HA cluster share (docs/adr/0028-the-shared-ha-store-is-authenticated.md), at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`), the same on every replica. Required whenever the store is a shared one (gateway.ha.store resolves to zookeeper or kubernetes): start-up fails without it. Two keys are derived from it with HKDF-SHA-256: the password of the gateways' ZooKeeper digest identity (every node the gateway creates is readable and writable by that identity only) and the key of the HMAC-SHA-256 seal over every record the replicas share (a record that does not open — forged, altered, moved to another node, or written without the secret — is ignored, logged and counted in flink_gateway_ha_records_rejected_total). Set it as a file named gateway.ha.shared-secret in gateway.secrets.dir (a Kubernetes Secret), or with gateway.ha.shared-secret-file; read at start-up (changing it means restarting every replica, and the records written under the old one are no longer trusted).`,
   }),
   sharedSecretFile: option({
     key: 'gateway.ha.shared-secret-file', type: 'string', section,
@@ -75,7 +76,7 @@ export function haSecretProblem(store: HaStore, secret: string | undefined): HaC
 }
 
 /** What `gateway.ha.store` resolves to for this cluster. */
-export type HaStore = { kind: 'local' } | { kind: 'zookeeper'; settings: ZooKeeperSettings };
+export type HaStore = { kind: 'local' } | { kind: 'zookeeper'; settings: ZooKeeperSettings } | { kind: 'kubernetes'; settings: KubernetesHaSettings };
 
 /** Flink's ACL mode of the nodes it creates in ZooKeeper (HighAvailabilityOptions.ZOOKEEPER_CLIENT_ACL). */
 export const ZK_ACL_KEY = 'high-availability.zookeeper.client.acl';
@@ -86,22 +87,39 @@ function zkPath(...parts: string[]): string {
   return `/${joined.replace(/\/+/g, '/')}`;
 }
 
+/** The factory class Flink's documentation and the operator's examples name for Kubernetes HA. */
+export const KUBERNETES_HA_FACTORY = 'org.apache.flink.kubernetes.highavailability.KubernetesHaServicesFactory';
+
+/**
+ * The HA engine a `high-availability.type` value means, as Flink reads it (HighAvailabilityMode:
+ * NONE, ZOOKEEPER, KUBERNETES in any case, else the name of a HighAvailabilityServicesFactory
+ * class). Flink has no factory class for ZooKeeper; a factory class the gateway does not know is
+ * `unknown` (never "no HA": the gateways would be islands without saying so).
+ */
+export function haTypeOf(cluster: Readonly<Record<string, string>>): { engine: 'none' | 'zookeeper' | 'kubernetes' | 'unknown'; value: string } {
+  const value = (cluster['high-availability.type'] ?? cluster['high-availability'] ?? 'NONE').trim();
+  const lower = value.toLowerCase();
+  if (lower === 'none' || lower === '') return { engine: 'none', value };
+  if (lower === 'zookeeper') return { engine: 'zookeeper', value };
+  if (lower === 'kubernetes' || value === KUBERNETES_HA_FACTORY) return { engine: 'kubernetes', value };
+  return { engine: 'unknown', value };
+}
+
 /**
  * The shared store from `gateway.ha.store` and the cluster's own Flink configuration. Throws a
  * one-line reason when HA is asked for and cannot be served (a start-up configuration problem).
  */
 export function haStoreOf(mode: string, cluster: Readonly<Record<string, string>>): HaStore {
   if (mode === 'local') return { kind: 'local' };
-  const type = (cluster['high-availability.type'] ?? cluster['high-availability'] ?? 'NONE').trim().toLowerCase();
-  if (type === 'kubernetes') {
-    if (mode === 'auto') {
-      throw new Error("the cluster's Flink configuration sets high-availability.type: kubernetes, for which the gateways have no shared store yet (ADR 0012): use ZooKeeper HA, or set gateway.ha.store: local with one JobManager replica");
-    }
+  const { engine, value } = haTypeOf(cluster);
+  if (engine === 'unknown') {
+    throw new Error(`the cluster's Flink configuration sets high-availability.type: ${value}, a factory class the gateway does not know, so it cannot tell where the cluster's HA data lives: set gateway.ha.store: local with one JobManager replica`);
   }
-  if (type !== 'zookeeper') {
-    if (mode === 'zookeeper') throw new Error(`gateway.ha.store is zookeeper but the cluster's Flink configuration (gateway.cluster.flink-conf) sets high-availability.type: ${type}`);
-    return { kind: 'local' };
+  if (mode !== 'auto' && mode !== engine) {
+    throw new Error(`gateway.ha.store is ${mode} but the cluster's Flink configuration (gateway.cluster.flink-conf) sets high-availability.type: ${value === KUBERNETES_HA_FACTORY ? value : value.toLowerCase()}`);
   }
+  if (engine === 'none') return { kind: 'local' };
+  if (engine === 'kubernetes') return { kind: 'kubernetes', settings: kubernetesSettingsOf(cluster) };
   const quorum = cluster['high-availability.zookeeper.quorum']?.trim();
   // Flink's ZkClientACLMode: open (the default) or creator. Creator-only nodes need an authenticated
   // creator, which for Flink is its SASL (Kerberos) identity; the gateway's client cannot speak SASL.
@@ -114,18 +132,36 @@ export function haStoreOf(mode: string, cluster: Readonly<Record<string, string>
   }
   if (acl !== 'open') throw new HaConfigProblem(ZK_ACL_KEY, `the cluster's Flink configuration sets ${ZK_ACL_KEY}: ${acl}, which Flink does not know either: use open`);
   if (!quorum) throw new Error("the cluster's Flink configuration sets ZooKeeper HA without high-availability.zookeeper.quorum");
-  const ms = (key: string, fallback: number) => {
-    const v = cluster[key]?.trim();
-    // Flink reads a plain number here as milliseconds.
-    return v ? (/^\d+$/.test(v) ? Number(v) : parseDuration(v)) : fallback;
-  };
   return {
     kind: 'zookeeper',
     settings: {
       quorum,
       namespace: zkPath(cluster['high-availability.zookeeper.path.root'] ?? '/flink', cluster['high-availability.cluster-id'] ?? '/default'),
-      sessionTimeoutMs: ms('high-availability.zookeeper.client.session-timeout', 60_000),
-      connectionTimeoutMs: ms('high-availability.zookeeper.client.connection-timeout', 15_000),
+      sessionTimeoutMs: flinkMs(cluster, 'high-availability.zookeeper.client.session-timeout', 60_000),
+      connectionTimeoutMs: flinkMs(cluster, 'high-availability.zookeeper.client.connection-timeout', 15_000),
     },
+  };
+}
+
+/** A duration key of the cluster's configuration; Flink reads a plain number here as milliseconds. */
+function flinkMs(cluster: Readonly<Record<string, string>>, key: string, fallback: number): number {
+  const v = cluster[key]?.trim();
+  return v ? (/^\d+$/.test(v) ? Number(v) : parseDuration(v)) : fallback;
+}
+
+/** Flink's Kubernetes HA keys: the cluster id and namespace of its ConfigMaps, how to reach the API server, its leader-election timings. */
+function kubernetesSettingsOf(cluster: Readonly<Record<string, string>>): KubernetesHaSettings {
+  const clusterId = cluster['kubernetes.cluster-id']?.trim();
+  if (!clusterId) throw new Error("the cluster's Flink configuration sets Kubernetes HA without kubernetes.cluster-id (the operator writes it into the JobManager's configuration)");
+  const configFile = cluster['kubernetes.config.file']?.trim();
+  const context = cluster['kubernetes.context']?.trim();
+  return {
+    clusterId,
+    namespace: cluster['kubernetes.namespace']?.trim() || 'default',
+    ...(configFile ? { configFile } : {}),
+    ...(context ? { context } : {}),
+    leaseDurationMs: flinkMs(cluster, 'high-availability.kubernetes.leader-election.lease-duration', 15_000),
+    renewDeadlineMs: flinkMs(cluster, 'high-availability.kubernetes.leader-election.renew-deadline', 15_000),
+    retryPeriodMs: flinkMs(cluster, 'high-availability.kubernetes.leader-election.retry-period', 5_000),
   };
 }

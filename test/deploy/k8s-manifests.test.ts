@@ -528,8 +528,8 @@ describe('HA: two JobManagers whose gateways share the cluster\'s ZooKeeper (ADR
     // instead of leaving two gateways with a store each (control).
     expect(config.get(haOptions.store)).toBe('zookeeper');
     expect(() => haStoreOf(config.get(haOptions.store), { ...Object.fromEntries(cluster), 'high-availability.type': 'NONE' })).toThrow(/gateway.ha.store is zookeeper/);
-    // Kubernetes HA has no shared store yet: even auto refuses it.
-    expect(() => haStoreOf('auto', { ...Object.fromEntries(cluster), 'high-availability.type': 'kubernetes' })).toThrow(/no shared store yet/);
+    // Kubernetes HA (the operator's usual one) resolves too: ConfigMaps in the cluster's namespace (ADR 0026).
+    expect(haStoreOf('auto', { ...Object.fromEntries(cluster), 'high-availability.type': 'kubernetes', 'kubernetes.cluster-id': name })).toMatchObject({ kind: 'kubernetes', settings: { clusterId: name } });
   });
 
   it('the gateways\' shared HA secret (ADR 0028) is a file from a Secret of its own: required, in the gateway container only, one key', () => {

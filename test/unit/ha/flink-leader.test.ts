@@ -53,7 +53,7 @@ describe('gateway.ha.store', () => {
   });
 
   it('refuses what it cannot serve, saying what to do', () => {
-    expect(() => haStoreOf('auto', { 'high-availability.type': 'kubernetes' })).toThrow(/kubernetes.*gateway.ha.store: local/);
+    expect(() => haStoreOf('auto', { 'high-availability.type': 'kubernetes' })).toThrow(/Kubernetes HA without kubernetes.cluster-id/);
     expect(() => haStoreOf('zookeeper', {})).toThrow(/sets high-availability.type: none/);
     expect(() => haStoreOf('auto', { 'high-availability.type': 'zookeeper' })).toThrow(/without high-availability.zookeeper.quorum/);
   });

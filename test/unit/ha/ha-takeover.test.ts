@@ -1,5 +1,5 @@
 import { HaCoordinator } from '../../../src/ha/ha-coordinator';
-import { leaderPath } from '../../../src/ha/flink-leader';
+import { FlinkLeaderFollower, leaderPath } from '../../../src/ha/flink-leader';
 import { RecordSeal } from '../../../src/ha/record-seal';
 import { gatewayRoot, RECORD_KIND, ZooKeeperRegistrationStore } from '../../../src/ha/zookeeper-store';
 import type { StoredRegistration } from '../../../src/submission/registration-store';
@@ -79,7 +79,7 @@ describe("taking over as the leading JobManager's gateway (a fake ZooKeeper, an 
     zk.write(RECORD, leaderRecordBytes(OTHER));
     storeJob(zk, J1);
     const c = collaborators();
-    const coordinator = new HaCoordinator({ session: zk, store, registrations: c.registrations, tokens: c.tokens, watcher: c.watcher, cluster: c.cluster, readStates: async () => new Map(), log });
+    const coordinator = new HaCoordinator({ session: zk, follow: (self, l) => new FlinkLeaderFollower(zk, self, l), store, registrations: c.registrations, tokens: c.tokens, watcher: c.watcher, cluster: c.cluster, readStates: async () => new Map(), log });
     await coordinator.start();
     await flush();
     expect(coordinator.isLeading()).toBe(false);
