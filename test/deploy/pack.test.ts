@@ -9,7 +9,7 @@ import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-pro
 import { type Origin, startOrigin } from '../helpers/origin';
 import { type ProcessResult, runProcess } from '../helpers/run-process';
 import { stringify } from 'yaml';
-import { FLINK_CONF_VOLUME, type K8sObject, loadManifests, onlyOne, operatorFlinkConfig } from './manifests';
+import { FLINK_CONF_VOLUME, type K8sObject, loadManifests, ofKind, onlyOne, operatorFlinkConfig } from './manifests';
 
 // `npm run build` (unless dist/ is current) → `npm pack` → `npm install --omit=dev <tarball>` into an
 // empty directory → run the installed bin, the way a user of the package would. npm itself runs on
@@ -91,6 +91,7 @@ function kubernetesExample(dir: string): { args: string[]; env: Record<string, s
   const pod = deployment.spec.jobManager.podTemplate.spec as K8sObject;
   const sidecar = (pod.containers as K8sObject[]).find((c) => c.name === 'flink-jar-gateway')!;
   const local = new Map<string, string>();
+  const declaredSecret = (name: string) => ofKind(manifests, 'Secret').some((m) => m.obj.metadata?.name === name);
   for (const m of sidecar.volumeMounts as K8sObject[]) {
     const target = join(dir, m.name);
     mkdirSync(target, { recursive: true });
@@ -104,10 +105,12 @@ function kubernetesExample(dir: string): { args: string[]; env: Record<string, s
     if (volume.configMap) {
       const cm = onlyOne(manifests, 'ConfigMap', volume.configMap.name);
       for (const [k, v] of Object.entries(cm.data as Record<string, string>)) writeFileSync(join(target, k), v);
-    } else if (volume.secret?.secretName === 'flink-jar-gateway-credentials') {
+    } else if (volume.secret && declaredSecret(volume.secret.secretName)) {
+      // A Secret the example ships (credentials, the HA store's shared secret): its files as written.
       const s = onlyOne(manifests, 'Secret', volume.secret.secretName);
       for (const [k, v] of Object.entries(s.stringData as Record<string, string>)) writeFileSync(join(target, k), v);
     } else if (volume.secret) {
+      // The TLS Secret cert-manager makes from the example's Certificate.
       makeTls(target);
     }
   }
@@ -121,7 +124,7 @@ function kubernetesExample(dir: string): { args: string[]; env: Record<string, s
   }
   const env: Record<string, string> = {};
   for (const e of sidecar.env as K8sObject[]) env[e.name] = e.valueFrom?.fieldRef?.fieldPath === 'status.podIP' ? '127.0.0.1' : String(e.value);
-  const tls = join(dir, (sidecar.volumeMounts as K8sObject[]).find((m) => (pod.volumes as K8sObject[]).find((v) => v.name === m.name && v.secret && v.secret.secretName !== 'flink-jar-gateway-credentials'))!.name);
+  const tls = join(dir, (sidecar.volumeMounts as K8sObject[]).find((m) => (pod.volumes as K8sObject[]).find((v) => v.name === m.name && v.secret && !declaredSecret(v.secret.secretName)))!.name);
   return {
     args: [...(sidecar.args as string[]).map(remap), '-Dgateway.ha.store=local'],
     env,
