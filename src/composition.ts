@@ -151,16 +151,17 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     if (zookeeper) haLog.info({ identity: zookeeper.identity }, "the gateway's ZooKeeper nodes admit this digest identity only");
     const kube = ha.kind === 'kubernetes' && seal ? resources.adopt(kubernetesSessionOf(ha.settings, haLog), (k) => k.close()) : undefined;
     let coordinator: HaCoordinator | undefined;
+    const adoptUnsealed = config.get(haOptions.adoptUnsealedRecords);
     const sharedClaims =
       zookeeper && seal
-        ? new ZooKeeperJobClaims(zookeeper, { retentionMs: SHARED_CLAIM_RETENTION_MS, seal, log: haLog.child({ store: 'claims' }), onRejected })
+        ? new ZooKeeperJobClaims(zookeeper, { retentionMs: SHARED_CLAIM_RETENTION_MS, seal, log: haLog.child({ store: 'claims' }), onRejected, adoptUnsealed })
         : kube && seal
           ? new KubernetesJobClaims(kube.client, kube.settings, { retentionMs: SHARED_CLAIM_RETENTION_MS, sealer: seal, log: haLog.child({ store: 'claims' }), onRejected })
           : undefined;
     const sharedStore: SharedRegistrationStore | undefined = !tokensEnabled(config)
       ? undefined
       : zookeeper && seal
-        ? new ZooKeeperRegistrationStore(zookeeper, haLog, { seal, onRejected })
+        ? new ZooKeeperRegistrationStore(zookeeper, haLog, { seal, onRejected, adoptUnsealed })
         : kube && seal
           ? resources.adopt(new KubernetesRegistrationStore(kube.client, kube.settings, haLog, { sealer: seal, onRejected }), (s) => s.stop())
           : undefined;
@@ -259,6 +260,11 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
       await tokens.start();
       watcher?.start();
     }
+    // Close the ZooKeeper claims' nodes now (and adopt unsealed claims if asked), not at the first run.
+    if (sharedClaims instanceof ZooKeeperJobClaims) await sharedClaims.init().catch((err: unknown) => {
+      if ((err as { code?: unknown }).code === 'GW_CONFIG_INVALID') throw err;
+      haLog.warn({ err: (err as Error).message }, 'cannot prepare the shared job-id claims yet; the next run tries again');
+    });
     const owned = resources.move();
     return {
       app,

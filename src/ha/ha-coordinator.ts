@@ -95,7 +95,11 @@ export class HaCoordinator {
       if ((err as { code?: unknown } | null)?.code === 'GW_HA_STORE_FORBIDDEN') throw err;
       this.opts.log.warn({ err: (err as Error).message }, `${this.opts.engine ?? 'ZooKeeper'} is not reachable yet; serving as a standby until it is`);
     });
-    await this.opts.store.init().catch((err: unknown) => this.opts.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations yet'));
+    await this.opts.store.init().catch((err: unknown) => {
+      // A subtree the gateways do not own stops start-up; anything else is retried.
+      if ((err as { code?: unknown } | null)?.code === 'GW_CONFIG_INVALID') throw err;
+      this.opts.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations yet');
+    });
     await this.learnIdentity();
   }
 

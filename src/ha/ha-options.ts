@@ -20,6 +20,10 @@ export const haOptions = {
     key: 'gateway.ha.shared-secret-file', type: 'string', section,
     description: 'A file holding gateway.ha.shared-secret (one line; a trailing newline is removed), read at start-up. Set this or gateway.ha.shared-secret, not both.',
   }),
+  adoptUnsealedRecords: option({
+    key: 'gateway.ha.adopt-unsealed-records', type: 'boolean', default: false, section,
+    description: 'Upgrade aid for an HA cluster whose gateways ran without gateway.ha.shared-secret: at start-up, right after closing the ZooKeeper subtree, the registrations and job-id claims those gateways left unsealed are sealed and closed in place instead of ignored, so their running jobs keep their principals\' registrations. It trusts whatever the store held before the upgrade (as the older gateways did): turn it on for the upgrade\'s start-up only, and only where nobody else could reach ZooKeeper, then off again. Records written after that start are never adopted.',
+  }),
 } satisfies Record<string, OptionDef>;
 
 /** The replicas' shared secret, from gateway.ha.shared-secret or the file gateway.ha.shared-secret-file names; undefined when neither is set. */

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { type Clock, systemClock, type TimerHandle } from '../clock';
+import { ConfigError } from '../config/registry';
 import type { Claim, ClaimResult, JobClaimBook } from '../submission/job-claims';
 import { parseStoredRegistration, type RegistrationStore, type StoredRegistration } from '../submission/registration-store';
 import type { RecordSeal, SealFailure } from './record-seal';
@@ -41,10 +42,15 @@ export async function ensureOwnNodes(session: NodeSession, paths: readonly strin
     } catch (err) {
       if (zkCode(err) !== NODE_EXISTS) throw err;
     }
+    // Not a passing trouble (an unreachable quorum is): start-up stops, naming the fix.
     const foreign = (acl: string) =>
-      new Error(
-        `${path} exists with an ACL that does not admit this gateway (${acl}): it was created by someone else, or by gateways with another gateway.ha.shared-secret. Remove it (zkCli: deleteall ${path}, authenticated as its owner or as ZooKeeper's super user) and start again`,
-      );
+      new ConfigError([
+        {
+          key: 'gateway.ha.shared-secret',
+          source: `ZooKeeper node ${path}`,
+          message: `${path} exists with an ACL that does not admit this gateway (${acl}): it was created by someone else, or by gateways with another gateway.ha.shared-secret. Use that secret, or remove the node (zkCli: deleteall ${path}, authenticated as its owner or as ZooKeeper's super user) and start again`,
+        },
+      ]);
     let node: Awaited<ReturnType<NodeSession['getACL']>>;
     try {
       node = await session.getACL(path);
@@ -65,6 +71,62 @@ export async function ensureOwnNodes(session: NodeSession, paths: readonly strin
 }
 
 const JOB_ID = /^[0-9a-f]{32}$/;
+
+/**
+ * Upgrade aid (`gateway.ha.adopt-unsealed-records`): seals in place, and closes, the records of
+ * `dir` that an older gateway wrote unsealed and that read as a record of their node (`valid`).
+ * Run once at start-up, right after the subtree was closed: it trusts what the store held when the
+ * gateways still left it open, and nothing written later. Returns how many were adopted.
+ */
+export async function adoptUnsealed(
+  session: NodeSession & Pick<ZooKeeperSession, 'getChildren' | 'getData' | 'setData'>,
+  dir: string,
+  kind: string,
+  seal: RecordSeal,
+  valid: (jobId: string, value: unknown) => boolean,
+  log: Logger,
+): Promise<number> {
+  let adopted = 0;
+  for (const jobId of (await session.getChildren(dir)).filter((c) => JOB_ID.test(c))) {
+    const path = `${dir}/${jobId}`;
+    const node = await session.getData(path);
+    if (!node) continue;
+    const opened = seal.open(kind, path, node.data);
+    if (opened.ok || opened.reason !== 'unsealed') continue;
+    const text = node.data.toString('utf8');
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      continue;
+    }
+    if (!valid(jobId, value)) continue;
+    try {
+      await session.setData(path, seal.sealBytes(kind, path, text), node.version);
+    } catch (err) {
+      if (zkCode(err) === BAD_VERSION || zkCode(err) === NO_NODE) continue; // changed meanwhile: not what was there before
+      throw err;
+    }
+    // The record node itself was created open: close it too, so nobody else can replace it.
+    await session.setACL(path, session.acl);
+    adopted++;
+  }
+  if (adopted > 0) log.warn({ dir, kind, adopted }, 'gateway.ha.adopt-unsealed-records: records an older gateway left unsealed were sealed and closed; turn the option off again');
+  return adopted;
+}
+
+const isRegistrationOf = (jobId: string, value: unknown): boolean => {
+  try {
+    return parseStoredRegistration(value)?.jobId === jobId;
+  } catch {
+    return false;
+  }
+};
+
+const isClaimOf = (jobId: string, value: unknown): boolean => {
+  const c = value as Partial<Claim> | null;
+  return !!c && typeof c === 'object' && c.jobId === jobId && typeof c.principal === 'string' && typeof c.fingerprint === 'string' && typeof c.at === 'number';
+};
 const RESYNC_RETRY_MS = 1_000;
 
 /** What the registration store needs of a ZooKeeper session (a fake in unit tests). */
@@ -77,6 +139,8 @@ export interface ZooKeeperRegistrationStoreOptions {
   seal: RecordSeal;
   /** Counts a record that did not open (the metrics). */
   onRejected?: RejectedRecord;
+  /** Seal, at init, the registrations an older gateway left unsealed (adoptUnsealed). */
+  adoptUnsealed?: boolean;
   /** Timers for re-reading after a failed read (injected in tests). */
   clock?: Clock;
   /** How long after a failed read to read again; default 1 s. */
@@ -113,6 +177,7 @@ export class ZooKeeperRegistrationStore
   private readonly seal: RecordSeal;
   private readonly onRejected: RejectedRecord | undefined;
   private ready: Promise<void> | undefined;
+  private adopt: boolean;
 
   constructor(
     private readonly session: RegistrationSession,
@@ -120,6 +185,7 @@ export class ZooKeeperRegistrationStore
     opts: ZooKeeperRegistrationStoreOptions,
   ) {
     super();
+    this.adopt = opts.adoptUnsealed ?? false;
     this.seal = opts.seal;
     this.onRejected = opts.onRejected;
     this.clock = opts.clock ?? systemClock;
@@ -135,6 +201,10 @@ export class ZooKeeperRegistrationStore
 
   async init(): Promise<void> {
     await this.ensureNodes();
+    if (this.adopt) {
+      await adoptUnsealed(this.session, this.dir, RECORD_KIND.registration, this.seal, isRegistrationOf, this.log);
+      this.adopt = false;
+    }
     await this.sync(true);
   }
 
@@ -313,7 +383,7 @@ export class ZooKeeperJobClaims implements JobClaimBook {
   private ready: Promise<void> | undefined;
 
   constructor(
-    private readonly session: NodeSession & Pick<ZooKeeperSession, 'getData' | 'getChildren' | 'remove'>,
+    private readonly session: NodeSession & Pick<ZooKeeperSession, 'getData' | 'getChildren' | 'setData' | 'remove'>,
     private readonly opts: {
       retentionMs: number;
       wallClock?: () => number;
@@ -321,18 +391,31 @@ export class ZooKeeperJobClaims implements JobClaimBook {
       seal: RecordSeal;
       log: Logger;
       onRejected?: RejectedRecord;
+      /** Seal, on the first start-up step, the claims an older gateway left unsealed (adoptUnsealed). */
+      adoptUnsealed?: boolean;
     },
   ) {
     this.dir = `${gatewayRoot(session.settings.namespace)}/claims`;
   }
 
-  async claim(jobId: string, principal: string, fingerprint: string): Promise<ClaimResult> {
-    // A failed attempt (ZooKeeper not reachable yet) is tried again by the next claim.
-    this.ready ??= ensureOwnNodes(this.session, [gatewayRoot(this.session.settings.namespace), this.dir], this.opts.log).catch((err: unknown) => {
+  /**
+   * Creates and closes the claims' nodes (adopting unsealed claims if asked). Called at start-up so
+   * an open directory left by an older gateway is closed at once; a failed attempt (ZooKeeper not
+   * reachable yet) is tried again by the next claim.
+   */
+  init(): Promise<void> {
+    this.ready ??= (async () => {
+      await ensureOwnNodes(this.session, [gatewayRoot(this.session.settings.namespace), this.dir], this.opts.log);
+      if (this.opts.adoptUnsealed) await adoptUnsealed(this.session, this.dir, RECORD_KIND.claim, this.opts.seal, isClaimOf, this.opts.log);
+    })().catch((err: unknown) => {
       this.ready = undefined;
       throw err;
     });
-    await this.ready;
+    return this.ready;
+  }
+
+  async claim(jobId: string, principal: string, fingerprint: string): Promise<ClaimResult> {
+    await this.init();
     const now = (this.opts.wallClock ?? Date.now)();
     const path = `${this.dir}/${jobId}`;
     const mine: Claim = { jobId, principal, fingerprint, at: now };
@@ -390,8 +473,7 @@ export class ZooKeeperJobClaims implements JobClaimBook {
   private open(jobId: string, data: Buffer): Claim | undefined {
     const path = `${this.dir}/${jobId}`;
     const opened = this.opts.seal.openJson(RECORD_KIND.claim, path, data);
-    const c = opened.ok ? (opened.value as Partial<Claim> | null) : undefined;
-    if (c && typeof c === 'object' && c.jobId === jobId && typeof c.principal === 'string' && typeof c.fingerprint === 'string' && typeof c.at === 'number') return c as Claim;
+    if (opened.ok && isClaimOf(jobId, opened.value)) return opened.value as Claim;
     const reason = opened.ok ? 'malformed' : opened.reason;
     this.opts.log.error({ jobId, path, reason }, 'a shared job-id claim failed its integrity check (forged, altered, moved from another node, or written without gateway.ha.shared-secret); it binds nothing and is replaced');
     this.opts.onRejected?.(RECORD_KIND.claim, reason);

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pino from 'pino';
 import { ZooKeeperServer } from '../../src/cluster/zookeeper-server';
 import { RecordSeal } from '../../src/ha/record-seal';
@@ -7,6 +10,7 @@ import { gatewayRoot, RECORD_KIND, ZooKeeperJobClaims, ZooKeeperRegistrationStor
 import type { StoredRegistration } from '../../src/submission/registration-store';
 import { distributionHome } from '../helpers/flink-dist';
 import { eventually } from '../helpers/eventually';
+import { composeGateway } from '../helpers/gateway';
 import { captureLogger } from '../helpers/token-fakes';
 
 const log = pino({ level: 'warn' });
@@ -50,8 +54,8 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
   /** Someone holding the gateways' digest credentials but not the record key (or a gateway with a wrong secret). */
   let insider: ZooKeeperSession;
 
-  async function open(opts: ConstructorParameters<typeof ZooKeeperSession>[2] = {}): Promise<ZooKeeperSession> {
-    const s = new ZooKeeperSession(settings(), log, opts);
+  async function open(opts: ConstructorParameters<typeof ZooKeeperSession>[2] = {}, ns = namespace): Promise<ZooKeeperSession> {
+    const s = new ZooKeeperSession({ ...settings(), namespace: ns }, log, opts);
     sessions.push(s);
     await s.start();
     return s;
@@ -107,7 +111,7 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     expect(await outcome(stranger.create(`${regDir}/${J2}`, planted))).toBe(NO_AUTH);
     expect(await outcome(stranger.setData(`${regDir}/${J1}`, planted))).toBe(NO_AUTH);
     expect((await gateway.getChildren(regDir)).sort()).toEqual([J1]);
-    expect(JSON.parse(seal.open(RECORD_KIND.registration, `${regDir}/${J1}`, (await gateway.getData(`${regDir}/${J1}`))!.data).ok ? 'true' : 'false')).toBe(true);
+    expect(seal.open(RECORD_KIND.registration, `${regDir}/${J1}`, (await gateway.getData(`${regDir}/${J1}`))!.data).ok).toBe(true);
   }, 30_000);
 
   it('a forged registration — unsealed, sealed under another secret, or a valid one moved to another job\'s node — is ignored, logged and counted', async () => {
@@ -144,7 +148,8 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     expect(JSON.stringify(lines)).not.toContain(SECRET);
     expect(JSON.stringify(lines)).not.toContain(JSON.parse(valid.toString('utf8')).mac);
     // A forged record is not removed on a rolled-back attempt's behalf either.
-    await store.remove(J2, undefined as unknown as string);
+    await store.remove(J2, 'an-attempt');
+    expect(await gateway.getData(`${regDir}/${J2}`)).toBeDefined();
     await insider.setData(`${regDir}/${J1}`, valid);
     for (const j of [J2, J3, J4]) await insider.remove(`${regDir}/${j}`);
   }, 30_000);
@@ -172,12 +177,9 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
 
   it('a subtree left open by a gateway without a secret is closed at start; one owned by someone else stops start-up with what to do', async () => {
     const ns2 = `${namespace}-legacy`;
-    const legacy = new ZooKeeperSession({ ...settings(), namespace: ns2 }, log);
-    sessions.push(legacy);
-    await legacy.start();
+    const legacy = await open({}, ns2);
     await legacy.mkdirp(`${gatewayRoot(ns2)}/registrations`);
-    const s2 = await open({ digest: digestFromSecret(SECRET) });
-    Object.assign(s2.settings, { namespace: ns2 });
+    const s2 = await open({ digest: digestFromSecret(SECRET) }, ns2);
     const { log: l2, messages } = captureLogger();
     await new ZooKeeperRegistrationStore(s2, l2, { seal }).init();
     for (const path of [gatewayRoot(ns2), `${gatewayRoot(ns2)}/registrations`]) expect((await s2.getACL(path))?.acl).toEqual(ownAcl);
@@ -188,8 +190,49 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     const squatter = await open({ digest: digestFromSecret('the-squatters-own-secret-value') });
     await squatter.mkdirp(ns3, OPEN_ACL);
     await squatter.create(gatewayRoot(ns3), Buffer.alloc(0));
-    const s3 = await open({ digest: digestFromSecret(SECRET) });
-    Object.assign(s3.settings, { namespace: ns3 });
-    await expect(new ZooKeeperRegistrationStore(s3, log, { seal }).init()).rejects.toThrow(/flink-jar-gateway exists with an ACL that does not admit this gateway.*another gateway.ha.shared-secret.*deleteall/);
+    const s3 = await open({ digest: digestFromSecret(SECRET) }, ns3);
+    const refused = new ZooKeeperRegistrationStore(s3, log, { seal }).init();
+    await expect(refused).rejects.toMatchObject({ code: 'GW_CONFIG_INVALID', problems: [{ key: 'gateway.ha.shared-secret' }] });
+    await expect(refused).rejects.toThrow(/flink-jar-gateway exists with an ACL that does not admit this gateway .*another gateway.ha.shared-secret.*deleteall/);
+    // A whole gateway on that cluster does not start (exit 2), rather than answer every run 503.
+    const dir = mkdtempSync(join(tmpdir(), 'gw-acl-squatted-'));
+    try {
+      writeFileSync(join(dir, 'config.yaml'), `high-availability.type: zookeeper\nhigh-availability.zookeeper.quorum: "${zk.connectString}"\nhigh-availability.cluster-id: ${ns3.slice('/flink/'.length)}\nhigh-availability.zookeeper.client.connection-timeout: 5000\n`);
+      const gw = composeGateway('http://127.0.0.1:9', { 'gateway.cluster.flink-conf': join(dir, 'config.yaml'), 'gateway.tokens.store-dir': join(dir, 'store'), 'security.delegation.tokens.enabled': 'false', 'gateway.ha.shared-secret': SECRET });
+      await expect(gw).rejects.toMatchObject({ code: 'GW_CONFIG_INVALID', problems: [{ key: 'gateway.ha.shared-secret', source: `ZooKeeper node ${gatewayRoot(ns3)}` }] });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it('upgrading from gateways without a secret: with gateway.ha.adopt-unsealed-records, the records they left are sealed and closed once at start; later ones never', async () => {
+    const ns = `${namespace}-upgrade`;
+    const dirOf = (what: string) => `${gatewayRoot(ns)}/${what}`;
+    const legacy = await open({}, ns);
+    await legacy.mkdirp(dirOf('registrations'));
+    await legacy.mkdirp(dirOf('claims'));
+    await legacy.create(`${dirOf('registrations')}/${J1}`, Buffer.from(JSON.stringify(registration(J1))));
+    await legacy.create(`${dirOf('claims')}/${J1}`, Buffer.from(JSON.stringify({ jobId: J1, principal: 'team-a', fingerprint: 'f1', at: Date.now() })));
+    // Not a record of its node: not adopted.
+    await legacy.create(`${dirOf('registrations')}/${J2}`, Buffer.from(JSON.stringify(registration(J3))));
+
+    const s = await open({ digest: digestFromSecret(SECRET) }, ns);
+    const { log: l, messages } = captureLogger();
+    const store = new ZooKeeperRegistrationStore(s, l, { seal, adoptUnsealed: true });
+    await store.init();
+    const claims = new ZooKeeperJobClaims(s, { retentionMs: DAY, seal, log: l, adoptUnsealed: true });
+    await claims.init();
+    expect(store.list().map((r) => r.jobId)).toEqual([J1]);
+    expect(await claims.claim(J1, 'team-b', 'f1')).toBe('conflict');
+    expect(await claims.claim(J1, 'team-a', 'f1')).toBe('retry');
+    for (const path of [`${dirOf('registrations')}/${J1}`, `${dirOf('claims')}/${J1}`, dirOf('registrations'), dirOf('claims')]) expect({ path, acl: (await s.getACL(path))?.acl }).toEqual({ path, acl: ownAcl });
+    expect(messages('warn').filter((m) => m.startsWith('gateway.ha.adopt-unsealed-records'))).toHaveLength(2);
+    // After that start, an unsealed record is ignored even with the option on.
+    const rejected: string[] = [];
+    const later = new ZooKeeperRegistrationStore(s, l, { seal, onRejected: (kind, reason) => rejected.push(`${kind}:${reason}`) });
+    await later.init();
+    await s.create(`${dirOf('registrations')}/${J3}`, Buffer.from(JSON.stringify(registration(J3))));
+    await eventually(() => rejected.includes('registration:unsealed'), 'the later unsealed record to be rejected');
+    expect(later.list().map((r) => r.jobId).sort()).toEqual([J1]);
   }, 30_000);
 });
