@@ -29,8 +29,8 @@ export type BulkErrorCode = 'ERR_BULK_CONNECT_TIMEOUT' | 'ERR_BULK_READ_TIMEOUT'
  */
 export class BulkHttpError extends Error {
   override readonly name = 'BulkHttpError';
-  constructor(readonly code: BulkErrorCode, message: string) {
-    super(message);
+  constructor(readonly code: BulkErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
   }
 }
 
@@ -253,15 +253,24 @@ class Connection {
 
   /** onread's callback: false pauses the socket. */
   onRead(n: number, buf: Uint8Array): boolean {
-    if (this.exchange === undefined) {
+    const exchange = this.exchange;
+    if (exchange === undefined) {
       // Bytes nobody asked for on an idle connection: it cannot be reused.
       this.socket.destroy();
       return false;
     }
-    const more = this.exchange.onRead(n, buf);
-    // The exchange ended in this read and gave the connection back to the pool: it reads on, so that
-    // stray bytes or a close while idle are seen (false would stop the socket until the next request).
-    return more || (this.exchange === undefined && !this.socket.destroyed);
+    try {
+      const more = exchange.onRead(n, buf);
+      // The exchange ended in this read and gave the connection back to the pool: it reads on, so that
+      // stray bytes or a close while idle are seen (false would stop the socket until the next request).
+      return more || (this.exchange === undefined && !this.socket.destroyed);
+    } catch (err) {
+      // Thrown out of a socket callback, an exception is uncaught (the process exits); a fault here,
+      // whatever the bytes were, fails this exchange as a response that could not be read.
+      exchange.internalFault(err);
+      this.socket.destroy();
+      return false;
+    }
   }
 
   startIdle(ms: number, onExpire: () => void): void {
@@ -301,6 +310,9 @@ class Exchange {
   private resolve!: (r: BulkResponse) => void;
   private reject!: (err: unknown) => void;
   private state: 'head' | 'body' | 'done' = 'head';
+  /** The response promise was resolved: from then on a failure is the body's, not the request's. */
+  private handedOut = false;
+  private failed = false;
   private slab = slabPool.take();
   /** Bytes of the slab in use: the head so far, or the decoded body. */
   private fill = 0;
@@ -396,9 +408,15 @@ class Exchange {
         from = 0;
         continue;
       }
-      this.startBody(parsed, rest);
-      if (this.state !== 'body') return false;
-      if (rest > 0) this.onBodyBytes(0, rest);
+      const response = this.startBody(parsed, rest);
+      if (response === undefined) return false;
+      if (this.state === 'body' && rest > 0) this.onBodyBytes(0, rest);
+      // The response is handed out only now: body bytes that came in the same read as the head and
+      // fail (a malformed chunk line, say) reject the request instead. Failed before its caller had
+      // the body, the body's error would reach no error translation the caller adds to it.
+      if (this.failed) return false; // the request was rejected
+      this.handedOut = true;
+      this.resolve(response);
       return this.afterBodyBytes();
     }
   }
@@ -422,7 +440,8 @@ class Exchange {
     return { statusCode: Number(status[2]), minor: Number(status[1]), headers };
   }
 
-  private startBody(head: { statusCode: number; minor: number; headers: Record<string, string | string[]> }, rest: number): void {
+  /** Decides the framing and makes the body; undefined (the request rejected) when the framing is bad. */
+  private startBody(head: { statusCode: number; minor: number; headers: Record<string, string | string[]> }, rest: number): BulkResponse | undefined {
     const { statusCode, headers } = head;
     const connection = String(headers.connection ?? '').toLowerCase();
     this.reusable = head.minor === 1 && !/(^|,)\s*close\s*($|,)/.test(connection);
@@ -434,7 +453,7 @@ class Exchange {
       const codings = (Array.isArray(te) ? te.join(',') : te).split(',').map((c) => c.trim().toLowerCase());
       if (codings.length !== 1 || codings[0] !== 'chunked') {
         this.protocol(`transfer-encoding '${codings.join(', ').slice(0, 64)}' (only chunked is read)`);
-        return;
+        return undefined;
       }
       this.framing = { kind: 'chunked' };
       // Both framings in one response: the chunked one decides (RFC 9112 §6.3), and the connection is not reused.
@@ -444,7 +463,7 @@ class Exchange {
       const [only] = values;
       if (values.size !== 1 || !/^\d{1,15}$/.test(only!)) {
         this.protocol('an invalid or conflicting content-length');
-        return;
+        return undefined;
       }
       this.framing = { kind: 'length', left: Number(only) };
     } else {
@@ -454,11 +473,11 @@ class Exchange {
     this.state = 'body';
     this.lastPush = Date.now();
     this.body = new BulkBody(this);
-    this.resolve({ statusCode, headers, body: this.body });
     if (this.framing.kind === 'none' || (this.framing.kind === 'length' && this.framing.left === 0)) {
       if (rest > 0) this.reusable = false; // bytes after a response without a body
       this.complete();
     }
+    return { statusCode, headers, body: this.body };
   }
 
   /** Decodes `n` raw bytes at `at` (≥ fill) into the slab's body bytes, which end at `fill`. */
@@ -564,8 +583,13 @@ class Exchange {
   private pushLate(): void {
     this.pushTimer = undefined;
     if (this.state !== 'body' || this.fill <= this.pushed || this.paused) return;
-    // Never a new slab here: the socket's next read already goes to the rest of this one.
-    this.push(false);
+    try {
+      // Never a new slab here: the socket's next read already goes to the rest of this one.
+      this.push(false);
+    } catch (err) {
+      this.internalFault(err); // as in a read callback: nothing is thrown out of a timer either
+      return;
+    }
     if (this.paused) {
       this.conn.socket.setTimeout(0);
       this.conn.socket.pause();
@@ -648,13 +672,25 @@ class Exchange {
     this.fail(new BulkHttpError('ERR_BULK_PROTOCOL', `malformed response: ${detail}`), false);
   }
 
+  /** Something threw while a read was handled: the exchange fails with the client's protocol code. */
+  internalFault(err: unknown): void {
+    const name = err instanceof Error ? err.name : typeof err;
+    const fault = new BulkHttpError('ERR_BULK_PROTOCOL', `the response could not be read (an internal fault: ${name})`, { cause: err });
+    this.fail(fault, false);
+    // Ended (a body whole in its first read) but not handed out yet: the request must still settle.
+    // A no-op for a promise already settled.
+    this.reject(fault);
+  }
+
   private fail(err: unknown, aborted: boolean): void {
     if (this.state === 'done') return;
-    const wasHead = this.state === 'head';
+    this.failed = true;
     this.state = 'done';
     this.detach();
     this.conn.socket.destroy();
-    if (wasHead) {
+    if (!this.handedOut) {
+      // A body made in this read (if any) was never seen by anyone.
+      this.body?.destroy();
       // Nothing came back on a reused connection: the server closed it while it was idle.
       this.reject(!aborted && this.received === 0 && this.conn.reused ? new StaleConnection(err) : err);
     } else if (err !== undefined && !this.body!.destroyed) {
