@@ -76,10 +76,11 @@ export interface BulkResponse {
  *
  * Deliberately small and strict: GET and HEAD without a request body, HTTP/1.1 over TCP or TLS
  * (ALPN `http/1.1`), keep-alive per origin; a response that is not plainly well-formed (a bad
- * status line or field, obs-fold, conflicting Content-Length, an unknown transfer coding) fails
- * with `ERR_BULK_PROTOCOL` rather than being guessed at. Proxies, redirects and retries are the
- * caller's (a plugin); a keep-alive connection the server closed before answering is retried once
- * on a new one, as every client does.
+ * status line or field, obs-fold, a repeated Content-Length or both framings, an unknown transfer
+ * coding, a malformed chunk line or trailer field) fails with `ERR_BULK_PROTOCOL` rather than
+ * being guessed at; what llhttp refuses, it refuses too (test/unit/artifacts/bulk-http-fuzz.test.ts).
+ * Proxies, redirects and retries are the caller's (a plugin); a keep-alive connection the server
+ * closed before answering is retried once on a new one, as every client does.
  */
 export class BulkHttpClient {
   private readonly idle = new Map<string, Connection[]>();
@@ -209,6 +210,12 @@ function keyOf(origin: URL): string {
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/**
+ * A chunk-size line (RFC 9112 §7.1) without the optional white space, as llhttp reads it: hex digits
+ * (leading zeros of any number, at most 12 significant: 256 TiB), then extensions `;name[=value]`,
+ * the value a token (or empty) or a quoted string. Extensions are read past, never used.
+ */
+const CHUNK_LINE = /^0*([0-9A-Fa-f]{1,12})(?:;[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:=(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]*|"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t\x20-\x7e\x80-\xff])*"))?)*$/;
 
 function requestHead(req: BulkRequest): string {
   if (!/^\/[\x21-\x7e]*$/.test(req.path)) throw new BulkHttpError('ERR_BULK_PROTOCOL', 'the request path must start with / and be encoded (no spaces or control characters)');
@@ -222,6 +229,18 @@ function requestHead(req: BulkRequest): string {
   }
   if (!host) head += `host: ${req.origin.host}\r\n`;
   return `${head}\r\n`;
+}
+
+/**
+ * A header or trailer field line: name and value (without surrounding white space), or undefined
+ * when malformed — obs-fold (a line starting with white space), a bare CR, a control character, an
+ * empty name or one with spaces.
+ */
+function parseField(line: string): [string, string] | undefined {
+  const colon = line.indexOf(':');
+  const name = colon > 0 ? line.slice(0, colon) : '';
+  const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
+  return TOKEN.test(name) && FIELD_VALUE.test(value) ? [name, value] : undefined;
 }
 
 /** One socket and whatever exchange is using it; idle between exchanges. */
@@ -427,12 +446,9 @@ class Exchange {
     if (!status) return void this.protocol('a malformed status line');
     const headers: Record<string, string | string[]> = {};
     for (let i = 1; i < lines.length; i++) {
-      const line = lines[i]!;
-      const colon = line.indexOf(':');
-      const name = colon > 0 ? line.slice(0, colon) : '';
-      const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
-      // obs-fold (a line starting with white space), a bare CR or LF, a name with spaces: refused.
-      if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) return void this.protocol('a malformed header field');
+      const field = parseField(lines[i]!);
+      if (field === undefined) return void this.protocol('a malformed header field');
+      const [name, value] = field;
       const key = name.toLowerCase();
       const had = headers[key];
       headers[key] = had === undefined ? value : Array.isArray(had) ? [...had, value] : [had, value];
@@ -447,6 +463,17 @@ class Exchange {
     this.reusable = head.minor === 1 && !/(^|,)\s*close\s*($|,)/.test(connection);
     const te = headers['transfer-encoding'];
     const cl = headers['content-length'];
+    // Two framings, or one length said twice: a sign of response splitting (RFC 9112 §6.3), refused
+    // whatever the status, as llhttp (undici, node:http) refuses it, so that an origin gets the same
+    // answer with and without a proxy (proxied requests go through undici).
+    if (te !== undefined && cl !== undefined) {
+      this.protocol('both transfer-encoding and content-length');
+      return undefined;
+    }
+    if (Array.isArray(cl) || (cl !== undefined && !/^0*\d{1,15}$/.test(cl))) {
+      this.protocol('an invalid or repeated content-length');
+      return undefined;
+    }
     if (this.req.method === 'HEAD' || statusCode === 204 || statusCode === 304) {
       this.framing = { kind: 'none' };
     } else if (te !== undefined) {
@@ -456,16 +483,8 @@ class Exchange {
         return undefined;
       }
       this.framing = { kind: 'chunked' };
-      // Both framings in one response: the chunked one decides (RFC 9112 §6.3), and the connection is not reused.
-      if (cl !== undefined) this.reusable = false;
     } else if (cl !== undefined) {
-      const values = new Set((Array.isArray(cl) ? cl.join(',') : cl).split(',').map((v) => v.trim()));
-      const [only] = values;
-      if (values.size !== 1 || !/^\d{1,15}$/.test(only!)) {
-        this.protocol('an invalid or conflicting content-length');
-        return undefined;
-      }
-      this.framing = { kind: 'length', left: Number(only) };
+      this.framing = { kind: 'length', left: Number(cl) };
     } else {
       this.framing = { kind: 'close' };
       this.reusable = false;
@@ -532,7 +551,7 @@ class Exchange {
   private chunkLine(line: string): void {
     switch (this.cstate) {
       case Chunked.Size: {
-        const m = /^([0-9A-Fa-f]{1,12})[ \t]*(?:;[\t\x20-\x7e]*)?$/.exec(line);
+        const m = CHUNK_LINE.exec(line);
         if (!m) {
           this.protocol('a malformed chunk size');
           return;
@@ -548,7 +567,7 @@ class Exchange {
         }
         this.cstate = Chunked.Size;
         return;
-      case Chunked.Trailer:
+      case Chunked.Trailer: {
         if (line === '') {
           this.complete();
           return;
@@ -558,7 +577,13 @@ class Exchange {
           this.protocol('trailer fields over 16 KiB');
           return;
         }
-        return; // trailer fields are not used
+        // Not used, but held to the rule of the head's fields, as llhttp holds them; a length among
+        // them (a framing field where none may be, RFC 9110 §6.5.1) is refused as llhttp refuses it.
+        const field = parseField(line);
+        if (field === undefined) this.protocol('a malformed trailer field');
+        else if (field[0].toLowerCase() === 'content-length') this.protocol('a content-length among the trailer fields');
+        return;
+      }
       default:
         return;
     }

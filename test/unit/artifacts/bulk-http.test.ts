@@ -144,8 +144,8 @@ function chunkedBody(data: Buffer, sizes: readonly number[]): Buffer {
 }
 
 const CHUNKED_HEAD = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n';
-/** Extensions (bare, with a quoted value, after white space), leading zeros, both hex cases, CRLF inside data, trailers. */
-const CHUNKED_WIRE = '4;ext=1\r\nWiki\r\n5 ;name="quoted; value"\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n000a\r\n0123456789\r\n1B\r\nabcdefghijklmnopqrstuvwxyz!\r\n0;last\r\nExpires: never\r\nX-Trailer: y\r\n\r\n';
+/** Extensions (bare, with a value, quoted with an escape), leading zeros, both hex cases, CRLF inside data, trailers. */
+const CHUNKED_WIRE = '4;ext=1\r\nWiki\r\n5;name="quoted; \\"value\\""\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n000a\r\n0123456789\r\n1B\r\nabcdefghijklmnopqrstuvwxyz!\r\n0;last\r\nExpires: never\r\nX-Trailer: y\r\n\r\n';
 const CHUNKED_DATA = 'Wikipedia in\r\n\r\nchunks.0123456789abcdefghijklmnopqrstuvwxyz!';
 
 describe('Content-Length bodies', () => {
@@ -248,18 +248,26 @@ describe('chunked bodies', () => {
     for (const c of chunks) expect(c.length).toBeLessThanOrEqual(MiB);
   });
 
-  it('with both Transfer-Encoding: chunked and Content-Length, decodes chunked and does not reuse the connection', async () => {
-    const o = await rawServer((s) => s.write(`HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n${CHUNKED_WIRE}`));
-    const c = client();
-    expect(await text(await get(c, o))).toBe(CHUNKED_DATA);
-    expect(await text(await get(c, o))).toBe(CHUNKED_DATA);
-    expect(o.sockets).toHaveLength(2);
+  it('leading zeros of any number before a size are read past (as llhttp does)', async () => {
+    const o = await rawServer((s) => s.write(`${CHUNKED_HEAD}${'0'.repeat(40)}5\r\nhello\r\n${'0'.repeat(40)}\r\n\r\n`));
+    expect(await text(await get(client(), o))).toBe('hello');
   });
 
   it.each([
     ['a size that is not hex', 'zz\r\nhello\r\n0\r\n\r\n'],
     ['a size with a sign', '+5\r\nhello\r\n0\r\n\r\n'],
-    ['a size of 13 hex digits', '0000000000005\r\nhello\r\n0\r\n\r\n'],
+    ['a size of 13 significant hex digits', '1000000000000\r\nhello\r\n0\r\n\r\n'],
+    ['white space after the size', '5 \r\nhello\r\n0\r\n\r\n'],
+    ['white space before an extension', '5 ;a=b\r\nhello\r\n0\r\n\r\n'],
+    ['an extension without a name', '5;=b\r\nhello\r\n0\r\n\r\n'],
+    ['an extension value with a space', '5;a=b c\r\nhello\r\n0\r\n\r\n'],
+    ['an unterminated quoted extension value', '5;a="b\r\nhello\r\n0\r\n\r\n'],
+    ['a control character in an extension', '5;a=\x01\r\nhello\r\n0\r\n\r\n'],
+    ['a trailer field without a colon', '0\r\nNoColon\r\n\r\n'],
+    ['a trailer field with a control character', '0\r\nX-T: a\x01b\r\n\r\n'],
+    ['a folded trailer field', '0\r\nX-T: a\r\n b\r\n\r\n'],
+    ['a trailer field with white space before the colon', '0\r\nX-T : a\r\n\r\n'],
+    ['a Content-Length among the trailer fields', '5\r\nhello\r\n0\r\nContent-Length: 5\r\n\r\n'],
     ['an empty size line', '\r\nhello\r\n0\r\n\r\n'],
     ['data longer than its size', '3\r\nhello\r\n0\r\n\r\n'],
     ['data not followed by CRLF', '5\r\nhelloX0\r\n\r\n'],
@@ -389,6 +397,11 @@ describe('framing errors', () => {
     ['Transfer-Encoding: gzip', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nhello'],
     ['Transfer-Encoding: gzip, chunked', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'],
     ['Transfer-Encoding: chunked sent twice', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
+    // Both framings, or one length said twice: refused as llhttp (undici, node:http) refuses them.
+    ['Transfer-Encoding: chunked with Content-Length', `HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n${CHUNKED_WIRE}`],
+    ['Transfer-Encoding: chunked with Content-Length on a 204', 'HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n'],
+    ['identical duplicate Content-Length fields', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello'],
+    ['a Content-Length list of one value', 'HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\nhello'],
     ['101 Switching Protocols', 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n'],
   ])('%s → ERR_BULK_PROTOCOL, and the connection is closed', async (_name, response) => {
     const o = await rawServer((s) => s.write(response));
@@ -398,11 +411,8 @@ describe('framing errors', () => {
     await closed(o.sockets[0]!);
   });
 
-  it.each([
-    ['identical duplicate Content-Length fields', 'Content-Length: 5\r\nContent-Length: 5\r\n'],
-    ['a Content-Length list of one value', 'Content-Length: 5, 5\r\n'],
-  ])('%s are accepted', async (_name, fields) => {
-    const o = await rawServer((s) => s.write(`HTTP/1.1 200 OK\r\n${fields}\r\nhello`));
+  it('a Content-Length with leading zeros is accepted', async () => {
+    const o = await rawServer((s) => s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${'0'.repeat(30)}5\r\n\r\nhello`));
     expect(await text(await get(client(), o))).toBe('hello');
   });
 
