@@ -120,7 +120,7 @@ function chunkExt(rng: Rng): string {
 /** A random body: mostly small; now and then one that fills more than one of the client's 1 MiB slabs. */
 function bodyOf(rng: Rng): Buffer {
   const r = rng.next();
-  const n = r < 0.1 ? 0 : r < 0.7 ? rng.range(1, 600) : r < 0.97 ? rng.range(600, 40_000) : rng.range(1_000_000, 2_500_000);
+  const n = r < 0.1 ? 0 : r < 0.7 ? rng.range(1, 600) : r < 0.99 ? rng.range(600, 40_000) : rng.range(1_000_000, 2_500_000);
   return rng.bytes(n);
 }
 
@@ -452,7 +452,8 @@ async function serve(sock: Socket, c: Case): Promise<void> {
 }
 
 async function viaBulk(url: URL, path: string): Promise<Outcome> {
-  const client = new BulkHttpClient({ guard: permissive, connectTimeoutMs: 5000, readTimeoutMs: 10_000 });
+  // Timeouts far beyond any wait here (every response ends with a close): a loaded machine must not make a refusal.
+  const client = new BulkHttpClient({ guard: permissive, connectTimeoutMs: 60_000, readTimeoutMs: 60_000 });
   try {
     const res = await client.request({ origin: url, path, method: 'GET', headers: {}, signal: new AbortController().signal });
     const chunks: Buffer[] = [];
@@ -659,5 +660,5 @@ describe('the bulk client against llhttp (node:http), on random and mutated resp
     if (ONLY !== undefined) return;
     expect(tally.valid).toBeGreaterThan(CASES / 5);
     expect(tally.mutatedAccepted).toBeGreaterThan(tally.mutated / 20);
-  });
+  }, 900_000); // about a minute on an idle machine; a loaded one may take several
 });
