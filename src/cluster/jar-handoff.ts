@@ -37,9 +37,14 @@ export class JarHandoff {
     private readonly deleteBackoffMs = 250,
   ) {}
 
-  /** `operation` names the call in an error (the client's upload, or the hand-off of a fetched jar). */
-  async handOff(path: string, name: string, operation = 'jar hand-off'): Promise<HandedOffJar> {
-    return this.mode === 'shared-dir' ? this.link(path, name, operation) : this.upload(path, name);
+  /**
+   * `operation` names the call in an error (the client's upload, or the hand-off of a fetched jar).
+   * A `transient` jar (a run's, deleted once its job is submitted) is linked, in shared-dir mode,
+   * under a name `GET /jars` does not list (Flink lists only `<id>_<name>.jar`), so the Web UI and
+   * other callers never see, run or delete it; an uploaded one is named by the JobManager.
+   */
+  async handOff(path: string, name: string, operation = 'jar hand-off', transient = false): Promise<HandedOffJar> {
+    return this.mode === 'shared-dir' ? this.link(path, name, operation, transient) : this.upload(path, name);
   }
 
   /**
@@ -58,11 +63,12 @@ export class JarHandoff {
    * a name Flink does not list (it lists `*.jar`) and renamed, so the JobManager never sees part
    * of a jar.
    */
-  private async link(path: string, name: string, operation: string): Promise<HandedOffJar> {
+  private async link(path: string, name: string, operation: string, transient: boolean): Promise<HandedOffJar> {
     await this.checkAcceptsJars(operation);
     const jarDir = join(this.uploadDir!, 'flink-web-upload');
     await mkdir(jarDir, { recursive: true });
-    const jarId = `${randomUUID()}_${name}`;
+    // Flink's JarListHandler skips a file name without '_'; its run handler opens any name.
+    const jarId = transient ? `${randomUUID()}.jar` : `${randomUUID()}_${name}`;
     const target = join(jarDir, jarId);
     try {
       await link(path, target);

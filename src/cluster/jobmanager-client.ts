@@ -25,6 +25,12 @@ export interface JobManagerClientOptions {
   passThroughDispatcher?: Dispatcher;
   /** TLS towards an https JobManager: the connect options of the default pools, and the uploads' agent. */
   tls?: JobManagerTls;
+  /**
+   * The JobManager's `web.access-control-allow-origin` as the gateway's copy of its configuration
+   * says (gateway.cluster.flink-conf): what the gateway's own answers carry until the JobManager's
+   * answers say otherwise.
+   */
+  allowOrigin?: string;
 }
 
 /**
@@ -46,6 +52,8 @@ export class JobManagerClient {
   private readonly uploads: HttpAgent;
   private readonly origin: string;
   private readonly pathPrefix: string;
+  /** `Access-Control-Allow-Origin` of the JobManager's latest answer that had one. */
+  private learntAllowOrigin: string | undefined;
 
   constructor(private readonly opts: JobManagerClientOptions) {
     const url = new URL(opts.baseUrl);
@@ -87,6 +95,7 @@ export class JobManagerClient {
       const text = await res.body.text();
       const misconfigured = this.tlsRedirect(res.statusCode, res.headers.location);
       if (misconfigured) throw misconfigured;
+      this.learnAllowOrigin(res.headers);
       return { status: res.statusCode, ...parseJson(text) };
     } catch (err) {
       throw this.translate(err, options.operation, timeoutMs);
@@ -135,7 +144,22 @@ export class JobManagerClient {
       res.body.resume();
       throw misconfigured;
     }
+    this.learnAllowOrigin(res.headers);
     return res;
+  }
+
+  /**
+   * The `Access-Control-Allow-Origin` the gateway's own answers carry: as the JobManager sets it on
+   * its answers (its `web.access-control-allow-origin`), else as its configuration says, else
+   * Flink's default `*`.
+   */
+  allowOrigin(): string {
+    return this.learntAllowOrigin ?? this.opts.allowOrigin ?? '*';
+  }
+
+  private learnAllowOrigin(headers: Record<string, string | string[] | undefined>): void {
+    const value = headers['access-control-allow-origin'];
+    if (typeof value === 'string') this.learntAllowOrigin = value;
   }
 
   /** A failure while reading a passed-through answer, as a gateway error. */
@@ -248,5 +272,6 @@ export function jobManagerClientOptions(config: Configuration, baseUrl: string):
     requestTimeoutMs: config.get(coreOptions.clusterRequestTimeout),
     runTimeoutMs: config.get(coreOptions.clusterRunTimeout),
     ...(tls ? { tls } : {}),
+    ...(config.cluster['web.access-control-allow-origin'] !== undefined ? { allowOrigin: config.cluster['web.access-control-allow-origin'] } : {}),
   };
 }

@@ -14,6 +14,7 @@ import type { JobGraphHook } from './job-graph-answer';
 import { errorMiddleware } from './error-middleware';
 import { createGatewayRoutes } from './gateway-routes';
 import { createJarRoutes } from './jar-routes';
+import { dashboardConfig } from './dashboard-config';
 import { Metrics } from '../metrics';
 import { createPassThrough } from './pass-through';
 import type { SecretRule } from './configuration-filter';
@@ -65,11 +66,17 @@ export function createApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestContext(deps.logger));
+  // The gateway's own answers carry the CORS origin the JobManager's do (responses.ts).
+  app.use((_req, res, next) => {
+    res.locals.allowOrigin = () => deps.cluster.allowOrigin();
+    next();
+  });
   app.use(pathGuard());
   app.use(drainGate(deps.isDraining));
   if (deps.auth) app.use(deps.auth.middleware());
   if (deps.authorization) app.use(authorization(deps.authorization));
   app.use('/gateway/v1', createGatewayRoutes(deps));
+  if (deps.authorization) app.use(dashboardConfig({ cluster: deps.cluster, permissions: deps.authorization.permissions, policyMode: deps.authorization.policyMode }));
   app.use(createJarRoutes(deps));
   const metrics = deps.metrics;
   app.use(createPassThrough(deps.cluster, deps.logger, metrics ? (status, seconds) => metrics.passThrough.observe({ status_class: Metrics.statusClass(status) }, seconds) : undefined, deps.jobGraphs, deps.answerSecrets));

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { errorBody, GatewayError, isGatewayError, logSafeMessage } from '../errors/gateway-error';
+import { allowOriginOf } from './responses';
 
 /**
  * The one place that maps errors to HTTP. Gateway errors carry their status and a message meant
@@ -29,7 +30,7 @@ export function errorMiddleware(fallbackLogger: Logger, onError?: (code: string,
     res.writeHead(gw.status, {
       'content-type': 'application/json; charset=UTF-8',
       'content-length': Buffer.byteLength(text),
-      'access-control-allow-origin': '*',
+      'access-control-allow-origin': allowOriginOf(res),
       // Every 503 is temporary (JobManager restarting, queue full, draining): say when to retry.
       ...(gw.status === 503 ? { 'retry-after': '5' } : {}),
       ...gw.headers,

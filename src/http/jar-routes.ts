@@ -23,7 +23,11 @@ export interface JarRouteDeps {
   uploadSpoolDir?: string;
   /** How uploads reach the JobManager: a shared-dir hand-off links them into its jar directory (ADR 0019); else they stream to it. */
   handoff?: JarHandoff;
-  /** Largest JSON body accepted on run/plan (Flink's rest.server.max-content-length default). */
+  /**
+   * Largest JSON body accepted on run/plan/fetch (gateway.http.max-json-body, 4 MiB by default):
+   * far below Flink's own bound, rest.server.max-content-length (104857600 bytes, 100 MiB, in 1.20
+   * to 2.3), since the gateway holds each body in memory while it checks it.
+   */
   jsonLimitBytes?: number;
   /**
    * The fronted JobManager's Flink version: run-application exists from 2.3 on. Without it the

@@ -47,6 +47,8 @@ export interface PrepareContext {
    * and then nothing is handed off.
    */
   charge?: (bytes: number) => void;
+  /** A run's jar, deleted once its job is submitted: handed off under a name `GET /jars` does not list. */
+  transient?: boolean;
 }
 
 /** The run pipeline's seam for remote jars (`user.artifacts.job-jar`): a URI in, a jar on the JobManager out. */
@@ -117,7 +119,7 @@ export class RemoteJars implements RemoteJarSource {
         pipelined = handed !== undefined;
       } else pipe.upload?.destroy(new Error('the download that fed the upload was retried'));
       // Not pipelined (cached, shared with another request, retried) or the upload ended early.
-      handed ??= await this.handoff.handOff(nested?.path ?? jar.path, jar.name);
+      handed ??= await this.handoff.handOff(nested?.path ?? jar.path, jar.name, 'jar hand-off', ctx.transient === true);
     } catch (err) {
       releaseAll();
       throw err;

@@ -280,6 +280,7 @@ export class RunService {
         log,
         ...(caller ? { audit: { principal: caller.principal, reqId: caller.reqId } } : {}),
         charge: (bytes) => transient.ensure(bytes),
+        transient: true,
       });
     } catch (err) {
       transient.cancel();

@@ -3,6 +3,9 @@ import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { filesUnder, json, newJobId, uploadBytes, uploadFile, waitForJobState, WORDCOUNT_CLASS, WORDCOUNT_JAR } from '../helpers/flink';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
+import pino from 'pino';
+import { JarHandoff } from '../../src/cluster/jar-handoff';
+import { JobManagerClient } from '../../src/cluster/jobmanager-client';
 
 const uploadDir = () => process.env.E2E_FLINK_UPLOAD_DIR ?? '';
 
@@ -41,6 +44,23 @@ describe('POST /jars/upload with the shared-dir hand-off, on the real Flink', ()
     expect(await json('DELETE', `${gw.url}/jars/${jarId}`)).toMatchObject({ status: 200, body: {} });
     expect(filesUnder(uploadDir()).filter((f) => f.endsWith(jarId))).toEqual([]);
     await json('DELETE', `${flinkUrl()}/v1/jars/${String(direct.body.filename).split('/').pop()}`);
+  });
+
+  it('links a run\'s transient jar under a name GET /jars does not list, which Flink still runs by id', async () => {
+    const cluster = new JobManagerClient({ baseUrl: flinkUrl(), requestTimeoutMs: 30_000, runTimeoutMs: 120_000 });
+    const handoff = new JarHandoff('shared-dir', cluster, uploadDir(), pino({ level: 'silent' }));
+    try {
+      const transient = await handoff.handOff(WORDCOUNT_JAR, 'WordCount.jar', 'test', true);
+      const listed = (await json('GET', `${flinkUrl()}/v1/jars`)).body.files as { id: string }[];
+      expect(listed.map((f) => f.id)).not.toContain(transient.jarId);
+      const jobId = newJobId();
+      expect(await json('POST', `${flinkUrl()}/v1/jars/${transient.jarId}/run`, { jobId, entryClass: WORDCOUNT_CLASS })).toMatchObject({ status: 200, body: { jobid: jobId } });
+      await transient.release();
+      expect(filesUnder(uploadDir()).filter((f) => f.endsWith(transient.jarId))).toEqual([]);
+      expect(await waitForJobState(flinkUrl(), jobId, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
+    } finally {
+      await cluster.close();
+    }
   });
 
   it('a refused upload leaves nothing in the JobManager\'s upload directory', async () => {

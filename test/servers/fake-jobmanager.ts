@@ -40,6 +40,8 @@ export interface FakeJobManager {
   resultStore: Set<string>;
   /** When set, `GET /jobs/:id/status` answers this status (a JobManager electing a leader, say). */
   jobStatusFails?: number;
+  /** When set, every JSON answer carries `Access-Control-Allow-Origin: <this>` (Flink's `web.access-control-allow-origin`). */
+  allowOrigin?: string;
   /** Forgets every job, as a JobManager restarted without HA does (jars are kept: the test decides). */
   forgetJobs(): void;
   stop(): Promise<void>;
@@ -74,7 +76,7 @@ export async function startFakeJobManager(): Promise<FakeJobManager> {
   const requests: string[] = [];
   const send = (res: ServerResponse, status: number, body: unknown) => {
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': String(Buffer.byteLength(text)) }).end(text);
+    res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': String(Buffer.byteLength(text)), ...(jm.allowOrigin !== undefined ? { 'access-control-allow-origin': jm.allowOrigin } : {}) }).end(text);
   };
   const readJson = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
     const chunks: Buffer[] = [];
