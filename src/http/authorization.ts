@@ -9,7 +9,8 @@ import { answerClassOfSegments } from './jobmanager-answers';
 /**
  * What a request does, for per-principal permissions (`gateway.auth.permission.<action>`):
  * - read: GET/HEAD/OPTIONS — job and cluster state, the Web UI, jar lists, gateway status;
- * - submit: upload, fetch, plan, run and delete jars, and POST /v1/jobs (a job graph). A plan is
+ * - submit: upload, fetch (POST /gateway/v1/jars/fetch, or its alias POST /jars/fetch), plan, run
+ *   and delete jars, and POST /v1/jobs (a job graph). A plan is
  *   a submission: Flink runs the jar's main method to build it;
  * - cancel: everything else that changes state — cancel, stop, savepoints, checkpoints, rescaling,
  *   DELETE /cluster — and Flink's legacy GET /jobs/:jobid/yarn-cancel and yarn-stop;
@@ -30,6 +31,8 @@ function viewOf(segments: string[]): string[] {
 
 function actionOfView(method: string, rest: string[]): Action {
   if (rest[0] === 'jars') return SAFE.has(method) && rest[2] !== 'plan' ? 'read' : 'submit';
+  // The gateway's own jar routes (POST /gateway/v1/jars/fetch): what their /jars namesakes need.
+  if (rest[0] === 'gateway' && rest[1] === 'v1' && rest[2] === 'jars') return SAFE.has(method) ? 'read' : 'submit';
   if (method === 'POST' && rest.length === 1 && rest[0] === 'jobs') return 'submit';
   if (SAFE.has(method)) {
     const last = rest[rest.length - 1];

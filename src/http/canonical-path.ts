@@ -88,8 +88,31 @@ export function classify(method: string, rawPath: string): Classification {
     flinkView.rest.every((s, i) => s === canonical.rest[i]);
   if (!same) return { kind: 'jar-noncanonical' };
   const m = match(method, flinkView.rest);
-  if (!m) return { kind: 'jar-not-found' };
-  return { kind: 'jar', route: m.route, versioned: flinkView.versioned, ...(m.jarId !== undefined ? { jarId: m.jarId } : {}) };
+  if (m) return { kind: 'jar', route: m.route, versioned: flinkView.versioned, ...(m.jarId !== undefined ? { jarId: m.jarId } : {}) };
+  // A route a later Flink adds under /jars passes through, now that the path has one meaning. The
+  // routes that run code stay the gateway's by name (any method, any other shape: 404), and so does
+  // a path with empty or dot segments, which no Flink route has.
+  if (namesCodeRunningRoute(flinkView.rest) || flinkView.rest.some((s) => s === '' || s === '.' || s === '..')) return { kind: 'jar-not-found' };
+  return { kind: 'pass-through' };
+}
+
+/** Flink's jar routes that run a jar's code (upload, which puts it there, included), named anywhere in their place. */
+const CODE_RUNNING = new Set(['run', 'plan', 'run-application']);
+
+function namesCodeRunningRoute(rest: readonly string[]): boolean {
+  const t = rest.filter(Boolean);
+  return t[1] === 'upload' || CODE_RUNNING.has(t[2] ?? '');
+}
+
+/** The gateway's own home of POST /jars/fetch (which sits in Flink's namespace): POST /gateway/v1/jars/fetch. */
+export const GATEWAY_FETCH_PATH = '/gateway/v1/jars/fetch';
+
+/** Whether the request is `POST /gateway/v1/jars/fetch`, in a path with one meaning. */
+export function isGatewayFetch(method: string, rawPath: string): boolean {
+  if (method !== 'POST') return false;
+  const views = pathViews(rawPath);
+  const want = GATEWAY_FETCH_PATH.split('/').filter(Boolean);
+  return views.ok && [views.flink, views.canonical].every((v) => v.length === want.length && v.every((s, i) => s === want[i]));
 }
 
 /**

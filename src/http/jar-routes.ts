@@ -5,10 +5,10 @@ import type { JarHandoff } from '../cluster/jar-handoff';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { type ClusterVersion, hasApplications } from '../cluster/flink-version';
 import { GatewayError } from '../errors/gateway-error';
-import { isWebSubmitDisabled } from '../cluster/flink-errors';
+import { isWebSubmitDisabled, withFlinkErrors } from '../cluster/flink-errors';
 import { parseJarRequest } from '../submission/run-request';
 import type { RunService } from '../submission/run-service';
-import { classify, isBareJarId } from './canonical-path';
+import { type Classification, classify, GATEWAY_FETCH_PATH, isBareJarId, isGatewayFetch } from './canonical-path';
 import { uploadJar } from './jar-upload';
 import { JsonBudget, readJsonObject } from './json-body';
 import { sendJson } from './responses';
@@ -36,9 +36,13 @@ export interface JarRouteDeps {
   clusterVersion?: ClusterVersion;
 }
 
+/** When POST /jars/fetch became a deprecated alias of POST /gateway/v1/jars/fetch: 2026-12-06 (RFC 9745 date). */
+const FETCH_ALIAS_DEPRECATED = '@1796515200';
+
 /**
- * Owns every Flink route under /jars (with and without /v1). Ownership is decided on the canonical
- * path (see canonical-path.ts); everything else falls through to the pass-through.
+ * Owns Flink's jar routes (with and without /v1) and the gateway's POST /gateway/v1/jars/fetch.
+ * Ownership is decided on the canonical path (see canonical-path.ts); a /jars route the gateway does
+ * not know, and everything else, falls through to the pass-through.
  */
 export function createJarRoutes(deps: JarRouteDeps) {
   const jsonLimit = deps.jsonLimitBytes ?? 4 * 1024 ** 2;
@@ -49,7 +53,7 @@ export function createJarRoutes(deps: JarRouteDeps) {
     const q = rawUrl.indexOf('?');
     const rawPath = q >= 0 ? rawUrl.slice(0, q) : rawUrl;
     const query = q >= 0 ? rawUrl.slice(q) : '';
-    const c = classify(req.method, rawPath);
+    const c: Classification = isGatewayFetch(req.method, rawPath) ? { kind: 'jar', route: 'fetch', versioned: false } : classify(req.method, rawPath);
     if (c.kind === 'pass-through') return next();
     const log: Logger = res.locals.log;
     let clientGone = false;
@@ -87,6 +91,11 @@ export function createJarRoutes(deps: JarRouteDeps) {
           return sendJson(res, 200, result.body);
         }
         case 'fetch': {
+          // POST /jars/fetch sits in Flink's namespace: a deprecated alias of the gateway's own route (RFC 9745, RFC 8288).
+          if (!isGatewayFetch(req.method, rawPath)) {
+            res.setHeader('deprecation', FETCH_ALIAS_DEPRECATED);
+            res.setHeader('link', `<${GATEWAY_FETCH_PATH}>; rel="successor-version"`);
+          }
           const body = await readJsonObject(req, 64 * 1024, 'JarFetchRequestBody');
           if (typeof body.uri !== 'string' || body.uri.trim() === '') {
             throw new GatewayError('GW_REQUEST_MALFORMED', { type: 'JarFetchRequestBody', reason: 'uri must be a non-empty string, e.g. {"uri":"s3://bucket/app.jar"}' });
@@ -103,12 +112,12 @@ export function createJarRoutes(deps: JarRouteDeps) {
             deps.runs.forgetJar(jarId);
             return sendJson(res, 200, r.body);
           }
-          if (isWebSubmitDisabled(r.status, r.body)) throw new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation: 'delete jar' });
+          if (isWebSubmitDisabled(r.status, r.body)) throw withFlinkErrors(new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation: 'delete jar' }), r);
           if (r.status === 400 || r.status === 404) {
             // Not there (any more): whatever the gateway kept of it goes.
             deps.runs.forgetJar(jarId);
             // Flink answers 400 (not 404) for an unknown jar; keep that, the operator relies on it.
-            throw new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage: `File ${jarId} does not exist` });
+            throw withFlinkErrors(new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage: `File ${jarId} does not exist` }), r);
           }
           throw deps.cluster.failure('delete jar', r);
         }

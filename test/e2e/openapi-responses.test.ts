@@ -154,12 +154,16 @@ describe('real responses of the jar routes match openapi.yaml', () => {
     assertMatchesSpec('POST', '/jars/upload', notJar);
     expectCode(notJar, 400, 'GW_UPLOAD_NOT_JAR_NAME');
 
-    // Unknown paths and methods under /jars are the gateway's 404, not a pass-through.
-    for (const [method, path] of [['GET', '/jars/a/b/c'], ['GET', `/v1/jars/${jarId}`], ['PUT', '/jars'], ['GET', `/jars/${jarId}/run`]] as const) {
+    // Other methods on the code-running routes are the gateway's 404; other /jars paths are Flink's to answer.
+    for (const [method, path] of [['GET', `/jars/${jarId}/run`], ['GET', '/jars/upload'], ['PUT', `/v1/jars/${jarId}/plan`]] as const) {
       const r = await json(method, `${gw.url}${path}`);
       expectCode(r, 404, 'GW_ROUTE_NOT_FOUND');
       expect(String(r.headers['content-type'])).toMatch(/^application\/json/);
       assertMatchesSchema('ErrorResponse', r.body);
+    }
+    for (const [method, path] of [['GET', '/jars/a/b/c'], ['GET', `/v1/jars/${jarId}`], ['PUT', '/jars']] as const) {
+      const r = await json(method, `${gw.url}${path}`);
+      expect({ status: r.status, first: String((r.body.errors as string[])[0]) }).toEqual({ status: 404, first: expect.stringMatching(/^Not found: /) });
     }
   });
 

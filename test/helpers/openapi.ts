@@ -45,7 +45,9 @@ export function loadSpec(): OpenApiDoc {
 
 /** An ajv for OpenAPI 3.1 schemas: draft 2020-12, strict, formats, OpenAPI's extra annotation keywords. */
 export function createAjv(): Ajv2020 {
-  const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true, validateFormats: true });
+  // strictTuples off: an open tuple (`prefixItems` then `items`) is how ErrorResponse says "the
+  // gateway's message first, then the JobManager's own strings"; every other strict check stays.
+  const ajv = new Ajv2020({ strict: true, strictTuples: false, allowUnionTypes: true, allErrors: true, validateFormats: true });
   addFormats(ajv);
   // OpenAPI 3.1's own Schema Object keywords (annotations only).
   ajv.addVocabulary(['example', 'xml', 'externalDocs']);

@@ -1,4 +1,4 @@
-import { classify, isBareJarId, pathViews } from '../../../src/http/canonical-path';
+import { classify, isBareJarId, isGatewayFetch, pathViews } from '../../../src/http/canonical-path';
 
 describe('classify', () => {
   it.each([
@@ -37,8 +37,38 @@ describe('classify', () => {
     expect(classify('POST', path).kind).toBe('jar-noncanonical');
   });
 
-  it.each(['/jars/upload/extra', '/jars/x/y/z'])('answers 404 for unknown paths under /jars (%s)', (path) => {
-    expect(classify('GET', path).kind).toBe('jar-not-found');
+  it.each([
+    ['GET', '/jars/upload/extra'],
+    ['GET', '/jars/upload'],
+    ['GET', '/v1/jars/abc_x.jar/run'],
+    ['PUT', '/jars/abc_x.jar/plan'],
+    ['GET', '/jars/abc_x.jar/run-application'],
+    ['POST', '/jars/abc_x.jar/run/extra'],
+    ['GET', '/jars/./x'],
+  ])('keeps the code-running routes by name, and paths with dot segments: %s %s is a 404 of the gateway', (method, path) => {
+    expect(classify(method, path).kind).toBe('jar-not-found');
+  });
+
+  it.each([
+    ['GET', '/jars/x/y/z'],
+    ['GET', '/v1/jars/abc_x.jar'],
+    ['POST', '/v1/jars/abc_x.jar/future-route'],
+    ['GET', '/jars/abc_x.jar/details'],
+    ['GET', '/jars/fetch'],
+  ])('passes a /jars route it does not know through to the JobManager: %s %s', (method, path) => {
+    expect(classify(method, path).kind).toBe('pass-through');
+  });
+
+  it('still refuses an unknown /jars path whose encodings disagree', () => {
+    expect(classify('GET', '/jars/a%252Fb/details').kind).toBe('jar-noncanonical');
+  });
+
+  it('knows the gateway\'s own fetch route only as POST /gateway/v1/jars/fetch, spelled one way', () => {
+    expect(isGatewayFetch('POST', '/gateway/v1/jars/fetch')).toBe(true);
+    expect(isGatewayFetch('POST', '/gateway/v1/jars/fetch/')).toBe(true);
+    expect(isGatewayFetch('GET', '/gateway/v1/jars/fetch')).toBe(false);
+    expect(isGatewayFetch('POST', '/gateway/v1/jars/%252Ffetch')).toBe(false);
+    expect(isGatewayFetch('POST', '/v1/jars/fetch')).toBe(false);
   });
 
   it.each(['/overview', '/v1/jobs/overview', '/', '/index.html', '/jobs/..%2F..%2Fx', '/V1/jars'])('passes %s through', (path) => {

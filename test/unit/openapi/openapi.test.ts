@@ -126,13 +126,41 @@ describe('openapi.yaml', () => {
     }
   });
 
+  it('lists, per jar operation, every status the gateway answers that Flink does not', () => {
+    // Flink's own statuses on these routes are 200/202, 400 and 500 (and 404 on a cluster without
+    // jar handlers); everything else is the gateway's, and must be documented where it can happen.
+    const gatewayStatuses: Record<string, string[]> = {
+      'get /jars': ['401', '403', '404', '502', '503', '504'],
+      'post /jars/upload': ['401', '403', '404', '413', '429', '502', '503', '504'],
+      'post /jars/fetch': ['401', '403', '404', '413', '429', '502', '503', '504', '507'],
+      'delete /jars/{jarid}': ['401', '403', '404', '502', '503', '504'],
+      'get /jars/{jarid}/plan': ['401', '403', '404', '502', '503', '504'],
+      'post /jars/{jarid}/plan': ['401', '403', '404', '413', '429', '502', '503', '504', '507'],
+      'post /jars/{jarid}/run': ['401', '403', '404', '409', '413', '429', '502', '503', '504', '507'],
+      'post /jars/{jarid}/run-application': ['401', '403', '404', '409', '429', '502', '503', '504'],
+    };
+    for (const [route, statuses] of Object.entries(gatewayStatuses)) {
+      const [method, path] = route.split(' ') as [string, string];
+      for (const prefix of ['/v1', '']) {
+        const op = spec.paths[prefix + path]?.[method as 'get'] as Operation;
+        expect({ route: `${method} ${prefix}${path}`, missing: statuses.filter((st) => !op.responses[st]) }).toEqual({ route: `${method} ${prefix}${path}`, missing: [] });
+      }
+    }
+    const home = spec.paths['/gateway/v1/jars/fetch']?.post as Operation;
+    expect(Object.keys(home.responses).sort()).toEqual(Object.keys((spec.paths['/v1/jars/fetch']!.post as Operation).responses).sort());
+    expect((spec.paths['/v1/jars/fetch']!.post as Operation & { deprecated?: boolean }).deprecated).toBe(true);
+    expect((spec.paths['/v1/jars/fetch']!.post as Operation).description).toMatch(/Deprecation: @1796515200/);
+  });
+
   it('describes ErrorResponse as Flink\'s envelope: exactly one property, errors, of GW_-prefixed strings', () => {
     const validate = schemaValidator('ErrorResponse');
     expect(validate({ errors: ['GW_JAR_NOT_FOUND: File x.jar does not exist on the JobManager.'] })).toBe(true);
     expect(validate({ errors: ['GW_JAR_NOT_FOUND: x'], code: 'GW_JAR_NOT_FOUND' })).toBe(false);
     expect(validate({ errors: ['File x.jar does not exist'] })).toBe(false);
     expect(validate({ errors: [] })).toBe(false);
-    expect(validate({ errors: ['GW_JAR_NOT_FOUND: x', 'GW_JAR_NOT_FOUND: y'] })).toBe(false);
+    // The JobManager's own text may follow the gateway's message, verbatim; the gateway's comes first.
+    expect(validate({ errors: ['GW_RUN_JOB_ID_CONFLICT: x', 'org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute application.'] })).toBe(true);
+    expect(validate({ errors: ['Could not execute application.', 'GW_RUN_JOB_ID_CONFLICT: x'] })).toBe(false);
     expect(validate({})).toBe(false);
     const schema = spec.components.schemas.ErrorResponse as { additionalProperties?: unknown; required?: string[]; properties?: object };
     expect(schema.additionalProperties).toBe(false);
@@ -254,7 +282,7 @@ describe('openapi.yaml', () => {
     expect(schemaValidator('FetchList')({ fetches: [running, done] })).toBe(true);
     expect(schemaValidator('FetchList')({})).toBe(false);
     const one = spec.paths['/gateway/v1/fetches/{id}']?.get as Operation;
-    expect(Object.keys(one.responses).sort()).toEqual(['200', '404']);
+    expect(Object.keys(one.responses).sort()).toEqual(['200', '401', '403', '404']);
   });
 
   it('explains the pass-through and the error envelope in info.description', () => {
