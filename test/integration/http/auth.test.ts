@@ -48,7 +48,7 @@ describe('bearer-token authentication', () => {
   it('lets a valid token through and logs the principal, never the token', async () => {
     const r = await supertest(gw.app).get('/v1/jobs/overview').set('authorization', 'Bearer tok-ci-123');
     expect(r.status).toBe(200);
-    const jars = await supertest(gw.app).get('/jars/x/y/z').set('authorization', 'Bearer tok-ci-123');
+    const jars = await supertest(gw.app).get('/jars/x/run').set('authorization', 'Bearer tok-ci-123');
     expect(jars.status).toBe(404);
     const logs = JSON.stringify(gw.logs);
     expect(logs).toContain('token:ci');
