@@ -94,6 +94,10 @@ export class JobSubmitter {
     const res = await this.cluster.json('GET', `/v1/jobs/${jobId}`, { operation: 'job details' });
     if (res.status === 200) return true;
     if (!res.notJson && (res.status === 404 || (res.status === 500 && /FlinkJobNotFoundException/.test(JSON.stringify(res.body))))) return false;
+    // A standby JobManager whose leader is gone answers 500 "… the recipient is unreachable": not
+    // now, rather than a failure — 503 with Retry-After, which the client's retry of the run outlasts.
+    const flinkMessage = summariseFlinkErrors(res.body);
+    if (!res.notJson && res.status === 500 && isLeaderUnreachable(flinkMessage)) throw withFlinkErrors(new GatewayError('GW_CLUSTER_NOT_READY', { operation: 'job details', flinkMessage }), res);
     throw this.cluster.failure('job details', res);
   }
 
