@@ -9,6 +9,9 @@ import { EmbeddedCluster } from '../../src/cluster/embedded-cluster';
 import { StandaloneCluster } from '../../src/cluster/standalone-cluster';
 import { ZooKeeperServer } from '../../src/cluster/zookeeper-server';
 import { decodeLeaderRecord, leaderPath } from '../../src/ha/flink-leader';
+import type { KubernetesClient } from '../../src/ha/kubernetes-client';
+import { leaderRecordOf } from '../../src/ha/kubernetes-leader';
+import { clusterConfigMapName } from '../../src/ha/kubernetes-settings';
 import { ZooKeeperSession } from '../../src/ha/zookeeper';
 import { projectRoot } from '../../src/project-root';
 import { json, newJobId, printFailure, uploadBytes, uploadFile, WORDCOUNT_CLASS, WORDCOUNT_JAR } from '../helpers/flink';
@@ -19,6 +22,7 @@ import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-pro
 import { writePaddedJar } from '../helpers/padded-jar';
 import { type FaultProxy, onGet, startFaultProxy } from '../servers/fault-proxy';
 import { type HttpOrigin, startHttpOrigin } from '../servers/http-origin';
+import { KubeApiServer } from '../servers/kube-apiserver';
 
 const VERSION = '2.1.3';
 const ROUNDS = 5;
@@ -56,21 +60,87 @@ function startTokenEndpoint(): Promise<{ server: Server; url: string; setEpoch: 
   );
 }
 
+/** Where the cluster's HA data lives, as the test starts it, and how the test reads who leads. */
+interface HaEngine {
+  /** Flink's HA settings for the cluster (and so the gateways, which read the cluster's configuration). */
+  flinkConfig: Record<string, string>;
+  /** The REST URL Flink's leader record names now, if any. */
+  leaderRestUrl(): Promise<string | undefined>;
+  stop(): Promise<void>;
+}
+
+/** ZooKeeper from Flink's bin/zookeeper.sh. */
+async function zookeeperHa(home: string): Promise<HaEngine> {
+  const zk = await ZooKeeperServer.start({ home, log });
+  const watch = new ZooKeeperSession({ quorum: zk.connectString, namespace: `/flink/${CLUSTER_ID}`, sessionTimeoutMs: 4000, connectionTimeoutMs: 5000 }, log);
+  await watch.start();
+  return {
+    flinkConfig: {
+      'high-availability.type': 'zookeeper',
+      'high-availability.zookeeper.quorum': zk.connectString,
+      'high-availability.zookeeper.client.session-timeout': '4000',
+      'high-availability.zookeeper.client.connection-timeout': '3000',
+    },
+    async leaderRestUrl() {
+      const node = await watch.getData(leaderPath(watch.settings, 'rest_server')).catch(() => undefined);
+      return node ? decodeLeaderRecord(node.data)?.address : undefined;
+    },
+    async stop() {
+      watch.close();
+      await zk.stop();
+    },
+  };
+}
+
 /**
- * JobManager HA on Flink's own distribution (issue 16): ZooKeeper from Flink's bin/zookeeper.sh, two
+ * A real kube-apiserver on etcd, Flink's own Kubernetes HA with the short lease of the reference
+ * (6 s lease, 4 s renew deadline, 1 s retry period). The JobManagers and the gateways use one
+ * identity, as a sidecar shares the JobManager pod's service account: Flink's ConfigMap verbs.
+ */
+async function kubernetesHa(): Promise<HaEngine> {
+  const kube = await KubeApiServer.start({ users: [{ name: 'flink' }] });
+  const namespace = 'flink-ha';
+  await kube.createNamespace(namespace);
+  await kube.grantConfigMaps(namespace, 'flink', ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']);
+  const admin: KubernetesClient = kube.client('admin');
+  return {
+    flinkConfig: {
+      'high-availability.type': 'kubernetes',
+      'kubernetes.cluster-id': CLUSTER_ID,
+      'kubernetes.namespace': namespace,
+      'kubernetes.config.file': kube.kubeconfig('flink', namespace),
+      'high-availability.kubernetes.leader-election.lease-duration': '6 s',
+      'high-availability.kubernetes.leader-election.renew-deadline': '4 s',
+      'high-availability.kubernetes.leader-election.retry-period': '1 s',
+    },
+    async leaderRestUrl() {
+      return leaderRecordOf(await admin.getConfigMap(namespace, clusterConfigMapName(CLUSTER_ID)).catch(() => undefined), 'restserver')?.address;
+    },
+    async stop() {
+      await admin.close();
+      await kube.stop();
+    },
+  };
+}
+
+/**
+ * JobManager HA on Flink's own distribution (issue 16), on each HA engine: ZooKeeper from Flink's
+ * bin/zookeeper.sh, or a real kube-apiserver (Kubernetes HA, the operator's usual one); two
  * JobManagers and a TaskManager from Flink's scripts, the token bridge in lib/, and next to each
  * JobManager a gateway process whose bridge pulls from it. Each round kills -9 the leading
  * JobManager and its gateway while a job runs and while a run by URI is in flight; the run is
  * retried on the other gateway as the operator retries through its Service.
  */
-describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and lose nothing on failover`, () => {
+describe.each([
+  ['ZooKeeper', (home: string) => zookeeperHa(home)],
+  ['Kubernetes', (_home: string) => kubernetesHa()],
+] as const)(`JobManager HA on Flink ${VERSION} (%s): gateways follow Flink's leader and lose nothing on failover`, (engineName, startEngine) => {
   let dir: string;
-  let zk: ZooKeeperServer;
+  let ha: HaEngine;
   let cluster: StandaloneCluster;
   let tokens: Awaited<ReturnType<typeof startTokenEndpoint>>;
   let origin: HttpOrigin;
   let originProxy: FaultProxy;
-  let watch: ZooKeeperSession;
   const gateways: (GatewayProcess | undefined)[] = [undefined, undefined];
   const bridgeDir = (i: number) => join(dir, `bridge-${i}`);
 
@@ -109,9 +179,8 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
   async function leaderIndex(timeoutMs = 60_000): Promise<number> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      const node = await watch.getData(leaderPath(watch.settings, 'rest_server')).catch(() => undefined);
-      const rec = node ? decodeLeaderRecord(node.data) : undefined;
-      const i = rec ? cluster.restUrls.indexOf(rec.address) : -1;
+      const address = await ha.leaderRestUrl();
+      const i = address ? cluster.restUrls.indexOf(address) : -1;
       if (i >= 0 && (await json('GET', `${cluster.restUrls[i]}/v1/overview`).catch(() => ({ status: 0 }))).status === 200) return i;
       await sleep(200);
     }
@@ -141,7 +210,7 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
     const padded = readFileSync(join(dir, 'padded.jar'));
     origin = await startHttpOrigin({ files: Object.fromEntries(Array.from({ length: ROUNDS }, (_, i) => [`/jobs/wordcount-${i + 1}.jar`, padded])) });
     originProxy = await startFaultProxy({ host: '127.0.0.1', port: origin.port });
-    zk = await ZooKeeperServer.start({ home, log });
+    ha = await startEngine(home);
     cluster = await StandaloneCluster.start({
       home,
       jobManagers: 2,
@@ -150,12 +219,9 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
       jvmOptions: '-XX:+UseSerialGC -XX:TieredStopAtLevel=1',
       extraLibJars: [TOKEN_BRIDGE_JAR],
       flinkConfig: {
-        'high-availability.type': 'zookeeper',
-        'high-availability.zookeeper.quorum': zk.connectString,
+        ...ha.flinkConfig,
         'high-availability.storageDir': `file://${join(dir, 'ha-storage')}`,
         'high-availability.cluster-id': CLUSTER_ID,
-        'high-availability.zookeeper.client.session-timeout': '4000',
-        'high-availability.zookeeper.client.connection-timeout': '3000',
         'restart-strategy.type': 'fixed-delay',
         'restart-strategy.fixed-delay.attempts': '100',
         'restart-strategy.fixed-delay.delay': '1 s',
@@ -171,16 +237,13 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
       startupTimeoutMs: 180_000,
       log,
     });
-    watch = new ZooKeeperSession({ quorum: zk.connectString, namespace: `/flink/${CLUSTER_ID}`, sessionTimeoutMs: 4000, connectionTimeoutMs: 5000 }, log);
-    await watch.start();
     await Promise.all([startGatewayFor(0), startGatewayFor(1)]);
   }, 600_000);
 
   afterAll(async () => {
     for (const gw of gateways) gw?.kill();
-    watch?.close();
     await cluster?.stop();
-    await zk?.stop();
+    await ha?.stop();
     await Promise.all([originProxy?.stop(), origin?.stop(), new Promise<void>((r) => (tokens ? tokens.server.close(() => r()) : r()))]);
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -198,9 +261,11 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
       // Jobs that run across the failover, one submitted through each gateway (the standby's is
       // registered by the leader's from ZooKeeper; the leader's dies with it): each task finishes
       // only once it reads a token issued after the kill.
+      // Each jar is uploaded through one gateway and run through the other, as the operator's two
+      // connections to the REST Service may land: the JobManagers share web.upload.dir.
       const probeIds: string[] = [];
       for (const via of [standby, leader]) {
-        const jar = await uploadFile(gateways[via]!.url, TEST_JOB_JAR, 'GatewayTestJob.jar');
+        const jar = await uploadFile(gateways[1 - via]!.url, TEST_JOB_JAR, 'GatewayTestJob.jar');
         const probeId = newJobId();
         const probe = await json('POST', `${gateways[via]!.url}/v1/jars/${String(jar.body.filename).split('/').pop()}/run`, {
           jobId: probeId,
@@ -252,7 +317,7 @@ describe(`JobManager HA on Flink ${VERSION}: gateways follow Flink's leader and 
       await cluster.restartJobManager(leader);
       await startGatewayFor(leader);
     }
-    process.stderr.write(`HA failover figures (${VERSION}): ${JSON.stringify({ rounds: ROUNDS, figures, statuses: countOf(statuses) })}\n`);
+    process.stderr.write(`HA failover figures (${VERSION}, ${engineName}): ${JSON.stringify({ rounds: ROUNDS, figures, statuses: countOf(statuses) })}\n`);
     expect(statuses.filter((s) => s === 502)).toEqual([]);
     // Only the leading JobManager's gateway obtained: one client per epoch, the survivor of each kill
     // (a restarted gateway, a standby, asked for nothing).
