@@ -316,8 +316,9 @@ describe('npm pack', () => {
       try {
         expect(gw.url).toMatch(/^https:/);
         const get = (path: string, client?: { cert: string; key: string }) => httpsGet(`${gw.url}${path}`, { ca: example.ca, ...client });
-        // The startup probe (GET /config) and the sidecar's own probes: no credentials.
-        expect(await get('/config')).toEqual({ status: 200, body: JSON.stringify({ 'flink-version': '2.1.3', features: { 'web-submit': true } }) });
+        // The startup probe (GET /config) and the sidecar's own probes: no credentials. An anonymous
+        // caller cannot submit, so the dashboard's web-submit feature is off for it.
+        expect(await get('/config')).toEqual({ status: 200, body: JSON.stringify({ 'flink-version': '2.1.3', features: { 'web-submit': false } }) });
         expect((await get('/gateway/v1/ready')).status).toBe(200);
         // Everything else needs the operator's client certificate (or a bearer token).
         expect((await get('/v1/jobs/overview')).status).toBe(401);

@@ -47,11 +47,15 @@ async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, bo
   }
 }
 
-/** `{"errors":["<CODE>: <message>"]}` and nothing else, with the status the registry gives the code. */
+/**
+ * `{"errors":["<CODE>: <message>", ...Flink's own strings]}` and nothing else, with the status the registry
+ * gives the code. What follows the gateway's message is the JobManager's text, verbatim; never a second code.
+ */
 function cleanError(r: Answer): ErrorCode {
   expect(Object.keys(r.body)).toEqual(['errors']);
   const errors = r.body.errors as string[];
-  expect(errors).toHaveLength(1);
+  expect(errors.length).toBeGreaterThanOrEqual(1);
+  expect(errors.slice(1).filter((e) => /^GW_[A-Z_]+: /.test(e))).toEqual([]);
   const code = /^(GW_[A-Z_]+): \S/.exec(errors[0]!)?.[1] as ErrorCode | undefined;
   expect(code).toBeDefined();
   expect(r.status).toBe(ERROR_CODES[code!].status);
