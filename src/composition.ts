@@ -139,7 +139,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const slots = new FetchQueue(config.get(artifactOptions.maxConcurrentFetches), config.get(artifactOptions.fetchQueueSize));
     const shutdown = resources.adopt(new AbortController(), (c) => c.abort());
     // One replica: registrations and claims in files of its own; an HA cluster's gateways: where
-    // the cluster's HA data lives, its ZooKeeper (ADR 0012) or ConfigMaps in its namespace (ADR 0026).
+    // the cluster's HA data lives, its ZooKeeper (ADR 0012) or ConfigMaps in its namespace (ADR 0031).
     const { store: ha, secret } = haStoreOfConfig(config);
     const haLog = logger.child({ component: 'ha' });
     // Every record the replicas share is sealed under their secret, and the gateways authenticate to

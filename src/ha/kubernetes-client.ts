@@ -82,7 +82,7 @@ export interface Watch {
  * precondition) and watch; plus a SelfSubjectAccessReview to name a missing permission at start-up.
  * Not `@kubernetes/client-node`: it is ESM-only, which this CommonJS project's jest can load only
  * with `--experimental-vm-modules` for the whole suite, and it brings 68 packages for these calls
- * (docs/adr/0026-kubernetes-ha-store.md).
+ * (docs/adr/0031-kubernetes-ha-store.md).
  */
 export class KubernetesClient {
   private readonly agent: Agent;

@@ -127,7 +127,7 @@ export interface KubernetesStoreOptions {
 }
 
 /**
- * The job registrations of every replica as ConfigMaps in the cluster's namespace (ADR 0026), one
+ * The job registrations of every replica as ConfigMaps in the cluster's namespace (ADR 0031), one
  * per job, holding the redacted JSON the file store keeps. Each replica lists them once and then
  * follows a watch from the list's resourceVersion; a watch that ends is resumed, one the server ends
  * with 410 Gone (its version compacted away) or that breaks is replaced by a new list, retried

@@ -528,7 +528,7 @@ describe('HA: two JobManagers whose gateways share the cluster\'s ZooKeeper (ADR
     // instead of leaving two gateways with a store each (control).
     expect(config.get(haOptions.store)).toBe('zookeeper');
     expect(() => haStoreOf(config.get(haOptions.store), { ...Object.fromEntries(cluster), 'high-availability.type': 'NONE' })).toThrow(/gateway.ha.store is zookeeper/);
-    // Kubernetes HA (the operator's usual one) resolves too: ConfigMaps in the cluster's namespace (ADR 0026).
+    // Kubernetes HA (the operator's usual one) resolves too: ConfigMaps in the cluster's namespace (ADR 0031).
     expect(haStoreOf('auto', { ...Object.fromEntries(cluster), 'high-availability.type': 'kubernetes', 'kubernetes.cluster-id': name })).toMatchObject({ kind: 'kubernetes', settings: { clusterId: name } });
   });
 
