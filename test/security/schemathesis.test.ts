@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
 import { filePlugin } from '../../fs-plugins/file';
 import { projectRoot } from '../../src/project-root';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
@@ -19,6 +20,27 @@ const REPORTS = join(ROOT, '.tmp', 'schemathesis');
  * Remote jars are on, but the only filesystem plugin is the (disabled) file plugin: generated
  * URIs are refused by the gateway's own checks, so the run sends nothing beyond loopback.
  */
+/**
+ * openapi.yaml as schemathesis can read it. Its ErrorResponse says "the gateway's message first" with a
+ * one-element `prefixItems` (JSON Schema 2020-12, checked as written by test/unit/openapi); this
+ * schemathesis turns `prefixItems` into a draft-4 tuple and then refuses its own result as an invalid
+ * 3.1 schema. Here alone, such a tuple becomes `contains` (one of the strings matches): the responses
+ * are still checked, only not the position.
+ */
+function withoutTuples(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutTuples);
+  if (node === null || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) out[k] = withoutTuples(v);
+  const tuple = out.prefixItems;
+  if (Array.isArray(tuple)) {
+    if (tuple.length !== 1) throw new Error('withoutTuples handles one-element prefixItems only');
+    delete out.prefixItems;
+    out.contains = tuple[0];
+  }
+  return out;
+}
+
 describe('schemathesis against openapi.yaml and the live gateway', () => {
   let gw: TestGateway;
 
@@ -37,8 +59,10 @@ describe('schemathesis against openapi.yaml and the live gateway', () => {
 
   it('0 responses with a 5xx status and 0 responses that violate the schema', async () => {
     const junit = join(REPORTS, 'junit.xml');
+    const spec = join(REPORTS, 'openapi.yaml');
+    writeFileSync(spec, stringify(withoutTuples(parse(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')))));
     const args = [
-      'run', join(ROOT, 'openapi.yaml'),
+      'run', spec,
       '--url', gw.url,
       '--checks', 'not_a_server_error,response_schema_conformance',
       '--phases', 'examples,coverage,fuzzing',
