@@ -1,6 +1,6 @@
 /**
  * The delegation-token SPI, a TypeScript port of Flink's framework with the per-job extension of
- * FLINK-40019 / PR #28639 (see shared/reference/delegation-tokens.md §1 and §6). A provider obtains
+ * FLINK-40019 / PR #28639. A provider obtains
  * tokens with the cluster's credentials; a receiver applies them; the manager schedules obtain
  * cycles, renewal, re-obtain with cooldown, and per-job registration.
  *
