@@ -90,6 +90,16 @@ export interface FlinkLeaderFollowerOptions {
 const READ_RETRY_MS = 1_000;
 
 /**
+ * Whether a follower's new state is news for its listeners (this JobManager gained or lost the lead,
+ * or a new leader session began); logs it once when it is. Shared by the ZooKeeper and Kubernetes followers.
+ */
+export function announceLeaderChange(prev: LeaderState, next: LeaderState, self: JobManagerIdentity, log: Logger): boolean {
+  if (prev.leading === next.leading && prev.record?.sessionId === next.record?.sessionId) return false;
+  log.info({ leading: next.leading, leader: next.record?.address, leaderSessionId: next.record?.sessionId, self }, next.leading ? "this gateway's JobManager leads the cluster" : "this gateway's JobManager does not lead the cluster");
+  return true;
+}
+
+/**
  * Follows Flink's own leader election through its HA records (no election of the gateway's own):
  * the gateway is "leading" while the dispatcher's leader record names its JobManager and the
  * ZooKeeper session is up. The dispatcher, resource manager and REST endpoint of one JobManager
@@ -189,9 +199,6 @@ export class FlinkLeaderFollower extends EventEmitter<{ change: [LeaderState] }>
     if (this.stopped) return;
     const prev = this.state;
     this.state = next;
-    if (prev.leading !== next.leading || prev.record?.sessionId !== next.record?.sessionId) {
-      this.log.info({ leading: next.leading, leader: next.record?.address, leaderSessionId: next.record?.sessionId, self: this.self }, next.leading ? "this gateway's JobManager leads the cluster" : "this gateway's JobManager does not lead the cluster");
-      this.emit('change', next);
-    }
+    if (announceLeaderChange(prev, next, this.self, this.log)) this.emit('change', next);
   }
 }

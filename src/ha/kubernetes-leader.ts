@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { type Clock, systemClock, type TimerHandle } from '../clock';
-import { isLeaderRecordOf, type JobManagerIdentity, type LeaderRecord, type LeaderState } from './flink-leader';
+import { announceLeaderChange, isLeaderRecordOf, type JobManagerIdentity, type LeaderRecord, type LeaderState } from './flink-leader';
 import { type ConfigMap, type KubernetesClient, kubeError, type Watch } from './kubernetes-client';
 import { clusterConfigMapName, type KubernetesHaSettings, LEADER_KEY_PREFIX } from './kubernetes-settings';
 import type { LeaderFollowing } from './shared-store';
@@ -135,9 +135,6 @@ export class KubernetesLeaderFollower extends EventEmitter<{ change: [LeaderStat
     if (this.stopped) return;
     const prev = this.state;
     this.state = next;
-    if (prev.leading !== next.leading || prev.record?.sessionId !== next.record?.sessionId) {
-      this.log.info({ leading: next.leading, leader: next.record?.address, leaderSessionId: next.record?.sessionId, self: this.self }, next.leading ? "this gateway's JobManager leads the cluster" : "this gateway's JobManager does not lead the cluster");
-      this.emit('change', next);
-    }
+    if (announceLeaderChange(prev, next, this.self, this.log)) this.emit('change', next);
   }
 }
