@@ -22,7 +22,7 @@ import { MiB, summarize } from './lib/report';
  *     .tmp/bench-build/bench/profile-fetch.js --mb=200 --reps=5 --variants=fetcher
  *
  * Variants: fetcher (ArtifactFetcher.fetch), download (the plugin's open + sha256 + file, i.e.
- * src/artifacts/download.ts), undici-file (undici.request → file), undici-sha-file (+ a sha256
+ * src/download/download.ts), undici-file (undici.request → file), undici-sha-file (+ a sha256
  * Transform), undici-passthrough-sha-file (+ the plugin's PassThrough), undici-fd (sha256 and
  * positional writes to a FileHandle, no Writable stream), undici-sha-writev-1m (chunks gathered to
  * 1 MiB, then one writev per batch: fewer thread-pool round trips), undici-sha-writesync (writeSync on

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { ArtifactFetcher } from './artifacts/artifact-fetcher';
-import { createConnectGuard } from './artifacts/connect-guard';
+import { createConnectGuard } from './net/connect-guard';
 import { fetchError } from './artifacts/fetch-error';
 import { FetchProgress } from './artifacts/fetch-progress';
 import { FetchQueue } from './artifacts/fetch-queue';

@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream';
-import type { LookupFunction } from 'node:net';
 import type { Logger } from 'pino';
 import type { Configuration } from '../config/registry';
 import type { ConfigRule, OptionDef } from '../config/types';
 import type { fetchError } from './fetch-error';
+import type { ConnectGuard } from '../net/connect-guard';
 import type { BuiltInTokenProvider } from '../tokens/providers/provider-support';
 
 /**
@@ -12,6 +12,9 @@ import type { BuiltInTokenProvider } from '../tokens/providers/provider-support'
  * Raised only for incompatible changes (a removed or re-typed member), not for additions.
  */
 export const PLUGIN_CONTRACT_VERSION = 1;
+
+/** Plugins see the restricted-host guard through this contract; it is defined with the connection primitives. */
+export type { ConnectGuard };
 
 /**
  * What a store says about an object before (or while) it is read. Every field is optional
@@ -79,30 +82,6 @@ export interface FileSystem {
   readonly supportsRange: boolean;
   /** Releases pooled connections. */
   close(): Promise<void>;
-}
-
-/**
- * Enforces the restricted-address policy (SSRF guard) when a plugin connects: loopback,
- * link-local, private, unique-local, multicast and unspecified addresses are refused unless the
- * `host:port` is listed in `gateway.artifacts.restricted-hosts.allowed`. Plugins wire `lookup` into
- * their sockets (it checks every resolved address) and call `checkHost` for IP-literal hosts, which
- * Node connects to without a lookup.
- */
-export interface ConnectGuard {
-  /** False when gateway.artifacts.disallow-restricted-hosts is off. */
-  readonly enabled: boolean;
-  lookup: LookupFunction;
-  /** Throws `GW_FETCH_RESTRICTED_HOST` when `host:port` may not be contacted. */
-  checkHost(host: string, port: number): void;
-  /** `lookup` for a specific port (the exemption list is per host:port). */
-  lookupFor(port: number): LookupFunction;
-  /**
-   * Throws `GW_FETCH_URI_NOT_ALLOWED` when a redirect leads outside `gateway.artifacts.allowed-uris`.
-   * A plugin that follows redirects calls it for every target before connecting (the submitted
-   * URI itself is checked by the gateway before the plugin sees it). Optional for plugins written
-   * before it existed; a guard built by the gateway always has it.
-   */
-  checkRedirect?(submitted: URL, target: URL): void;
 }
 
 export interface PluginContext {

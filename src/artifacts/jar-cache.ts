@@ -4,7 +4,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'n
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ensurePrivateDir } from '../private-dir';
-import { FileDigest } from './file-digest';
+import { FileDigest } from '../download/file-digest';
 
 /** What the cache remembers about one URI (never the URI's query: it may hold a signature). */
 export interface CacheEntry {

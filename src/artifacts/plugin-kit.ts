@@ -9,8 +9,8 @@ export type { ConnectGuard, FileSystem, FsPluginDefinition, ObjectStat, OpenedOb
 export { fetchError } from './fetch-error';
 export { redactUri } from './uri';
 export { errorChain, findGatewayError, specificErrorCode } from './error-chain';
-export { guardedConnector, trustedCa } from './guarded-connector';
-export { BulkHttpClient, BulkHttpError, discardBody, type BulkResponse } from './bulk-http';
+export { guardedConnector, trustedCa } from '../net/guarded-connector';
+export { BulkHttpClient, BulkHttpError, discardBody, type BulkResponse } from '../download/bulk-http';
 export { GatewayError, isGatewayError } from '../errors/gateway-error';
 export { ConfigError, type Configuration, type ConfigProblem } from '../config/registry';
 export { option, parseUrl, type ConfigRule, type OptionDef } from '../config/types';

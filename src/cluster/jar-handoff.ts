@@ -3,7 +3,7 @@ import { copyFile, link, mkdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { slabFileStream } from '../artifacts/slab-pool';
+import { slabFileStream } from '../download/slab-pool';
 import { GatewayError } from '../errors/gateway-error';
 import type { JobManagerClient } from './jobmanager-client';
 import { MultipartJarBody } from './multipart-jar-body';

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { coreOptions } from '../config/options';
 import type { Configuration } from '../config/registry';
-import { trustedCa } from '../artifacts/guarded-connector';
+import { trustedCa } from '../net/guarded-connector';
 import { GatewayError } from '../errors/gateway-error';
 import { isWebSubmitDisabled, summariseFlinkErrors, withFlinkErrors } from './flink-errors';
 import { type JobManagerTls, streamedPost, uploadAgent } from './streamed-upload';

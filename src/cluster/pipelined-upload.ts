@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { slabPool } from '../artifacts/slab-pool';
+import { slabPool } from '../download/slab-pool';
 import { whenRoom } from '../stream-room';
 import { MultipartJarBody } from './multipart-jar-body';
 

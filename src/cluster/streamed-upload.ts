@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
-import { slabPool } from '../artifacts/slab-pool';
+import { slabPool } from '../download/slab-pool';
 
 /** TLS of the gateway → JobManager hop: extra trusted CAs and a client certificate. */
 export interface JobManagerTls {

@@ -1,7 +1,7 @@
 import { createWriteStream, mkdtempSync, openSync, rmSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
-import { FileDigest } from '../artifacts/file-digest';
+import { FileDigest } from '../download/file-digest';
 import { passedOnBodyBytes } from '../v8-tuning';
 
 /**

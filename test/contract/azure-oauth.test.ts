@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { AzureFileSystem, azurePlugin } from '../../fs-plugins/azure';
-import { createConnectGuard } from '../../src/artifacts/connect-guard';
+import { createConnectGuard } from '../../src/net/connect-guard';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { type ConfigError, OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { startAzurite, uploadBlob, type Azurite, type AzuriteAccount } from '../servers/azurite';

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { createConnectGuard } from '../../src/artifacts/connect-guard';
+import { createConnectGuard } from '../../src/net/connect-guard';
 import { fetchError } from '../../src/artifacts/fetch-error';
 import type { FileSystem, FsPluginDefinition } from '../../src/artifacts/fs-plugin';
 import { loadThirdPartyPlugins } from '../../src/artifacts/plugin-loader';

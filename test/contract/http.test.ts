@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { createHttpFileSystem, httpPlugin } from '../../fs-plugins/http';
-import { createConnectGuard } from '../../src/artifacts/connect-guard';
+import { createConnectGuard } from '../../src/net/connect-guard';
 import type { FileSystem, PluginContext } from '../../src/artifacts/fs-plugin';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { startForwardProxy, startHttpOrigin, type ForwardProxy, type HttpOrigin } from '../servers/http-origin';

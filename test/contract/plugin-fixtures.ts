@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import pino from 'pino';
-import { createConnectGuard } from '../../src/artifacts/connect-guard';
+import { createConnectGuard } from '../../src/net/connect-guard';
 import type { FileSystem, FsPluginDefinition } from '../../src/artifacts/fs-plugin';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 

@@ -7,7 +7,7 @@ import { startMotoServer, type IamPolicy, type MotoServer } from '../servers/mot
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { downloadTo } from '../../src/artifacts/download';
+import { downloadTo } from '../../src/download/download';
 import { fixtureClient, putObject, type S3Creds } from '../servers/s3-server';
 import { fsPluginContract } from './fs-plugin-contract';
 import { pluginFileSystem, readAll } from './plugin-fixtures';

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { downloadTo } from '../../src/artifacts/download';
+import { downloadTo } from '../../src/download/download';
 import { s3Plugin } from '../../fs-plugins/s3';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { putObject, startS3Server, type S3Server } from '../servers/s3-server';

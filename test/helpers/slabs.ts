@@ -1,4 +1,4 @@
-import { slabPool } from '../../src/artifacts/slab-pool';
+import { slabPool } from '../../src/download/slab-pool';
 
 /**
  * `bytes` as the bulk client hands them on: chunks cut from pooled slabs, each lent once, a slab

@@ -10,7 +10,7 @@ import pino from 'pino';
 import { AzureFileSystem, azurePlugin } from '../../fs-plugins/azure';
 import { httpPlugin } from '../../fs-plugins/http';
 import { s3Plugin } from '../../fs-plugins/s3';
-import { createConnectGuard } from '../../src/artifacts/connect-guard';
+import { createConnectGuard } from '../../src/net/connect-guard';
 import type { FileSystem } from '../../src/artifacts/fs-plugin';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { pluginFileSystem } from '../contract/plugin-fixtures';

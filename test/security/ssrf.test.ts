@@ -10,7 +10,7 @@ import { filePlugin } from '../../fs-plugins/file';
 import { httpPlugin } from '../../fs-plugins/http';
 import { s3Plugin } from '../../fs-plugins/s3';
 import { ArtifactFetcher } from '../../src/artifacts/artifact-fetcher';
-import { createConnectGuard, isRestrictedAddress } from '../../src/artifacts/connect-guard';
+import { createConnectGuard, isRestrictedAddress } from '../../src/net/connect-guard';
 import { fetchError } from '../../src/artifacts/fetch-error';
 import { FetchProgress } from '../../src/artifacts/fetch-progress';
 import { JarCache } from '../../src/artifacts/jar-cache';

@@ -1,7 +1,7 @@
 import { Resolver, type LookupAddress } from 'node:dns';
 import { createSocket, type RemoteInfo } from 'node:dgram';
 import { isIP } from 'node:net';
-import type { ResolveAll } from '../../src/artifacts/connect-guard';
+import type { ResolveAll } from '../../src/net/connect-guard';
 
 /** What a name answers: fixed lists, or a function called per query (rebinding: a different answer each time). */
 export interface DnsRecords {

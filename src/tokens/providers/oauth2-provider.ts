@@ -1,5 +1,5 @@
 import { Agent } from 'undici';
-import { trustedCa } from '../../artifacts/guarded-connector';
+import { trustedCa } from '../../net/guarded-connector';
 import type { ConfigRule, OptionDef } from '../../config/types';
 import { JobRefusedError } from '../registration-error';
 import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../spi';

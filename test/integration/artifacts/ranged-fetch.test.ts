@@ -6,21 +6,21 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { httpPlugin } from '../../../fs-plugins/http';
 import { ArtifactFetcher } from '../../../src/artifacts/artifact-fetcher';
-import { createConnectGuard } from '../../../src/artifacts/connect-guard';
-import { downloadTo } from '../../../src/artifacts/download';
+import { createConnectGuard } from '../../../src/net/connect-guard';
+import { downloadTo } from '../../../src/download/download';
 import { FetchProgress } from '../../../src/artifacts/fetch-progress';
 import { FetchQueue } from '../../../src/artifacts/fetch-queue';
 import type { FileSystem } from '../../../src/artifacts/fs-plugin';
 import { JarCache } from '../../../src/artifacts/jar-cache';
 import { PluginRegistry } from '../../../src/artifacts/plugin-registry';
-import { planParts } from '../../../src/artifacts/ranged-download';
+import { planParts } from '../../../src/download/ranged-download';
 import type { Clock } from '../../../src/clock';
 import { stillClock } from '../../helpers/manual-clock';
 import { OptionsRegistry, type RawEntry } from '../../../src/config/registry';
 import { buildJar } from '../../helpers/jars';
 import { type HttpOrigin, type RecordedRequest, startHttpOrigin } from '../../servers/http-origin';
 
-// Parallel ranged reads (src/artifacts/ranged-download.ts) through the HTTP plugin against a real
+// Parallel ranged reads (src/download/ranged-download.ts) through the HTTP plugin against a real
 // node:http origin that serves ranges, honours If-Match, and can replace a file, reset or stall a
 // range on request. The plugin contract suite runs the same download on S3, moto and Azurite.
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { slabFileStream, slabPool } from '../../../src/artifacts/slab-pool';
+import { slabFileStream, slabPool } from '../../../src/download/slab-pool';
 import { pooledChunks } from '../../helpers/slabs';
 import { streamedPost, uploadAgent } from '../../../src/cluster/streamed-upload';
 

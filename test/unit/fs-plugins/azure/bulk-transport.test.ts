@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { WebResource } from '@azure/storage-blob';
 import { bulkTransport } from '../../../../fs-plugins/azure/bulk-transport';
-import { BulkHttpClient } from '../../../../src/artifacts/bulk-http';
+import { BulkHttpClient } from '../../../../src/download/bulk-http';
 import type { ConnectGuard } from '../../../../src/artifacts/fs-plugin';
 
 const permissive: ConnectGuard = { enabled: false, lookup: dns.lookup, lookupFor: () => dns.lookup, checkHost() {} };

@@ -4,11 +4,11 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { type Clock, systemClock, type TimerHandle } from '../clock';
 import { GatewayError } from '../errors/gateway-error';
-import { fetchError } from './fetch-error';
-import type { FileSystem, ObjectStat, OpenOptions } from './fs-plugin';
+import { fetchError } from '../artifacts/fetch-error';
+import type { FileSystem, ObjectStat, OpenOptions } from '../artifacts/fs-plugin';
 import { ObjectFile, type Part, SEQUENTIAL_WRITE_BUFFER } from './object-file';
 import type { DownloadResult } from './download';
-import { redactUri } from './uri';
+import { redactUri } from '../artifacts/uri';
 
 /** `gateway.artifacts.parallel-fetch.*`. */
 export interface ParallelSettings {

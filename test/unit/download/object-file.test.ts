@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ObjectFile } from '../../../src/artifacts/object-file';
-import { slabPool } from '../../../src/artifacts/slab-pool';
+import { ObjectFile } from '../../../src/download/object-file';
+import { slabPool } from '../../../src/download/slab-pool';
 import { pooledChunks } from '../../helpers/slabs';
 
 let dir: string;

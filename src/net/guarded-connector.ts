@@ -1,7 +1,6 @@
 import { getCACertificates } from 'node:tls';
 import { buildConnector } from 'undici';
-import { guardedConnection } from './connect-guard';
-import type { ConnectGuard } from './fs-plugin';
+import { type ConnectGuard, guardedConnection } from './connect-guard';
 
 /**
  * The trust store for a plugin's TLS connections with `gateway.artifacts.ca-bundle` (`ctx.ca`): Node's

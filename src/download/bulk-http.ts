@@ -1,9 +1,8 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
-import { guardedConnection } from './connect-guard';
-import type { ConnectGuard } from './fs-plugin';
-import { trustedCa } from './guarded-connector';
+import { type ConnectGuard, guardedConnection } from '../net/connect-guard';
+import { trustedCa } from '../net/guarded-connector';
 import { slabPool } from './slab-pool';
 
 /** Bytes per read buffer: one body chunk handed on, one positional write of the file. */
@@ -78,7 +77,7 @@ export interface BulkResponse {
  * (ALPN `http/1.1`), keep-alive per origin; a response that is not plainly well-formed (a bad
  * status line or field, obs-fold, a repeated Content-Length or both framings, an unknown transfer
  * coding, a malformed chunk line or trailer field) fails with `ERR_BULK_PROTOCOL` rather than
- * being guessed at; what llhttp refuses, it refuses too (test/unit/artifacts/bulk-http-fuzz.test.ts).
+ * being guessed at; what llhttp refuses, it refuses too (test/unit/download/bulk-http-fuzz.test.ts).
  * Proxies, redirects and retries are the caller's (a plugin); a keep-alive connection the server
  * closed before answering is retried once on a new one, as every client does.
  */

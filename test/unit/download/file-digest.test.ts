@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { FileDigest } from '../../../src/artifacts/file-digest';
+import { FileDigest } from '../../../src/download/file-digest';
 
 let dir: string;
 beforeAll(() => {
@@ -68,7 +68,7 @@ describe('FileDigest (SHA-256 and the store MD5 on helper threads, ADR 0020, ADR
     const path = join(dir, 'exit');
     const bytes = randomBytes(3 * 1024 * 1024);
     writeFileSync(path, bytes);
-    const mod = resolve(__dirname, '../../../src/artifacts/file-digest.ts');
+    const mod = resolve(__dirname, '../../../src/download/file-digest.ts');
     // A pending digest with nothing else to keep the loop alive is still delivered; a cancelled
     // session and an idle helper let the process end (the command would hang otherwise).
     const script = `

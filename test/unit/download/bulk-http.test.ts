@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BulkHttpClient, type BulkHttpOptions, type BulkRequest, type BulkResponse, discardBody } from '../../../src/artifacts/bulk-http';
+import { BulkHttpClient, type BulkHttpOptions, type BulkRequest, type BulkResponse, discardBody } from '../../../src/download/bulk-http';
 import type { ConnectGuard } from '../../../src/artifacts/fs-plugin';
 
 // The bulk client against real loopback servers. Most are raw node:net servers that write exact

@@ -3,7 +3,7 @@ import * as dns from 'node:dns';
 import { get as httpGet } from 'node:http';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BulkHttpClient } from '../../../src/artifacts/bulk-http';
+import { BulkHttpClient } from '../../../src/download/bulk-http';
 import type { ConnectGuard } from '../../../src/artifacts/fs-plugin';
 
 // A differential fuzz test of the bulk HTTP client's response parser against Node's own (llhttp,

@@ -1,4 +1,4 @@
-import { planParts } from '../../../src/artifacts/ranged-download';
+import { planParts } from '../../../src/download/ranged-download';
 
 const MiB = 1024 * 1024;
 const lengths = (size: number, partSize: number, concurrency: number) => planParts(size, { partSize, concurrency }).map((p) => p.end - p.start);

@@ -1,6 +1,6 @@
 import { PassThrough, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { LoneStreamProbe, PROBE_WINDOW_MS } from '../../../src/artifacts/ranged-download';
+import { LoneStreamProbe, PROBE_WINDOW_MS } from '../../../src/download/ranged-download';
 import type { Clock } from '../../../src/clock';
 import { ManualClock } from '../../helpers/manual-clock';
 

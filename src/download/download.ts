@@ -3,10 +3,10 @@ import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import { GatewayError } from '../errors/gateway-error';
-import type { FileSystem, ObjectStat } from './fs-plugin';
+import type { FileSystem, ObjectStat } from '../artifacts/fs-plugin';
 import { ObjectFile, type Part, SEQUENTIAL_WRITE_BUFFER } from './object-file';
 import { type ParallelSettings, rangedDownload, rangedEligible, type RangedStat } from './ranged-download';
-import { redactUri } from './uri';
+import { redactUri } from '../artifacts/uri';
 
 export interface DownloadResult {
   sha256: string;

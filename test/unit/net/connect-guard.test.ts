@@ -1,4 +1,4 @@
-import { createConnectGuard, isRestrictedAddress } from '../../../src/artifacts/connect-guard';
+import { createConnectGuard, isRestrictedAddress } from '../../../src/net/connect-guard';
 import { handoffName } from '../../../src/artifacts/uri-policy';
 import { redactUri } from '../../../src/artifacts/uri';
 

@@ -1,8 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { GatewayError } from '../errors/gateway-error';
-import type { ConnectGuard } from './fs-plugin';
-import type { UriAllowList } from './uri-allow-list';
 
 // Addresses a fetch must not reach unless exempted: the server-side request forgery guard.
 const V4_RESTRICTED: [string, number][] = [
@@ -68,6 +66,30 @@ export function isRestrictedAddress(address: string): boolean {
   return true; // not an IP: refuse rather than guess
 }
 
+/**
+ * Enforces the restricted-address policy (SSRF guard) when a plugin connects: loopback,
+ * link-local, private, unique-local, multicast and unspecified addresses are refused unless the
+ * `host:port` is listed in `gateway.artifacts.restricted-hosts.allowed`. Plugins wire `lookup` into
+ * their sockets (it checks every resolved address) and call `checkHost` for IP-literal hosts, which
+ * Node connects to without a lookup.
+ */
+export interface ConnectGuard {
+  /** False when gateway.artifacts.disallow-restricted-hosts is off. */
+  readonly enabled: boolean;
+  lookup: LookupFunction;
+  /** Throws `GW_FETCH_RESTRICTED_HOST` when `host:port` may not be contacted. */
+  checkHost(host: string, port: number): void;
+  /** `lookup` for a specific port (the exemption list is per host:port). */
+  lookupFor(port: number): LookupFunction;
+  /**
+   * Throws `GW_FETCH_URI_NOT_ALLOWED` when a redirect leads outside `gateway.artifacts.allowed-uris`.
+   * A plugin that follows redirects calls it for every target before connecting (the submitted
+   * URI itself is checked by the gateway before the plugin sees it). Optional for plugins written
+   * before it existed; a guard built by the gateway always has it.
+   */
+  checkRedirect?(submitted: URL, target: URL): void;
+}
+
 /** `dns.lookup` with `all: true`: every address a name resolves to. */
 export type ResolveAll = (hostname: string, options: LookupAllOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
 
@@ -83,7 +105,7 @@ export interface ConnectGuardOptions {
    */
   resolve?: ResolveAll;
   /** `gateway.artifacts.allowed-uris`, applied to redirect targets too. */
-  allowList?: UriAllowList;
+  allowList?: { check(target: URL, submitted: URL): void };
 }
 
 /** See `ConnectGuard`. */
