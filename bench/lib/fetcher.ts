@@ -24,7 +24,7 @@ export class BenchFetcher {
   readonly config: Configuration;
   readonly plugins: PluginRegistry;
   /** How the last fetch read the object (its 'jar fetched' line): parts and how many at once. */
-  private lastRead?: { parts: number; atOnce: number };
+  private lastRead: { parts: number; atOnce: number } | undefined;
   private readonly log = pino(
     { level: 'info' },
     {
@@ -52,7 +52,7 @@ export class BenchFetcher {
    * One fetch into a brand-new cache (so it is always a miss and always writes a new file), pinned
    * to `sha256` if given. Returns the wall time of `ArtifactFetcher.fetch` and what it produced.
    */
-  async fetchOnce(uri: string, sha256?: string): Promise<{ ms: number; size: number; sha256: string; read?: { parts: number; atOnce: number } }> {
+  async fetchOnce(uri: string, sha256?: string): Promise<{ ms: number; size: number; sha256: string; read?: { parts: number; atOnce: number } | undefined }> {
     const dir = join(this.scratchDir, `fetch-cache-${this.n++}`);
     const cache = new JarCache(dir, 64 * 1024 ** 3, this.log);
     await cache.init();
@@ -76,7 +76,7 @@ export class BenchFetcher {
       const ms = performance.now() - started;
       jar.release();
       if (jar.fromCache) throw new Error('expected a cache miss');
-      return { ms, size: jar.size, sha256: jar.sha256, ...(this.lastRead ? { read: this.lastRead } : {}) };
+      return { ms, size: jar.size, sha256: jar.sha256, read: this.lastRead };
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -38,7 +38,7 @@ interface Sample {
   mibps: number;
   cpuPerGiB: number;
   /** How the gateway read the object, from its log line (the fetcher path only). */
-  read?: string;
+  read?: string | undefined;
 }
 
 /**
@@ -232,7 +232,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
         const r = fetcherError === undefined ? await fetcher.fetchOnce(c.uri, pin) : await fetcher.downloadOnce(c.uri);
         const cpu = ownCpuSeconds() - cpu0;
         if (r.sha256 !== jar.sha256) throw new Error(`${c.name}: wrong sha256`);
-        return { mibps: size / MiB / (r.ms / 1000), cpuPerGiB: cpu / (size / GiB), ...(readOf(r) ? { read: readOf(r) } : {}) };
+        return { mibps: size / MiB / (r.ms / 1000), cpuPerGiB: cpu / (size / GiB), read: readOf(r) };
       };
       // The anchor side of a round: curl -o (+ openssl dgst of its file), then curl | tee | openssl
       // dgst, then the socket-to-file ceiling again: the machine's state drifts over a run (the

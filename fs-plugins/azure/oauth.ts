@@ -115,9 +115,10 @@ export function oauthIdentity(config: Configuration, hosts: readonly string[], d
     const authorityHost = authority !== undefined ? new URL(authority) : undefined;
     const tenantId = read(config, 'msiTenant', hosts)?.value ?? env.AZURE_TENANT_ID;
     const tokenFilePath = read(config, 'tokenFile', hosts)?.value ?? env.AZURE_FEDERATED_TOKEN_FILE;
+    const workloadClientId = clientId ?? env.AZURE_CLIENT_ID;
     const credential = new WorkloadIdentityCredential({
       ...(tenantId !== undefined ? { tenantId } : {}),
-      ...(clientId ?? env.AZURE_CLIENT_ID ? { clientId: clientId ?? env.AZURE_CLIENT_ID } : {}),
+      ...(workloadClientId ? { clientId: workloadClientId } : {}),
       ...(tokenFilePath !== undefined ? { tokenFilePath } : {}),
       ...(authorityHost !== undefined ? { authorityHost: authorityHost.href, disableInstanceDiscovery: true } : {}),
       ...transport(deps, authorityHost ?? new URL('https://login.microsoftonline.com')),

@@ -3,9 +3,9 @@ import { guardedConnector, trustedCa, type ConnectGuard } from '../../src/artifa
 
 /** Proxy settings, read once from the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`, or lower case). */
 export interface ProxySettings {
-  httpsProxy?: string;
-  httpProxy?: string;
-  noProxy?: string;
+  httpsProxy?: string | undefined;
+  httpProxy?: string | undefined;
+  noProxy?: string | undefined;
 }
 
 export function proxySettingsFrom(env: NodeJS.ProcessEnv): ProxySettings {
@@ -21,7 +21,7 @@ export function hasProxy(p: ProxySettings): boolean {
 export interface GuardedDispatcherOptions {
   guard: ConnectGuard;
   /** Extra trusted CA (PEM), added to Node's default store; undefined = default store only. */
-  ca?: string;
+  ca?: string | undefined;
   connectTimeoutMs: number;
   readTimeoutMs: number;
   proxy: ProxySettings;

@@ -16,17 +16,18 @@ export interface S3FileSystemDeps {
   ca?: string;
 }
 
+/** The fields of a HEAD answer the plugin reads, as the SDK types them (absent or undefined alike). */
 interface HeadLike {
-  ContentLength?: number;
-  ChecksumSHA256?: string;
-  ChecksumCRC32?: string;
-  ChecksumType?: string;
-  ServerSideEncryption?: string;
-  SSECustomerAlgorithm?: string;
-  ContentRange?: string;
-  ETag?: string;
-  VersionId?: string;
-  LastModified?: Date;
+  ContentLength?: number | undefined;
+  ChecksumSHA256?: string | undefined;
+  ChecksumCRC32?: string | undefined;
+  ChecksumType?: string | undefined;
+  ServerSideEncryption?: string | undefined;
+  SSECustomerAlgorithm?: string | undefined;
+  ContentRange?: string | undefined;
+  ETag?: string | undefined;
+  VersionId?: string | undefined;
+  LastModified?: Date | undefined;
 }
 
 /** Reads objects from S3 and S3-compatible stores (`s3://`, `s3a://`, `s3p://`). */

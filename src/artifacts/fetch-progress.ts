@@ -8,7 +8,8 @@ export interface FetchRecord {
   uri: string;
   phase: FetchPhase;
   bytes: number;
-  total?: number;
+  /** The object's size, when its store reports one. */
+  total?: number | undefined;
   startedAt: string;
   finishedAt?: string;
   sha256?: string;

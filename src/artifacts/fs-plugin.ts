@@ -22,8 +22,8 @@ export type { ConnectGuard };
  * is still current.
  */
 export interface ObjectStat {
-  /** Size in bytes, when the store reports it (used to refuse oversized jars before reading). */
-  size?: number;
+  /** Size in bytes, when the store reports it (used to refuse oversized jars before reading); undefined when it does not. */
+  size?: number | undefined;
   /** The store's entity tag, without quotes. */
   etag?: string;
   /** An immutable version id (S3 `versionId`, Azure `versionId`), when the URI or the store has one. */
@@ -89,7 +89,7 @@ export interface PluginContext {
   log: Logger;
   guard: ConnectGuard;
   /** PEM CA bundle from `gateway.artifacts.ca-bundle`, for private endpoints; undefined = system CAs. */
-  ca?: string;
+  ca?: string | undefined;
   /**
    * Builds gateway errors (`GW_FETCH_NOT_FOUND`, `GW_FETCH_DENIED`, ...) with the URI redacted, for
    * plugins that cannot import the gateway's modules (third-party plugins in plain JavaScript).

@@ -24,7 +24,7 @@ export class JarInspector extends Transform {
   private tailChunks: Buffer[] = [];
   private tailBytes = 0;
   private bytes = 0;
-  private digest?: string;
+  private digest: string | undefined;
 
   constructor(
     private readonly limits: ZipLimits = DEFAULT_ZIP_LIMITS,

@@ -5,7 +5,8 @@ import { slabPool } from '../download/slab-pool';
 
 /** TLS of the gateway → JobManager hop: extra trusted CAs and a client certificate. */
 export interface JobManagerTls {
-  ca?: string[];
+  /** Trusted CAs (the system's plus the configured one); undefined = the system's only. */
+  ca?: string[] | undefined;
   cert?: string;
   key?: string;
 }

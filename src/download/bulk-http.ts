@@ -37,7 +37,7 @@ export interface BulkHttpOptions {
   /** The restricted-host guard, applied to every connection with its own port. */
   guard: ConnectGuard;
   /** `gateway.artifacts.ca-bundle` (PEM), trusted in addition to Node's store. */
-  ca?: string;
+  ca?: string | undefined;
   connectTimeoutMs: number;
   /** Longest wait for the next bytes of a response (head or body). */
   readTimeoutMs: number;

@@ -62,7 +62,7 @@ export interface ObjectFileOptions {
  */
 export class ObjectFile {
   private readonly sha: FileDigest;
-  private md5?: FileDigest;
+  private md5: FileDigest | undefined;
   private integrity?: ObjectStat['integrity'];
   private crc = 0;
   private tee?: Writable;
@@ -72,7 +72,7 @@ export class ObjectFile {
   private ordered = 0;
   /** Bytes handed to the file by every part. */
   private issuedTotal = 0;
-  private catching?: Promise<void>;
+  private catching: Promise<void> | undefined;
   private failure?: Error;
   private readonly parts: Part[] = [];
   private scratch?: Buffer;

@@ -205,7 +205,7 @@ export class JarStreamStorage implements StorageEngine {
   }
 
   /** The streaming verdict, then the spooled copy read as Java's JarFile reads it; a problem or nothing. */
-  private async check(inspector: JarInspector, spool: SpoolTap): Promise<{ reason: string; limit?: string; sha256: string; size: number } | 'classes' | undefined> {
+  private async check(inspector: JarInspector, spool: SpoolTap): Promise<{ reason: string; limit?: string | undefined; sha256: string; size: number } | 'classes' | undefined> {
     const sha256 = await spool.sha256();
     const verdict = inspector.verdict(sha256);
     if (!verdict.ok) {
@@ -217,7 +217,7 @@ export class JarStreamStorage implements StorageEngine {
     const inspected = await inspectJar(spool.path, this.opts.zipLimits).catch((e: unknown) => ({ problem: { reason: (e as Error).message, limit: undefined }, points: undefined }));
     // Linked, a good copy stays until `complete()` links it (or `discard()`).
     if (!this.linker || inspected.problem !== undefined) spool.discard();
-    if (inspected.problem !== undefined) return { ...inspected.problem, ...(inspected.problem.limit ? { limit: inspected.problem.limit } : {}), sha256: verdict.sha256, size: verdict.size };
+    if (inspected.problem !== undefined) return { ...inspected.problem, sha256: verdict.sha256, size: verdict.size };
     this.classes = inspected.points?.classes.size ?? 0;
     if (this.opts.placeholderOnly && this.classes > 0) {
       spool.discard();

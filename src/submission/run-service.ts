@@ -78,7 +78,7 @@ export class RunService {
   private readonly jars = new JarBook();
   private readonly budget: JarBudget;
   /** The one listing in flight that refreshes which kept jars the JobManager still has. */
-  private refreshing?: Promise<void>;
+  private refreshing: Promise<void> | undefined;
   private readonly policy: RunPolicy;
   private readonly submitter: JobSubmitter;
 

@@ -27,7 +27,7 @@ const keyed = (azurite: Azurite, key = ACCT.key) => ({
 });
 
 
-async function failure(p: Promise<unknown>): Promise<{ code?: string; message: string; json: string }> {
+async function failure(p: Promise<unknown>): Promise<{ code?: string | undefined; message: string; json: string }> {
   return p.then(
     () => ({ code: 'resolved', message: '', json: '' }),
     (e: unknown) => ({ code: (e as { code?: string }).code, message: String((e as Error).message), json: JSON.stringify(e) }),

@@ -33,7 +33,7 @@ const readerPolicy = (bucket: string): IamPolicy => ({
 
 
 /** The gateway error code and message a promise rejects with ('resolved' if it does not). */
-async function failure(p: Promise<unknown>): Promise<{ code?: string; message: string } | 'resolved'> {
+async function failure(p: Promise<unknown>): Promise<{ code?: string | undefined; message: string } | 'resolved'> {
   return p.then(
     () => 'resolved' as const,
     (e: unknown) => ({ code: (e as { code?: string }).code, message: (e as Error).message }),

@@ -160,8 +160,9 @@ export async function startHttpOrigin(opts: HttpOriginOptions): Promise<HttpOrig
 
 interface RangeFaults {
   breaks: number;
-  stallFrom?: number;
-  pace?: RangePace;
+  /** Undefined: no stall, no pacing (the setters clear them with undefined). */
+  stallFrom?: number | undefined;
+  pace?: RangePace | undefined;
   /** Ranged GETs open now, and the most at once. */
   open: number;
   maxOpen: number;

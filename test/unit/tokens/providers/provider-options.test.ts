@@ -23,7 +23,7 @@ function init<P extends DelegationTokenProvider>(p: P, name: string, settings: R
 }
 
 /** The error thrown by a sync call: code and message. */
-function thrown(fn: () => unknown): { code?: string; message: string } {
+function thrown(fn: () => unknown): { code?: string | undefined; message: string } {
   try {
     fn();
   } catch (err) {
