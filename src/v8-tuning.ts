@@ -7,16 +7,15 @@ import { runInNewContext } from 'node:vm';
  * Every body chunk Node's HTTP parser hands over is a fresh Buffer whose bytes live outside V8's
  * heap. Without these flags V8 keeps a separate limit for such external memory, a few tens of MB
  * past what was live at the last full collection; each time an upload or download passes it, V8
- * runs a full mark-compact of the whole heap, so a gateway moving 1 GiB ran about 40 of them —
- * measured, over half of its CPU for a jar upload, most of it on V8's helper threads.
+ * runs a full mark-compact of the whole heap, dozens per GiB moved: most of a jar upload's CPU, on
+ * V8's helper threads (ADR 0018 has the figures).
  * - `--external-memory-accounted-in-global-limit`: external bytes count towards V8's global limit,
  *   which grows with the heap like every other allocation.
  * - `--heap-growing-percent=100`: that limit is twice what was live after the last full
- *   collection. V8's own factor sinks towards 1.1 for a small heap the gateway allocates quickly
- *   into, and after its heap had shrunk (a quiet spell after other work) an upload again ran a
- *   full collection every ~15 MB.
- * Peak memory moving a 1 GiB jar stays within the bound the bench measures
- * (`memory.rss-growth.1GiB`, worst 31.6 MiB with both).
+ *   collection. V8's own factor sinks towards its minimum for a small heap the gateway allocates
+ *   quickly into, and after its heap had shrunk (a quiet spell after other work) an upload again
+ *   ran full collections at a short distance.
+ * Peak memory moving a 1 GiB jar stays within the bound the bench measures (`memory.rss-growth.1GiB`).
  *
  * Both are V8's own flags (`node --v8-options`), read at every collection; Node does not accept them
  * in NODE_OPTIONS, so they are set here rather than on a command line. A V8 that no longer knows one
@@ -26,7 +25,7 @@ const V8_FLAGS = ['--external-memory-accounted-in-global-limit', '--heap-growing
 
 /**
  * Bytes of Node-allocated body chunks the gateway passes on between two young-generation
- * collections (ADR 0018, amendment of issue 17 session 14).
+ * collections (ADR 0033).
  */
 const YOUNG_GC_EVERY = 16 * 1024 * 1024;
 let minorGc: (() => void) | undefined;
@@ -48,8 +47,8 @@ export function tuneV8(): void {
 /**
  * A path that moves a request's or an answer's body chunk by chunk says here how many bytes it has
  * passed on. Each chunk is a new Buffer from Node's parser, dead once passed on but freed only
- * when V8 collects; even with the flags above V8 waited for ~140 MB of them before a full
- * collection, so a 1 GiB upload grew the process by 135–165 MiB. Every `YOUNG_GC_EVERY` bytes a
+ * when V8 collects; even with the flags above V8 let them pile up to its global limit before a full
+ * collection, so a large upload grew the process past the memory bound. Every `YOUNG_GC_EVERY` bytes a
  * young-generation collection (about a millisecond: the chunks' Buffer objects are young) frees
  * them, and the full collections the external bytes used to force mostly do not happen. No-op
  * unless `tuneV8` ran (tests that build parts of the gateway in-process).

@@ -101,9 +101,9 @@ export class JarCache {
     if (before.sole && this.verified.get(sha256) === before.key) return true;
     this.verified.delete(sha256);
     this.hashed++;
-    // On the SHA-256 helper thread (ADR 0022), through its one read buffer: a 1 GiB jar read back
-    // on this thread with a stream of fresh buffers cost a second of its time, and ~110 MiB of
-    // buffers waiting for a collection (issue 17, session 14).
+    // On the SHA-256 helper thread (ADR 0022), through its one read buffer: read back on this
+    // thread with a stream of fresh buffers, a large jar would stall the event loop and leave its
+    // buffers waiting for a collection.
     let actual: string;
     try {
       actual = await new FileDigest(path, 'sha256').digest(before.size);

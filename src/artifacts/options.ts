@@ -29,12 +29,10 @@ export const artifactOptions = {
     key: 'gateway.artifacts.fetch-retries', type: 'int', default: 2, min: 0, max: 10, section,
     description: 'Retries of a fetch after a transient store failure (unreachable, 5xx, reset), with exponential backoff from 500 ms; never after not-found, denied or too-large.',
   }),
-  // Defaults measured in bench/RESULTS.md (issue 17): on the simulated link (32 MiB/s per
-  // connection, 10 ms RTT) 8 requests read 200 MB at 146-171 MiB/s against 99 with 4 and 31 with
-  // one; on loopback the CPU per GiB did not depend on the count. Part size, on the 16 MiB/s link
-  // with the short last round (planParts): 16 MiB parts read a 200 MB s3:// object at 115 MiB/s
-  // (pinned 118) against 113 (114) with 8 MiB and 114 (119) with 24 MiB — each request costs about
-  // 25 ms of the link, and the last round's hashing tail no longer grows with the part size.
+  // Defaults chosen on the bench's simulated link (ADR 0013): on a link that caps each connection,
+  // throughput grows with the number of requests up to 8, while on loopback the CPU per GiB does
+  // not depend on it; with the short last round (planParts) the part size hardly matters, so 16 MiB
+  // keeps the number of requests, each of which costs a round trip, low.
   parallelFetchPartSize: option({
     key: 'gateway.artifacts.parallel-fetch.part-size', type: 'memory', default: 16 * 1024 ** 2, min: 64 * 1024, section,
     description: 'Most bytes per ranged request when a large object is read with several requests at once (S3, Azure Blob, and HTTP(S) origins that send Accept-Ranges: bytes and a strong ETag); the object is cut into a multiple of gateway.artifacts.parallel-fetch.concurrency parts of at most this size, so the last round of requests is full; an object of at least half a round ends with a round of parts a quarter this size, so little is left to hash after the last byte. Objects smaller than two parts are read in one stream.',
@@ -43,9 +41,8 @@ export const artifactOptions = {
     key: 'gateway.artifacts.parallel-fetch.concurrency', type: 'int', default: 8, min: 1, max: 64, section,
     description: 'Ranged requests streaming at once for one large object (a request about to end asks for the next part one request latency ahead when that latency is at least 5 ms, so that for a moment up to twice this many may be open), each pinned to the version or ETag the first request saw (an object replaced mid-read fails with GW_FETCH_CHANGED); 1 reads every object in one stream. Each request holds up to 256 KiB of write buffer plus its socket buffers; measured RSS growth moving 1 GiB: about 10-15 MiB more with 8 requests than with one (bench/RESULTS.md).',
   }),
-  // Measured in bench/RESULTS.md (issue 17, session 12): on loopback one stream reads Azurite at
-  // 487 MiB/s for 1.33 CPU-s/GiB, 8 ranges at 290-338 for 2.06; a real store caps one connection at
-  // tens of MB/s, the bench link at 16 MiB/s.
+  // Between what a store next to the gateway serves on one connection (faster, and cheaper per
+  // byte, in one stream) and what a real store serves on one (tens of MB/s); ADR 0021.
   parallelFetchLoneStreamRate: option({
     key: 'gateway.artifacts.parallel-fetch.lone-stream-rate', type: 'memory', default: 256 * 1024 ** 2, min: 0, section,
     description: 'Bytes per second (e.g. "256 mb") the first ranged request of a large object must deliver, read alone for 10 ms after its response headers, for the object to be read in one stream. A store next to the gateway serves one stream faster than the gateway hashes it, and then one stream costs less CPU per byte than several (no bytes read back from the file for the in-order digest); a store that caps each connection (a real network) gets the other requests at once, after the first one\'s latency plus 10 ms. 0 starts every ranged request at once.',

@@ -7,7 +7,7 @@ import { slabPool } from './slab-pool';
 
 /** Bytes per read buffer: one body chunk handed on, one positional write of the file. */
 const SLAB_BYTES = slabPool.bytes;
-/** A slab with less room than this is handed on and a fresh one read into (a read is ≤ 64 KiB on loopback). */
+/** A slab with less room than this is handed on and a fresh one read into (a socket read is usually at most 64 KiB). */
 const MIN_READ_BYTES = 64 * 1024;
 /** A partly filled slab is handed on after this long, so that a slow origin still shows progress. */
 const PUSH_AFTER_MS = 100;
@@ -68,8 +68,8 @@ export interface BulkResponse {
 /**
  * An HTTP/1.1 client for one job: reading large object bodies with little CPU per byte. Node's
  * own clients (undici, node:http) read a socket into a fresh 64 KiB buffer per read and hand each
- * one through a parser and a stream; measured here that costs about 3 CPU-s per GiB before the
- * digest, three times a native client. This client reads the socket with `onread` straight into
+ * one through a parser and a stream, which costs several times a native client's CPU per byte
+ * before the digest (ADR 0014 has the figures). This client reads the socket with `onread` straight into
  * 1 MiB buffers, finds the framing itself (Content-Length, chunked, or close), and hands each
  * buffer on as one chunk (ADR 0014).
  *

@@ -4,10 +4,8 @@ import { Worker } from 'node:worker_threads';
  * A digest of a downloaded object, computed on a helper thread from the file as it becomes durable
  * (ADR 0020, ADR 0022): the SHA-256 every fetch computes, and the store's MD5 when one is checked.
  *
- * On the download's own thread the digests capped a loopback fetch: SHA-256 costs this machine
- * about 0.9 CPU-s per GiB (with the SHA extensions) and MD5 about 1.5; the rest of the download
- * (socket to file) about 0.6. With both on the download's thread a fetch ran at ~470 MiB/s, with
- * SHA-256 alone at ~600, and without any digest at curl's ~1100 (bench/profile-fetch.ts, issue 17).
+ * On the download's own thread the digests capped a fast fetch: each costs more CPU per byte than
+ * the rest of the download (socket to file), MD5 most (ADR 0020 and 0022 have the figures).
  * On their own threads the digests run beside the download, and the download's thread only says
  * how far the file is written.
  *

@@ -62,8 +62,8 @@ export interface PartRange {
  *   arrived, so that tail grows with the round's size. An object of at least half a round of full
  *   parts therefore ends with a round of parts `LAST_ROUND_TAPER` times smaller, and the rounds
  *   before it share the rest (for a smaller object the extra request would cost more than the
- *   tail). Measured on the bench link (8 × 16 MiB/s, 10 ms) with 8 MiB parts, a 200 MB `s3://`
- *   fetch: 18–25 ms of hashing after the last byte before, 0–7 ms after, same number of requests.
+ *   tail). The tail after the last byte shrinks with the last round's parts, for the same number
+ *   of requests.
  */
 export function planParts(size: number, p: ParallelSettings): PartRange[] {
   const n = p.concurrency;
@@ -246,10 +246,10 @@ async function readPart(fs: FileSystem, uri: URL, file: ObjectFile, part: Part, 
 /**
  * Calls `nearEnd` about one request latency (`latencyMs`, what this range's request took to be
  * answered) before the range's last byte, as the rate seen so far predicts it: a request for the
- * next part sent then is answered as this one ends, instead of one round trip later. On the bench
- * link (16 MiB/s per connection, 10 ms) each part otherwise ends with its connection idle for
- * 20–40 ms. The body comes in chunks of up to 1 MiB (62 ms each at that rate, longer than the
- * latency), so the moment is predicted from each chunk and kept by a timer, not waited for.
+ * next part sent then is answered as this one ends, instead of one round trip later, when each
+ * part would otherwise end with its connection idle. The body comes in chunks of up to 1 MiB, which
+ * on a capped connection can take longer than the latency, so the moment is predicted from each
+ * chunk and kept by a timer, not waited for.
  */
 function watchForEnd(body: Readable, bytes: number, latencyMs: number, nearEnd: () => void, clock: Clock): void {
   const began = clock.monotonicMs();
@@ -290,15 +290,14 @@ function watchForEnd(body: Readable, bytes: number, latencyMs: number, nearEnd: 
  * that limits each connection). Where the store sits next to the gateway, one stream is faster and
  * costs less CPU per byte: every byte is hashed from memory as it arrives, while the later parts
  * of a parallel read are read back from the file for the in-order digest, and the store serves
- * more requests (bench/RESULTS.md, issue 17: Azurite on loopback 487 MiB/s at 1.33 CPU-s/GiB in one
- * stream against 290–338 at 2.06 with 8 ranges). The time a lone first request can cost on a
+ * more requests (ADR 0021). The time a lone first request can cost on a
  * capped link is its latency plus the window.
  *
  * The bytes counted are those the body delivered (`watch`), not those written to the file: writes
  * are gathered into batches of up to 2 MiB that wait for the previous one (and, with the upload
  * hand-off, for the tee's room), so the file's progress moves in steps as large as the window's
- * bytes. Judged on it, a loopback read behind a hand-off's upload was taken for a capped one in
- * 2 of 5 bench requests and read with 8 ranges (issue 17, session 13).
+ * bytes. Judged on it, a loopback read behind a hand-off's upload could be taken for a capped one
+ * and read with several ranges.
  *
  * Time comes from the injected clock; the verdict is settled once.
  */

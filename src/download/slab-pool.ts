@@ -1,8 +1,7 @@
 /**
  * Reuse of the bulk client's 1 MiB read buffers (slabs). A fresh slab per MiB read costs more than
- * the reading itself: measured here, socket→file went from 1.2 to 1.9 CPU-s per GiB with a new
- * buffer for every MiB (page faults on new memory, and the garbage collections V8 starts for
- * external memory). So the client takes slabs from this pool, and the consumers that know when a
+ * the reading itself: a new buffer for every MiB makes socket→file markedly dearer per byte (page
+ * faults on new memory, and the garbage collections V8 starts for external memory). So the client takes slabs from this pool, and the consumers that know when a
  * chunk is no longer referenced — the download's file writer once its write completed, and the
  * JobManager upload once its socket sent it — give them back with `recycle` (ADR 0015).
  *

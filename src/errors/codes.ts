@@ -19,7 +19,7 @@ export const ERROR_CODES = {
     status: 400,
     template: 'The path {path} contains {reason}, so Flink could route it differently from what the gateway checks; send the plain path without encoded ?, # or control characters.',
   },
-  // Retired: Flink 2.3's run-application, the one route it refused, is served since issue 15.
+  // Retired: it answered Flink 2.3's run-application, the one route the gateway refused; that route is served now.
   GW_ROUTE_UNSUPPORTED: { status: 400, template: '{route} is not supported by this gateway yet; {hint}', retired: true },
   GW_REQUEST_MALFORMED: { status: 400, template: 'Request did not match expected format {type}: {reason}' },
   GW_REQUEST_TOO_LARGE: { status: 413, template: 'The request body is larger than {limit} bytes.' },

@@ -1,6 +1,6 @@
 /**
  * Route ownership is decided on the path as Flink's router sees it, and on a stricter canonical
- * form, so that no encoding trick turns a jar route into a pass-through (DESIGN.md, "Route ownership").
+ * form, so that no encoding trick turns a jar route into a pass-through (ADR 0001, ADR 0009).
  *
  * Flink's view is exactly its router's (see `pathViews`: Netty decodes once, the Router splits and
  * decodes each segment again); the canonical form decodes until stable. When either view names a jar

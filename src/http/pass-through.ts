@@ -41,7 +41,7 @@ const PACED_BODY_BYTES = 1024 * 1024;
 
 /**
  * The body handed to undici. A large one (a job graph with its jars, `POST /v1/jobs`) passes
- * through a stage that reports its chunks to `passedOnBodyBytes` (ADR 0018), so that they are freed
+ * through a stage that reports its chunks to `passedOnBodyBytes` (ADR 0033), so that they are freed
  * as they go rather than at V8's next full collection. undici reads the request itself, and a
  * second 'data' listener would start the flow before undici is ready. `pipeline` carries a failure
  * either way: a client that goes away fails the body towards the JobManager, and undici giving up

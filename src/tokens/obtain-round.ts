@@ -17,7 +17,7 @@ export interface RoundResult {
 }
 
 /**
- * One round over all providers (reference §2.2), sequential and fail-fast: the first failure aborts
+ * One round over all providers, as Flink's manager runs it, sequential and fail-fast: the first failure aborts
  * the round and nothing obtained so far is distributed. Synchronous throws, rejections and thrown
  * non-Errors are all caught (no `Error` escapes as in Flink).
  */

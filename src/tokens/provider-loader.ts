@@ -15,7 +15,7 @@ export class TokenStartupError extends Error {
 }
 
 /**
- * Loads providers and receivers the way Flink's manager does (reference §2.1), with two rules
+ * Loads providers and receivers the way Flink's manager does, with two rules
  * tightened: duplicate names are refused *before* any `init` (Flink checks after, so the duplicate
  * is already initialised), and providers and receivers must have the same *name sets* (Flink
  * compares only counts). Disabled services are skipped; any `init` failure fails start-up, after
@@ -96,7 +96,7 @@ function checkSameNames(providers: readonly { serviceName: string }[], receivers
   }
 }
 
-/** `s3-hadoop` and `s3-presto` both loaded: Flink only warns (reference §5 row 6). */
+/** `s3-hadoop` and `s3-presto` both loaded: Flink only warns (docs/tokens.md, edge case 6). */
 function warnSamePrefix(names: readonly string[], log: Logger): void {
   const byPrefix = new Map<string, number>();
   for (const n of names) {

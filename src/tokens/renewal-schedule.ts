@@ -1,5 +1,5 @@
 /**
- * The arithmetic of renewal and retry (reference §2.4 and §2.5), kept apart from the manager's
+ * The arithmetic of renewal and retry, as Flink's manager does it, kept apart from the manager's
  * state machine so each rule can be read and tested on its own. Inputs that are absolute instants
  * (`validUntil`, `wallNow`) are wall-clock epoch milliseconds; results are delays in milliseconds.
  */

@@ -47,12 +47,12 @@ interface PendingTimer {
 
 /**
  * Port of Flink's DefaultDelegationTokenManager with the per-job extension of PR #28639
- * (reference §2–§3). Node has no threads, but every `await` interleaves, so the Java locks become
+ * (docs/tokens.md lists where it departs from Flink's). Node has no threads, but every `await` interleaves, so the Java locks become
  * plain state re-checked after each await:
  * - one promise chain serialises obtain cycles (`renewalCycleLock`);
  * - `sessionEpoch` fences a cycle of an ended session: it neither delivers nor reschedules;
  * - `generation` fences stale timers; there is exactly one pending timer, shared by periodic
- *   renewal, failure retry and on-demand re-obtain (the §3.5 rules pick the delay);
+ *   renewal, failure retry and on-demand re-obtain (`renewal-schedule.ts` picks the delay);
  * - cooldown and scheduling use the monotonic clock, expiries the wall clock.
  */
 export class DefaultTokenManager implements TokenManager {
@@ -181,7 +181,7 @@ export class DefaultTokenManager implements TokenManager {
     return this.closing;
   }
 
-  // ---- On-demand re-obtain (§3.4) -----------------------------------------------------------
+  // ---- On-demand re-obtain ------------------------------------------------------------------
 
   reobtainDelegationTokens(): void {
     if (!this.running) {
@@ -201,7 +201,7 @@ export class DefaultTokenManager implements TokenManager {
     this.scheduleTimer(delay);
   }
 
-  // ---- Jobs (§3.2) --------------------------------------------------------------------------
+  // ---- Jobs ---------------------------------------------------------------------------------
 
   async registerJob(jobId: string, jobConfiguration: JobConfiguration, context: JobContext = { principal: 'anonymous' }): Promise<void> {
     if (this.closed) throw tokensRejected('<manager>', new Error('the delegation token manager is closed (the gateway is shutting down)'));
@@ -293,7 +293,7 @@ export class DefaultTokenManager implements TokenManager {
     };
   }
 
-  // ---- Obtain cycles (§2.3) -----------------------------------------------------------------
+  // ---- Obtain cycles ------------------------------------------------------------------------
 
   private enqueueCycle(epoch: number): Promise<void> {
     const run = this.cycleChain.then(() => this.cycle(epoch)).catch((err: unknown) => {
@@ -356,7 +356,7 @@ export class DefaultTokenManager implements TokenManager {
     }
   }
 
-  // ---- The one pending timer (§3.5) ---------------------------------------------------------
+  // ---- The one pending timer ----------------------------------------------------------------
 
   /** Returns the effective delay, or -1 when nothing was scheduled (session over). */
   private maybeScheduleRenewal(delayMs: number, epoch: number): number {

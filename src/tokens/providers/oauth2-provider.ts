@@ -135,7 +135,7 @@ const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
  *   `security.delegation.job.oauth2.scope` (each scope token must be on `allowed-scopes`, otherwise
  *   `registerJob` throws and the job is rejected), else with the configured `scope`. Jobs with the
  *   same scope share one request per cycle; every cycle fetches new tokens (there is no refresh
- *   token in this grant, §4.4.3).
+ *   token in this grant, RFC 6749 §4.4.3).
  * - `validUntil` = the earliest of (arrival time + `expires_in`), with `default-ttl` when the server
  *   sends no `expires_in`.
  * - A non-2xx answer fails the cycle with the HTTP status and the server's `error` code; the message

@@ -1,6 +1,6 @@
 /**
  * The per-job addressing convention of token payloads. Flink distributes one container for the
- * whole cluster (reference §2.6), so a provider that obtains tokens per job puts them inside its
+ * whole cluster, so a provider that obtains tokens per job puts them inside its
  * own payload: a UTF-8 JSON object with a `jobs` object keyed by job id; its other top-level fields
  * (except `version`) are the provider's context for every job (an S3 region, an Azure endpoint).
  * Every built-in provider follows it (`{version: 1, ..., jobs: {<jobId>: {...}}}`), and so do the
