@@ -8,7 +8,7 @@ const MAX_TEXT_BODY = 1024 * 1024;
  * The Azure SDK's transport, replaced by the plugin kit's bulk client (ADR 0014): the SDK still
  * builds, signs (shared key, SAS, identity token), retries and parses every request; only the bytes
  * go through the bulk client, which reads a download into 1 MiB buffers instead of node:http's
- * 64 KiB reads (about a third of the CPU per byte). The plugin only reads, so a request with a body
+ * 64 KiB reads, for far less CPU per byte. The plugin only reads, so a request with a body
  * is refused. Every connection passes the restricted-host guard inside the bulk client.
  */
 export function bulkTransport(bulk: BulkHttpClient): IHttpClient {

@@ -2,7 +2,7 @@ import { fetchError, findGatewayError, specificErrorCode } from '../../src/artif
 
 // S3 error codes as the SDK reports them in `name`. HEAD responses have no body, so a HeadObject
 // failure only has the status (name 'NotFound', 'Forbidden' or even 'Unknown'): the status decides
-// first, the name only refines (storage.md G10).
+// first, the name only refines.
 const NOT_FOUND = new Set(['NoSuchKey', 'NoSuchBucket', 'NoSuchVersion', 'NotFound']);
 const DENIED = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'Forbidden', 'ExpiredToken', 'InvalidToken', 'AllAccessDisabled']);
 const INVALID = new Set(['InvalidBucketName', 'InvalidArgument', 'KeyTooLongError']);

@@ -34,7 +34,7 @@ export const s3ProviderOptionDefs = {
     key: providerKey(NAME, 'access-key'),
     type: 'string',
     // An identifier rather than a secret, but the registry's heuristic treats it as one anyway, and
-    // there is no reason to print it (reference §5 row 40).
+    // there is no reason to print it.
     sensitive: true,
     section: SECTION,
     description: 'Access key id of the cluster\'s long-lived IAM user. With `secret-key` it activates the provider.',
