@@ -16,7 +16,7 @@ import { uploadThroughput } from './measures/upload';
 const USAGE = `Usage: npm run bench [-- --smoke] [-- --only=fetch,link,submit,resubmit,passthrough,upload,memory] [-- --reps=N]
        [-- --cases=fetch.http,fetch.s3-native,...]
 
-Runs the side-by-side benchmarks of issue 6 and prints one JSON object per measure on stdout
+Runs the side-by-side benchmarks and prints one JSON object per measure on stdout
 (progress on stderr). --smoke runs each once on small inputs and judges no target.`;
 
 const MEASURES: Record<string, (env: BenchEnv, plan: RunPlan) => Promise<void>> = {

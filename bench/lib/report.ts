@@ -41,7 +41,7 @@ export interface Measure {
   /** Median-based ratio; `ratioIs` says which way round. */
   ratio: number | null;
   ratioIs: string;
-  /** The issue's target in words, or null where the issue sets none (information only). */
+  /** The measure's target in words, or null where none is set (information only). */
   target: string | null;
   /** Whether the target is met; null in smoke mode or where there is no target. */
   met: boolean | null;

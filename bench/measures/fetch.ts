@@ -74,7 +74,7 @@ async function curlDownload(env: BenchEnv, url: string, expected: { size: number
 
 /**
  * The same work as the gateway in one native pipeline: `curl | tee <new file> | openssl dgst -sha256`
- * (coreutils' sha256sum has no SHA-NI code and costs 5× OpenSSL here, so OpenSSL is the fair anchor).
+ * (coreutils' sha256sum has no SHA-NI code and costs several times OpenSSL's CPU, so OpenSSL is the fair anchor).
  * Wall time of the whole pipeline (process start-up included); CPU of curl, tee, openssl and bash.
  */
 async function curlTeeDigest(env: BenchEnv, url: string, expected: { size: number; sha256: string }): Promise<Sample> {
@@ -235,9 +235,9 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
         return { mibps: size / MiB / (r.ms / 1000), cpuPerGiB: cpu / (size / GiB), read: readOf(r) };
       };
       // The anchor side of a round: curl -o (+ openssl dgst of its file), then curl | tee | openssl
-      // dgst, then the socket-to-file ceiling again: the machine's state drifts over a run (the
-      // ceiling measured first ran at 312 and at 557 MiB/s in two full runs), so each case is held
-      // to the ceiling of its own rounds.
+      // dgst, then the socket-to-file ceiling again: the machine's state drifts over a run (a
+      // ceiling measured once, first, differed widely between full runs), so each case is held to
+      // the ceiling of its own rounds.
       const anchorOnce = async () => ({ ...(await curlDownload(env, c.curlUrl, expected, c.md5 === true)), tee: await curlTeeDigest(env, c.curlUrl, expected), ceiling: await socketToFile(env, ceilingPort, size), storeCeiling: await storeToFile(env, c.curlUrl, size) });
       const { gateway, anchor } = await sideBySide(plan, c.name, gatewayOnce, anchorOnce);
       const g = summarize(gateway.map((x) => x.mibps));

@@ -20,9 +20,8 @@ const S3_KEY = { accessKeyId: 'AKIDBENCHLINK', secretAccessKey: `bench-${randomB
 
 /**
  * The simulated link: per-connection cap and round-trip time (BENCH_LINK=<MiB/s>:<rtt ms>). The
- * default 16 MiB/s keeps 8 connections (128 MiB/s) within what these 2 cores can carry with the
- * origin, the proxy and the gateway on them: at 32 MiB/s, 8 × 32 was the machine's limit, not the
- * link's (RESULTS.md, 2 Dec 2026).
+ * default 16 MiB/s keeps 8 connections within what two cores can carry with the origin, the proxy
+ * and the gateway on them: a faster cap measures the machine's limit, not the link's (RESULTS.md).
  */
 function linkParams(): { capMiBps: number; rttMs: number } {
   const [cap, rtt] = (process.env.BENCH_LINK ?? '16:10').split(':').map(Number);
@@ -42,7 +41,7 @@ function venvBin(root: string, name: string): string | undefined {
 }
 
 /**
- * Measure 7 (issue 17): a realistic link, as a simulation. A throttling proxy
+ * Measure 7: a realistic link, as a simulation. A throttling proxy
  * (bench/servers/throttle-proxy.cjs, its own process) in front of the HTTP origin and of the S3
  * server caps each connection at `capMiBps` and adds `rttMs` of round trip. The gateway's fetcher
  * with one stream and with parallel ranged reads, against curl (one stream) on the HTTP origin and
