@@ -5,7 +5,7 @@ import { errorCode, json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR 
 import { flinkUrl, startGateway, type TestGateway, writeTokensFile } from '../helpers/gateway';
 
 /**
- * One rule for job ids on the real embedded Flink (review finding 7, fidelity item 1): a retry —
+ * One rule for job ids on the real embedded Flink (ADR 0030): a retry —
  * same jobId, same principal, same request — gets the first result; anything else under a used id is
  * 409 GW_RUN_JOB_ID_CONFLICT, both while the first result is remembered and after (when Flink's own
  * duplicate-id 400 is what the gateway sees). Never a 200 for a run that did not happen.

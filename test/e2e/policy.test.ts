@@ -119,7 +119,7 @@ describe('fetched-only policy mode on the real embedded Flink', () => {
   }, 120_000);
 });
 
-describe('fetched-only: what a request cannot add to a vetted jar (review findings 3 and 4)', () => {
+describe('fetched-only: what a request cannot add to a vetted jar', () => {
   let o: HttpOrigin;
   let gw: TestGateway;
   let placeholder: string;
@@ -195,7 +195,7 @@ describe('fetched-only: what a request cannot add to a vetted jar (review findin
   });
 });
 
-describe('the embedded cluster intercepts System.exit from job code (review finding 4)', () => {
+describe('the embedded cluster intercepts System.exit from job code', () => {
   let gw: TestGateway;
   let wordcount: string;
 

@@ -52,7 +52,7 @@ export interface DistClusterOptions {
 /**
  * Assembles (once, cached in the user cache dir) and starts Flink `version`'s own distribution as
  * a standalone session cluster: separate JobManager and TaskManager processes from Flink's scripts.
- * Small heaps: the machine is shared. Prints the start time (the issue's table asks for it).
+ * Small heaps: the machine is shared. Prints the start time, so a slow start shows in the test log.
  */
 export async function startDistCluster(version: string, opts: DistClusterOptions = {}): Promise<StandaloneCluster> {
   // The test jars (WordCount, GatewayTestJob) and the token bridge come from the embedded-flink build.

@@ -6,7 +6,7 @@ import { compose, createRegistry } from '../../src/composition';
 import { loadRaw } from '../../src/config/load';
 import { captureLogger, FakeProvider, FakeReceiver } from '../helpers/token-fakes';
 
-/** issue 14: a start-up that fails half-way releases what it had built, in reverse order. */
+/** A start-up that fails half-way releases what it had built, in reverse order. */
 describe('the composition root on a failed start-up', () => {
   let dir: string;
   beforeEach(() => {

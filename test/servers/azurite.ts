@@ -32,7 +32,7 @@ export interface Azurite {
 const READY = /listens on (https?:\/\/\S+)/;
 
 /**
- * Starts Azurite's Blob service (storage.md §3); with `oauth`, over https with bearer tokens checked as a child process on 127.0.0.1, port 0, with only
+ * Starts Azurite's Blob service; with `oauth`, over https with bearer tokens checked as a child process on 127.0.0.1, port 0, with only
  * the given accounts (AZURITE_ACCOUNTS disables devstoreaccount1). `--skipApiVersionCheck` is
  * required: the SDK sends a newer x-ms-version than Azurite knows. `stop()` kills that child by PID
  * and removes its data directory.

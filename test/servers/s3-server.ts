@@ -33,7 +33,7 @@ export interface S3Creds {
 const READY = /S3RVER_READY (http:\/\/\S+)/;
 
 /**
- * Starts the SigV4-checking S3 server (test/servers/s3-server.wrapper.cjs, storage.md §4.3) as a child
+ * Starts the SigV4-checking S3 server (test/servers/s3-server.wrapper.cjs) as a child
  * process on 127.0.0.1, port 0. `stop()` kills that child by PID and removes its data directory.
  */
 export async function startS3Server(opts: S3ServerOptions): Promise<S3Server> {
@@ -59,7 +59,7 @@ export async function startS3Server(opts: S3ServerOptions): Promise<S3Server> {
   }
 }
 
-/** A client for fixture uploads; checksums only when required, or s3rver rejects streamed bodies (storage.md G6). */
+/** A client for fixture uploads; checksums only when required, or s3rver rejects streamed bodies. */
 export function fixtureClient(url: string, creds: S3Creds): S3Client {
   return new S3Client({
     endpoint: url,

@@ -1,6 +1,6 @@
 'use strict';
 // Named *.wrapper.cjs, not s3-server.cjs: jest resolves '../servers/s3-server' to a .cjs before a .ts.
-// A SigV4-checking S3 server for tests: @20minutes/s3rver (storage.md §4.2/§4.3) plus
+// A SigV4-checking S3 server for tests: @20minutes/s3rver plus
 //  - access control: no anonymous requests, and a per-key bucket list standing in for bucket policies;
 //  - object versioning for the buckets in S3RVER_VERSIONED_BUCKETS. s3rver answers PutBucketVersioning
 //    with 501 NotImplemented and ignores ?versionId=, so this wrapper adds the part the gateway

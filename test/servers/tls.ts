@@ -11,7 +11,7 @@ export interface TlsMaterial {
 
 /**
  * A fresh self-signed certificate for `localhost` and `127.0.0.1`, made with the machine's openssl
- * (as in reference/storage.md §5.3). Nothing is checked in: each test run has its own key. An EC key
+ * (`openssl req -x509`). Nothing is checked in: each test run has its own key. An EC key
  * keeps generation fast (tens of milliseconds).
  */
 export function makeSelfSignedCert(commonName = 'localhost'): TlsMaterial {

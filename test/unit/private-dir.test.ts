@@ -5,7 +5,7 @@ import pino from 'pino';
 import { ensurePrivateDir } from '../../src/private-dir';
 import { BridgeSecret } from '../../src/tokens/receivers/bridge-secret';
 
-/** Review finding 9: the gateway trusts no directory or secret file another user made. */
+/** The gateway trusts no directory or secret file another user made. */
 describe('private directories and secret files', () => {
   let dir: string;
   beforeEach(() => {

@@ -75,7 +75,7 @@ describe('bearer-token authentication', () => {
     expect(auth.principalOf(req('one'))).toBeUndefined();
   });
 
-  it('fails closed: a tokens file with a bad line, or gone, accepts no token and says so (review finding 13)', () => {
+  it('fails closed: a tokens file with a bad line, or gone, accepts no token and says so', () => {
     const file = join(dir, 'revocable');
     writeFileSync(file, `a ${sha('one')}\nb ${sha('two')}\n`);
     let now = 0;

@@ -5,7 +5,7 @@ import { startGateway, type TestGateway } from '../../helpers/gateway';
 import { startOrigin, type Origin } from '../../helpers/origin';
 
 /**
- * Security review finding 15: run bodies are bounded in size (gateway.http.max-json-body, 4 MiB by
+ * Run bodies are bounded in size (gateway.http.max-json-body, 4 MiB by
  * default: a declared larger one is refused before a byte is read) and in number held at once.
  */
 describe('run and plan bodies are bounded', () => {

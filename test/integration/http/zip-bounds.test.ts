@@ -12,7 +12,7 @@ const GENUINE = buildJar({ 'META-INF/MANIFEST.MF': MANIFEST, 'a/B.class': 'x', '
 const HOSTILE: [string, Buffer, RegExp][] = [
   ['4 billion entries (zip64)', craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST }], zip64: { entries: 2n ** 32n } }), /declares 4294967296 entries, more than gateway\.artifacts\.max-zip-entries \(500000\); if the jar is genuine, raise gateway\.artifacts\.max-zip-entries/],
   ['a 4 GiB central directory', craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST }], eocdCdSize: 0xfffffff0 }), /more than gateway\.artifacts\.max-central-directory-size \(67108864 bytes\)/],
-  // Declares 100 kB, inflates to 16 MiB (review finding 12: refused by URI, accepted by upload until now).
+  // Declares 100 kB, inflates to 16 MiB: refused by upload as by URI.
   ['a manifest that lies about its size (a bomb)', craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: Buffer.alloc(16 * 1024 * 1024, 0x61), deflate: true, declaredSize: 100_000 }, { name: 'a/B.class', data: 'x' }] }), /does not inflate to its declared 100000 bytes/],
   ['a manifest declared at 2 GiB', craftZip({ entries: [{ name: 'META-INF/MANIFEST.MF', data: MANIFEST, declaredSize: 2 * 1024 ** 3 }, { name: 'a/B.class', data: 'x' }] }), /META-INF\/MANIFEST\.MF of 2147483648 bytes uncompressed, more than gateway\.artifacts\.max-manifest-size/],
 ];

@@ -128,7 +128,7 @@ test('a configured permission set is honoured (rl lists the container)', async (
   p.close();
 });
 
-test('allow-list entries tied to a principal serve only that principal (review finding 8)', async () => {
+test('allow-list entries tied to a principal serve only that principal', async () => {
   const p = provider(undefined, { 'security.delegation.token.provider.azure-blob.allowed-containers': 'also-allowed;token:team-a=private' });
   const asA = { principal: 'token:team-a' };
   const asB = { principal: 'token:team-b' };

@@ -1,6 +1,6 @@
 import { childEnvironment } from '../../../src/cluster/embedded-cluster';
 
-/** Review finding 10: job code runs in the embedded JVM and can read its environment. */
+/** Job code runs in the embedded JVM and can read its environment. */
 describe('the embedded JVM\'s environment', () => {
   it('holds what a JVM needs and none of the gateway\'s options or cloud credentials', () => {
     const env = childEnvironment({

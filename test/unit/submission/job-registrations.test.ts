@@ -42,7 +42,7 @@ describe('job registrations (token manager + store)', () => {
     'gateway.artifact.sha256': 'ab'.repeat(32),
   };
 
-  it('a later request with another configuration never changes an existing registration (review finding 7)', async () => {
+  it('a later request with another configuration never changes an existing registration', async () => {
     const { providers, regs, store, cap } = await setup();
     await regs.register(J1, { 'security.delegation.job.azure-blob.containers': 'victim' }, cap.log, 'token:victim');
     regs.submitted(J1);

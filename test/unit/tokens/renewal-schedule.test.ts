@@ -1,6 +1,6 @@
 import { RetryBackoff, renewalDelay } from '../../../src/tokens/renewal-schedule';
 
-/** Reference §2.4 and §2.5 (rows 11 and 12): the arithmetic on its own. */
+/** docs/tokens.md edge cases 11 and 12: the arithmetic on its own. */
 describe('renewal and retry arithmetic', () => {
   const S = 1000;
   const MIN = 60 * S;

@@ -19,7 +19,7 @@ const validFor = (clock: ManualClock, p: FakeProvider, ms: number) => {
   p.obtain = (n) => ({ tokens: bytes(`${p.serviceName}-${n}`), validUntil: clock.wallMs() + ms });
 };
 
-/** Reference §2.2–§2.4 and §5 rows 7–14, 37: obtain cycles, distribution and renewal timing. */
+/** docs/tokens.md edge cases 7–14, 37: obtain cycles, distribution and renewal timing. */
 describe('token manager obtain cycles', () => {
   it('ratio: renews at 0.75 × the earliest validUntil; providers without one do not constrain it', async () => {
     const { clock, providers, receivers, m, listener } = await setup(['a', 'b', 'c']);
@@ -145,7 +145,7 @@ describe('token manager obtain cycles', () => {
     await m.close();
   });
 
-  it('row 11 (§6): a renewal beyond Node\'s 24.8-day timer limit is chained, never fired early', async () => {
+  it('row 11: a renewal beyond Node\'s 24.8-day timer limit is chained, never fired early', async () => {
     const { clock, providers, m } = await setup(['a']);
     validFor(clock, providers[0]!, 40 * DAY); // renewal after 30 days
     await m.start();

@@ -12,7 +12,7 @@ async function setup(names = ['a', 'b']) {
   return { clock, cap, providers, receivers, m };
 }
 
-/** Reference §2.7 and §5 rows 15–19, 34, 35: sessions, stale cycles, close. */
+/** docs/tokens.md edge cases 15–19, 34, 35: sessions, stale cycles, close. */
 describe('token manager lifecycle', () => {
   it('row 15: a redundant start warns and keeps the first listener', async () => {
     const { m, cap, clock } = await setup();

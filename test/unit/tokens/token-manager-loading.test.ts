@@ -4,7 +4,7 @@ import { createTokenManager, DefaultTokenManager } from '../../../src/tokens/tok
 import { ManualClock } from '../../helpers/manual-clock';
 import { captureLogger, FakeProvider, FakeReceiver, pairs, tokenConfig } from '../../helpers/token-fakes';
 
-/** Reference §2.1 and §5 rows 1–6: what start-up accepts and refuses. */
+/** docs/tokens.md edge cases 1–6: what start-up accepts and refuses. */
 describe('token manager start-up (loading providers and receivers)', () => {
   const create = (providers: FakeProvider[], receivers: FakeReceiver[], options: Record<string, string> = {}) => {
     const cap = captureLogger();

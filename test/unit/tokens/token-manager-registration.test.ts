@@ -14,7 +14,7 @@ async function setup(names = ['a', 'b', 'c']) {
 const J1 = '11111111111111111111111111111111';
 const J2 = '22222222222222222222222222222222';
 
-/** Reference §3.2 and §5 rows 26–32: per-job registration. */
+/** docs/tokens.md edge cases 26–32: per-job registration. */
 describe('token manager job registration', () => {
   it('row 26: a first registration failing part-way is rolled back on every provider, including ones never reached', async () => {
     const { m, providers, cap } = await setup();
@@ -133,7 +133,7 @@ describe('token manager job registration', () => {
     expect(original).toEqual({ 'parallelism.default': '2' });
   });
 
-  it('§3.2: registration works before start() and does not itself trigger a cycle', async () => {
+  it('registration works before start() and does not itself trigger a cycle', async () => {
     const { m, providers } = await setup(['a']);
     await m.registerJob(J1, {});
     expect(providers[0]!.obtains).toBe(0);

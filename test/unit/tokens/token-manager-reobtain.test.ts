@@ -12,7 +12,7 @@ async function setup(options: Record<string, string> = {}) {
   return { clock, cap, p: providers[0]!, m, listener: new RecordingListener() };
 }
 
-/** Reference §3.4–§3.5 and §5 rows 19–24: on-demand re-obtain, coalescing and cooldown. */
+/** docs/tokens.md edge cases 19–24: on-demand re-obtain, coalescing and cooldown. */
 describe('token manager re-obtain: coalescing and cooldown', () => {
   it('row 21: N requests while one is pending become one cycle', async () => {
     const { clock, p, m } = await setup();

@@ -32,7 +32,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The benchmark's Java two-hop anchor (bench/measures/link.ts, issue 17): what the Flink
+ * The benchmark's Java two-hop anchor (bench/measures/link.ts): what the Flink
  * Kubernetes Operator does for a session job whose jar is at a URL. It downloads the jar with
  * Java into a temporary file ({@code URL.openStream()} copied to a file, as the operator's
  * {@code HttpArtifactFetcher} does), uploads it with Flink's {@link RestClient}, runs it with a
