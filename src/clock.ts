@@ -61,3 +61,27 @@ export function setLongTimer(clock: Clock, fn: () => void, ms: number, maxStepMs
     },
   };
 }
+
+/**
+ * Waits `ms` on `clock` (so a test drives retry back-offs by hand instead of waiting them out).
+ * Rejects as soon as `signal` aborts, with the same error as `timers/promises`' `setTimeout`
+ * (`AbortError`, code `ABORT_ERR`, the signal's reason as its cause).
+ */
+export function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  const aborted = () => Object.assign(new Error('The operation was aborted', { cause: signal?.reason }), { name: 'AbortError', code: 'ABORT_ERR' });
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(aborted());
+      return;
+    }
+    const onAbort = () => {
+      timer.cancel();
+      reject(aborted());
+    };
+    const timer = setLongTimer(clock, () => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

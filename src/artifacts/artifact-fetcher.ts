@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { type AuditLog, type AuditSubject, outcomeOf } from '../audit/audit-log';
+import { type Clock, sleepOn, systemClock } from '../clock';
 import { GatewayError } from '../errors/gateway-error';
 import type { Writable } from 'node:stream';
 import { downloadTo } from '../download/download';
@@ -40,6 +40,11 @@ export interface FetcherOptions {
   log: Logger;
   /** Aborted at shutdown. */
   shutdown?: AbortSignal;
+  /**
+   * Times the retry back-offs (the fetcher's and a ranged read's) and the lone-stream probe of a
+   * parallel read; the system clock when absent.
+   */
+  clock?: Clock;
   /** Observes each fetch: plugin name, result, seconds, bytes downloaded. */
   onFetch?: (plugin: string, result: 'done' | 'cached' | 'failed', seconds: number, bytes: number) => void;
 }
@@ -270,6 +275,7 @@ export class ArtifactFetcher {
         ...(this.o.parallel ? { parallel: this.o.parallel } : {}),
         rangeRetries: this.o.retries,
         log,
+        ...(this.o.clock ? { clock: this.o.clock } : {}),
         ...(tee ? { tee } : {}),
         ...(sha256Pin !== undefined ? { sha256Pin } : {}),
       });
@@ -318,7 +324,7 @@ export class ArtifactFetcher {
         if (signal.aborted || attempt >= this.o.retries || !TRANSIENT.has(code)) throw err;
         const delay = 500 * 2 ** attempt;
         log.warn({ attempt: attempt + 1, delayMs: delay, code }, 'transient fetch failure; retrying');
-        await sleep(delay, undefined, { signal });
+        await sleepOn(this.o.clock ?? systemClock, delay, signal);
       }
     }
   }

@@ -1,8 +1,7 @@
 import { pipeline } from 'node:stream/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import { type Clock, systemClock, type TimerHandle } from '../clock';
+import { type Clock, sleepOn, systemClock, type TimerHandle } from '../clock';
 import { GatewayError } from '../errors/gateway-error';
 import { fetchError } from '../artifacts/fetch-error';
 import type { FileSystem, ObjectStat, OpenOptions } from '../artifacts/fs-plugin';
@@ -238,7 +237,7 @@ async function readPart(fs: FileSystem, uri: URL, file: ObjectFile, part: Part, 
       if (signal.aborted || attempt >= retries || code !== 'GW_FETCH_UNAVAILABLE') throw err;
       const delayMs = 200 * 2 ** attempt;
       log?.warn({ uri: redactUri(uri), start: part.start + part.durable, attempt: attempt + 1, delayMs, code }, 'ranged read failed; retrying the rest of the range');
-      await sleep(delayMs, undefined, { signal });
+      await sleepOn(clock, delayMs, signal);
     }
   }
 }

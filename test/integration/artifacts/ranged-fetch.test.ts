@@ -15,7 +15,8 @@ import { JarCache } from '../../../src/artifacts/jar-cache';
 import { PluginRegistry } from '../../../src/artifacts/plugin-registry';
 import { planParts } from '../../../src/download/ranged-download';
 import type { Clock } from '../../../src/clock';
-import { stillClock } from '../../helpers/manual-clock';
+import { eventually } from '../../helpers/eventually';
+import { ManualClock, stillClock } from '../../helpers/manual-clock';
 import { OptionsRegistry, type RawEntry } from '../../../src/config/registry';
 import { buildJar } from '../../helpers/jars';
 import { type HttpOrigin, type RecordedRequest, startHttpOrigin } from '../../servers/http-origin';
@@ -259,7 +260,12 @@ describe('parallel ranged reads (HTTP origin)', () => {
       // breakNextRanges resets ranges that do not start at 0: the rest-of-object request breaks once.
       origin.breakNextRanges(1);
       const stat = await fs.stat(url(), AbortSignal.timeout(10_000));
-      const r = await downloadTo(fs, url(), join(dir, 'r.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, rangeRetries: 1, clock: stillClock });
+      // The retry's back-off (200 ms) sleeps on the injected clock: time stands still until the test moves it.
+      const clock = new ManualClock();
+      const download = downloadTo(fs, url(), join(dir, 'r.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, rangeRetries: 1, clock });
+      await eventually(() => clock.pending().includes(200), 'the range retry back-off on the injected clock', 20_000, 10);
+      await clock.advance(200);
+      const r = await download;
       expect({ sha256: r.sha256, atOnce: r.atOnce }).toEqual({ sha256: sha(jar), atOnce: 1 });
       expect(ranged()).toHaveLength(3);
     });

@@ -12,7 +12,10 @@ import type { FileSystem, FsPluginDefinition, ObjectStat } from '../../../src/ar
 import { JarCache } from '../../../src/artifacts/jar-cache';
 import { PluginRegistry } from '../../../src/artifacts/plugin-registry';
 import { FetchQueue } from '../../../src/artifacts/fetch-queue';
+import type { Clock } from '../../../src/clock';
+import { eventually } from '../../helpers/eventually';
 import { buildJar } from '../../helpers/jars';
+import { ManualClock } from '../../helpers/manual-clock';
 
 /**
  * A fake store (in memory) standing in for a plugin, to exercise the fetcher's own logic: policy,
@@ -64,7 +67,7 @@ describe('ArtifactFetcher', () => {
   const jar = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n', 'a/B.class': randomBytes(500) });
   const sha = createHash('sha256').update(jar).digest('hex');
 
-  const make = (over: Partial<{ maxBytes: number; max: number; queue: number }> = {}) => {
+  const make = (over: Partial<{ maxBytes: number; max: number; queue: number; clock: Clock; shutdown: AbortSignal }> = {}) => {
     const plugin: FsPluginDefinition = { name: 'mem', schemes: ['mem'], options: [], create: () => store };
     const cache = new JarCache(join(dir, 'cache'), 1024 ** 3, pino({ level: 'silent' }));
     return cache.init().then(
@@ -80,6 +83,8 @@ describe('ArtifactFetcher', () => {
           retries: 2,
           progressIntervalMs: 1000,
           log: pino({ level: 'silent' }),
+          ...(over.clock ? { clock: over.clock } : {}),
+          ...(over.shutdown ? { shutdown: over.shutdown } : {}),
         }),
     );
   };
@@ -190,6 +195,35 @@ describe('ArtifactFetcher', () => {
     expect((await fetcher.fetch('mem://bucket/app.jar')).sha256).toBe(sha);
     expect(store.opens).toBe(3);
     await expect(fetcher.fetch('mem://bucket/missing.jar')).rejects.toMatchObject({ code: 'GW_FETCH_NOT_FOUND' });
+  });
+
+  it('sleeps its retry back-offs (500 ms, then 1000 ms) on the injected clock, not in real time', async () => {
+    const clock = new ManualClock();
+    const f = await make({ clock });
+    store.failNextOpens = 2;
+    const got = f.fetch('mem://bucket/app.jar');
+    await eventually(() => clock.pending().length > 0, 'the first back-off on the injected clock', 10_000, 10);
+    expect({ opens: store.opens, pending: clock.pending() }).toEqual({ opens: 1, pending: [500] });
+    await clock.advance(499);
+    expect(store.opens).toBe(1);
+    await clock.advance(1);
+    await eventually(() => clock.pending().length > 0, 'the second back-off on the injected clock', 10_000, 10);
+    expect({ opens: store.opens, pending: clock.pending() }).toEqual({ opens: 2, pending: [1000] });
+    await clock.advance(1000);
+    expect((await got).sha256).toBe(sha);
+    expect(store.opens).toBe(3);
+  });
+
+  it('a shutdown during a back-off on the injected clock ends the fetch without waiting for the clock', async () => {
+    const clock = new ManualClock();
+    const shutdown = new AbortController();
+    const f = await make({ clock, shutdown: shutdown.signal });
+    store.failNextOpens = 1;
+    const got = f.fetch('mem://bucket/app.jar');
+    await eventually(() => clock.pending().length > 0, 'the back-off on the injected clock', 10_000, 10);
+    shutdown.abort();
+    await expect(got).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' });
+    expect({ opens: store.opens, pending: clock.pending() }).toEqual({ opens: 1, pending: [] });
   });
 
   it('verifies the store checksum end to end', async () => {
