@@ -9,7 +9,17 @@
 # one it exits with a one-line message. It listens on 0.0.0.0, so with web.submit.jar-uri.enable: true
 # it also needs authentication (gateway.auth.tokens-file or gateway.tls.client-ca) or it refuses to
 # start. It holds no credentials: mount them as files (gateway.secrets.dir) or use a pod identity.
+# It also carries the token bridge jar (token-bridge/, built with Maven below) at
+# /opt/token-bridge/flink-jar-gateway-token-bridge.jar, for an init container to copy into the lib/
+# of a stock Flink image (examples/kubernetes/flinkdeployment-session.yaml).
 # test/deploy/dockerfile.test.ts checks this file.
+
+# ---- token-bridge: the Flink-side jar (Java 17, Flink provided), without its tests ---------------
+FROM maven:3.9-eclipse-temurin-17 AS token-bridge
+WORKDIR /build
+COPY token-bridge/pom.xml ./pom.xml
+COPY token-bridge/src/main ./src/main
+RUN mvn -B -q -Dmaven.test.skip=true package
 
 # ---- build: compile TypeScript, then drop the dev dependencies ------------------------------------
 FROM node:24-bookworm-slim AS build
@@ -42,6 +52,8 @@ COPY --from=build /build/dist ./dist
 COPY --from=build /build/bin ./bin
 COPY README.md openapi.yaml ./
 COPY docs ./docs
+# Read by the init containers of the Kubernetes example; not used by the gateway itself.
+COPY --from=token-bridge /build/target/flink-jar-gateway-token-bridge.jar /opt/token-bridge/flink-jar-gateway-token-bridge.jar
 USER 9999:9999
 EXPOSE 8081
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \

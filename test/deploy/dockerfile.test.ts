@@ -40,12 +40,34 @@ function copyTargets(stage: Stage, ins: Instruction): string[] {
 }
 
 describe('Dockerfile', () => {
-  it('is multi-stage, and every stage starts from a Node 24 image', () => {
-    expect(stages.length).toBeGreaterThanOrEqual(2);
+  it('is multi-stage, and every stage starts from a Node 24 image, but the token bridge\'s Maven stage (Java 17, as token-bridge/pom.xml)', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(3);
     for (const s of stages) {
       if (stageNamed(s.base)) continue;
-      expect(s.base).toMatch(/^node:24([.-]|$)/);
+      if (s.name === 'token-bridge') expect(s.base).toMatch(/^maven:3\.9[.-].*-17$/);
+      else expect(s.base).toMatch(/^node:24([.-]|$)/);
     }
+    const release = /<maven\.compiler\.release>(\d+)</.exec(readFileSync(join(root, 'token-bridge', 'pom.xml'), 'utf8'))?.[1];
+    expect(release).toBe('17');
+  });
+
+  it('builds the token bridge jar without its tests from token-bridge/\'s pom and main sources, and the runtime image carries it outside the gateway\'s own directory', () => {
+    const bridge = stageNamed('token-bridge')!;
+    const copied = all(bridge, 'COPY').flatMap((i) => copyPaths(i).sources);
+    expect(copied.sort()).toEqual(['token-bridge/pom.xml', 'token-bridge/src/main']);
+    const run = all(bridge, 'RUN').map((i) => i.rest).join('\n');
+    expect(run).toMatch(/\bmvn\b.*\bpackage\b/);
+    expect(run).toContain('-Dmaven.test.skip=true');
+    // The pom's finalName is the jar's name.
+    const finalName = /<finalName>([^<]+)</.exec(readFileSync(join(root, 'token-bridge', 'pom.xml'), 'utf8'))?.[1];
+    const fromBridge = all(finalStage, 'COPY').filter((i) => i.flags.get('from') === 'token-bridge');
+    expect(fromBridge.map((i) => copyPaths(i).sources)).toEqual([[`/build/target/${finalName}.jar`]]);
+    // Where the Kubernetes example's init containers copy it from.
+    expect(fromBridge.flatMap((i) => copyTargets(finalStage, i))).toEqual([`/opt/token-bridge/${finalName}.jar`]);
+    const example = readFileSync(join(root, 'examples', 'kubernetes', 'flinkdeployment-session.yaml'), 'utf8');
+    expect(example).toContain(`/opt/token-bridge/${finalName}.jar`);
+    // Nothing of the bridge's tests or build output reaches the context.
+    for (const p of ['token-bridge/target/flink-jar-gateway-token-bridge.jar', 'token-bridge/src/test/java/X.java', 'token-bridge/README.md']) expect({ p, ignored: ignored(p) }).toEqual({ p, ignored: true });
   });
 
   it('builds with npm ci and npm run build, then drops the dev dependencies', () => {
@@ -75,7 +97,7 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('copies from the build stage only what that stage copied in or produced (npm ci, npm run build)', () => {
+  it('copies from the build stages only what each copied in or produced (npm ci, npm run build, mvn package)', () => {
     const outDir = JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8')).compilerOptions.outDir as string;
     for (const stage of stages) {
       for (const ins of all(stage, 'COPY').filter((i) => i.flags.has('from'))) {
@@ -86,6 +108,7 @@ describe('Dockerfile', () => {
         const wd = workdirAt(from!, from!.instructions.at(-1)!);
         if (runs.some((r) => r.includes('npm ci'))) produced.push(posix.join(wd, 'node_modules'));
         if (runs.some((r) => r.includes('npm run build'))) produced.push(posix.join(wd, outDir));
+        if (runs.some((r) => /\bmvn\b.*\bpackage\b/.test(r))) produced.push(posix.join(wd, 'target'));
         for (const src of copyPaths(ins).sources) {
           const ok = produced.some((p) => src === p || src.startsWith(`${p}/`));
           expect({ src, producedByStage: ok }).toEqual({ src, producedByStage: true });

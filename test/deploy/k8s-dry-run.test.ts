@@ -59,7 +59,7 @@ describe('examples/kubernetes/ on a real kube-apiserver (server-side dry run, th
   });
 
   it('covers every kind but the one without a CRD here', () => {
-    expect([...new Set(manifests.map((m) => m.obj.kind))].sort()).toEqual(expect.arrayContaining(['ConfigMap', 'FlinkDeployment', 'FlinkSessionJob', 'NetworkPolicy', 'PersistentVolumeClaim', 'Secret']));
+    expect([...new Set(manifests.map((m) => m.obj.kind))].sort()).toEqual(expect.arrayContaining(['ConfigMap', 'FlinkDeployment', 'FlinkSessionJob', 'NetworkPolicy', 'PersistentVolumeClaim', 'Role', 'RoleBinding', 'Secret', 'ServiceAccount']));
   });
 
   it.each(manifests.map((m) => [label(m), m] as [string, Manifest]))('%s is accepted by the API server (dryRun=All)', async (_name, m) => {

@@ -128,6 +128,11 @@ function standbyProblem(d: K8sObject): string | undefined {
   return undefined;
 }
 
+/** The name of the volume `c` mounts `file` from (the longest mount path that holds it). */
+function volumeOfFile(c: K8sObject, file: string): string | undefined {
+  return ((c.volumeMounts as K8sObject[] | undefined) ?? []).filter((m) => file.startsWith(`${m.mountPath}/`)).sort((a, b) => b.mountPath.length - a.mountPath.length)[0]?.name;
+}
+
 function decodeData(data: Record<string, string> | undefined): Record<string, string> {
   return Object.fromEntries(Object.entries(data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 }
@@ -247,9 +252,9 @@ describe('the operator\'s own validation rules (DefaultValidator)', () => {
     expect(keys.flatMap((a) => keys.filter((b) => b.startsWith(`${a}.`)).map((b) => `${a} -> ${b}`))).toEqual([]);
   });
 
-  it('the example is an HA session cluster: two JobManagers with ZooKeeper HA; standbys without HA are refused (control)', () => {
+  it('the example is an HA session cluster: two JobManagers with Kubernetes HA; standbys without HA are refused (control)', () => {
     expect(deployment.spec.jobManager.replicas).toBe(2);
-    expect(haTypeOf(flinkConf)).toBe('zookeeper');
+    expect(haTypeOf(flinkConf)).toBe('kubernetes');
     const noHa = structuredClone(deployment);
     delete noHa.spec.flinkConfiguration['high-availability.type'];
     expect(standbyProblem(noHa)).toMatch(/High availability should be enabled/);
@@ -286,11 +291,11 @@ describe('the gateway\'s configuration', () => {
     for (const k of Object.keys({ ...secret.stringData, ...secret.data })) expect({ k, known: registry.lookup(k) !== undefined }).toEqual({ k, known: true });
   });
 
-  it('resolves (types, ranges, enums) as the gateway does at start, with remote jars on and the pod IP as bind address', () => {
+  it('resolves (types, ranges, enums) as the gateway does at start, with remote jars on and every interface of the pod as bind address', () => {
     const { config } = loadGatewayConfig();
     expect(config.get(coreOptions.jarUriEnable)).toBe(true);
-    expect(config.get(coreOptions.restBindAddress)).toBe(POD_IP);
-    expect(config.get(artifactOptions.handoff)).toBe('shared-dir');
+    expect(config.get(coreOptions.restBindAddress)).toBe('0.0.0.0');
+    expect(config.get(artifactOptions.handoff)).toBe('upload');
   });
 
   it('credentials only in the Secret: no sensitive key in the ConfigMap, only sensitive keys with placeholder values in the Secret', () => {
@@ -353,9 +358,9 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     expect({ host: target.hostname, port: Number(target.port), protocol: target.protocol }).toEqual({ host: '127.0.0.1', port: jmPort, protocol: 'http:' });
   });
 
-  it('the gateway binds the pod IP, not loopback', () => {
+  it('the gateway listens on the pod\'s interfaces: the pod IP for the Service, loopback for the JobManager\'s token bridge', () => {
     const env = (gateway.env as K8sObject[]).find((e) => e.name === envNameFor(coreOptions.restBindAddress.key));
-    expect(env?.valueFrom?.fieldRef?.fieldPath).toBe('status.podIP');
+    expect(env?.value).toBe('0.0.0.0');
   });
 
   it('the operator\'s startup probe (GET /config on the main container\'s "rest" port) reaches the gateway, over HTTPS when it listens TLS', () => {
@@ -412,7 +417,7 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     expect(cert.spec.privateKey?.algorithm).toBe('RSA');
   });
 
-  it('web.upload.dir is the same path in both containers, on one shared emptyDir, with the jar cache on the same mount (hard links)', () => {
+  it('web.upload.dir is the same path in both containers of both pods: one ReadWriteMany claim, so a jar uploaded to one JobManager runs on the other', () => {
     const { config } = loadGatewayConfig();
     const uploadDir = flinkConf['web.upload.dir']!;
     expect(config.getOptional(coreOptions.jobManagerUploadDir)).toBe(uploadDir);
@@ -422,9 +427,19 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     const gwMount = mountFor(gateway, uploadDir);
     expect(jmMount).toBeDefined();
     expect(gwMount).toEqual(jmMount);
-    expect(volume(jmMount!.name)?.emptyDir).toBeDefined();
-    // link(2) fails across mounts (EXDEV) and the gateway would fall back to copying.
-    expect(mountFor(gateway, config.get(artifactOptions.cacheDir))).toEqual(gwMount);
+    // Not a per-pod emptyDir: the operator's upload and run may reach different JobManagers.
+    expect(volume(jmMount!.name)?.emptyDir).toBeUndefined();
+    const pvc = onlyOne(manifests, 'PersistentVolumeClaim', volume(jmMount!.name)?.persistentVolumeClaim?.claimName);
+    expect(pvc.spec.accessModes).toEqual(['ReadWriteMany']);
+    expect(pvc.metadata.namespace).toBe(deployment.metadata.namespace);
+    expect(jmMount!.readOnly ?? false).toBe(false);
+    // The jar cache is the pod's own (two gateways must not share one cache), on another filesystem:
+    // hard links cannot cross it, so the hand-off is an upload.
+    const cacheMount = mountFor(gateway, config.get(artifactOptions.cacheDir));
+    expect(cacheMount).toBeDefined();
+    expect(cacheMount).not.toEqual(gwMount);
+    expect(volume(cacheMount!.name)?.emptyDir).toBeDefined();
+    expect(config.get(artifactOptions.handoff)).toBe('upload');
   });
 
   it('both containers can write the shared volume: the gateway runs as the Flink image\'s uid 9999, the pod has fsGroup 9999, as in the Dockerfile', () => {
@@ -449,7 +464,8 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     expect(gatewayYaml()[coreOptions.secretsDir.key]).toBe(mountOf(gateway, secretVolume.name)!.mountPath);
     expect(secretVolume.secret.optional).toBe(true);
     expect(mountOf(main, secretVolume.name)).toBeUndefined();
-    // Each Secret volume is mounted by the gateway alone.
+    // Each Secret volume is mounted by the gateway alone (the gateway-truststore init container reads
+    // the TLS Secret's ca.crt, a public certificate).
     for (const v of (jmPod.spec.volumes as K8sObject[]).filter((x) => x.secret)) expect({ volume: v.name, inMain: mountOf(main, v.name) !== undefined }).toEqual({ volume: v.name, inMain: false });
     expect(mountOf(gateway, secretVolume.name)!.readOnly).toBe(true);
     for (const m of [deployment, configMap, secret]) expect(m.metadata.namespace).toBe(deployment.metadata.namespace);
@@ -496,14 +512,14 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     const accounts = ofKind(manifests, 'ServiceAccount').map((m) => m.obj);
     const annotations = accounts.flatMap((a) => Object.keys(a.metadata.annotations ?? {}));
     expect(annotations).toEqual(expect.arrayContaining(['eks.amazonaws.com/role-arn', 'azure.workload.identity/client-id']));
-    const binding = onlyOne(manifests, 'RoleBinding');
+    const binding = onlyOne(manifests, 'RoleBinding', 'flink-team-a-pod-identity');
     // The job Role the operator's Helm chart creates in each watched namespace (rbac.jobRole.name).
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'flink' });
     expect((binding.subjects as K8sObject[]).map((s) => s.name).sort()).toEqual(accounts.map((a) => a.metadata.name).sort());
   });
 });
 
-describe('HA: two JobManagers whose gateways share the cluster\'s ZooKeeper (ADR 0012)', () => {
+describe('HA: two JobManagers whose gateways share ConfigMaps in the cluster\'s namespace (Kubernetes HA, ADR 0012, ADR 0031)', () => {
   const name = deployment.metadata.name as string;
 
   it('the gateway mounts Flink\'s configuration volume read-only, and gateway.cluster.flink-conf is that mount', () => {
@@ -517,19 +533,28 @@ describe('HA: two JobManagers whose gateways share the cluster\'s ZooKeeper (ADR
     expect(gatewayYaml()[CLUSTER_FLINK_CONF_KEY]).toBe(mount?.mountPath);
   });
 
-  it('the gateway\'s store resolves to the cluster\'s ZooKeeper, under Flink\'s namespace /flink/<name>', () => {
+  it('the gateway\'s store resolves to ConfigMaps of the cluster (its cluster-id, its namespace), with the pod\'s service account', () => {
     const { config, cluster } = loadGatewayConfig();
     expect(Object.fromEntries(cluster)).toEqual(operatorFlinkConfig(deployment));
-    expect(haStoreOf(config.get(haOptions.store), Object.fromEntries(cluster))).toEqual({
-      kind: 'zookeeper',
-      settings: expect.objectContaining({ quorum: flinkConf['high-availability.zookeeper.quorum'], namespace: `/flink/${name}` }),
-    });
-    // gateway.ha.store is explicit: a cluster configuration without ZooKeeper HA stops the gateway
+    const store = haStoreOf(config.get(haOptions.store), Object.fromEntries(cluster));
+    expect(store).toMatchObject({ kind: 'kubernetes', settings: { clusterId: name, namespace: deployment.metadata.namespace } });
+    // No kubeconfig: in the pod the gateway uses the service account (the JobManager's).
+    expect(Object.keys(flinkConf).filter((k) => k.startsWith('kubernetes.config.') || k === 'kubernetes.context')).toEqual([]);
+    // auto picks the same store.
+    expect(haStoreOf('auto', Object.fromEntries(cluster))).toEqual(store);
+    // gateway.ha.store is explicit: a cluster configuration without Kubernetes HA stops the gateway
     // instead of leaving two gateways with a store each (control).
-    expect(config.get(haOptions.store)).toBe('zookeeper');
-    expect(() => haStoreOf(config.get(haOptions.store), { ...Object.fromEntries(cluster), 'high-availability.type': 'NONE' })).toThrow(/gateway.ha.store is zookeeper/);
-    // Kubernetes HA (the operator's usual one) resolves too: ConfigMaps in the cluster's namespace (ADR 0031).
-    expect(haStoreOf('auto', { ...Object.fromEntries(cluster), 'high-availability.type': 'kubernetes', 'kubernetes.cluster-id': name })).toMatchObject({ kind: 'kubernetes', settings: { clusterId: name } });
+    expect(config.get(haOptions.store)).toBe('kubernetes');
+    expect(() => haStoreOf(config.get(haOptions.store), { ...Object.fromEntries(cluster), 'high-availability.type': 'NONE' })).toThrow(/gateway.ha.store is kubernetes/);
+  });
+
+  it('RBAC: a Role with exactly the store\'s verbs on configmaps (ADR 0031), bound to the JobManager\'s service account', () => {
+    const role = onlyOne(manifests, 'Role', 'team-a-session-gateway-ha');
+    expect(role.metadata.namespace).toBe(deployment.metadata.namespace);
+    expect(role.rules).toEqual([{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] }]);
+    const binding = onlyOne(manifests, 'RoleBinding', 'team-a-session-gateway-ha');
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: deployment.spec.serviceAccount, namespace: deployment.metadata.namespace }]);
   });
 
   it('the gateways\' shared HA secret (ADR 0028) is a file from a Secret of its own: required, in the gateway container only, one key', () => {
@@ -543,8 +568,6 @@ describe('HA: two JobManagers whose gateways share the cluster\'s ZooKeeper (ADR
     const haSecret = onlyOne(manifests, 'Secret', v.secret.secretName);
     expect(Object.keys({ ...haSecret.stringData, ...haSecret.data })).toEqual([file.slice(mount!.mountPath.length + 1)]);
     expect(haSecret.metadata.namespace).toBe(deployment.metadata.namespace);
-    // The Flink side keeps Flink's default open ACLs: creator would stop the gateways.
-    expect(flinkConf['high-availability.zookeeper.client.acl'] ?? 'open').toBe('open');
   });
 
   it('no key of the cluster\'s Flink configuration changes the gateway\'s own options: the JobManager\'s own keys are not taken, and nothing else in it is a gateway option', () => {
@@ -580,5 +603,83 @@ describe('HA: two JobManagers whose gateways share the cluster\'s ZooKeeper (ADR
   it('the JobManagers prefer different nodes', () => {
     const terms = jmPod.spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution as K8sObject[];
     expect(terms?.map((t) => t.podAffinityTerm)).toEqual([{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: flinkPodLabels(name, 'jobmanager') } }]);
+  });
+});
+
+describe('the token bridge (token-bridge/README.md): its jar in lib/ of the JobManager and the TaskManagers, its secret, its keys', () => {
+  const BRIDGE_JAR = 'flink-jar-gateway-token-bridge.jar';
+  const tmPod = deployment.spec.taskManager.podTemplate as K8sObject;
+  const podVolume = (pod: K8sObject, name: string) => (pod.spec.volumes as K8sObject[]).find((v) => v.name === name);
+  const mainOf = (pod: K8sObject) => (pod.spec.containers as K8sObject[]).find((c) => c.name === MAIN_CONTAINER)!;
+
+  it.each([['JobManager', jmPod], ['TaskManager', tmPod]] as const)('%s: an init container from the gateway image copies the jar into a volume, mounted as one file into the stock image\'s lib/', (_who, pod) => {
+    const init = (pod.spec.initContainers as K8sObject[]).find((c) => c.name === 'token-bridge')!;
+    expect(init.image).toBe(gateway.image);
+    const [cmd, from, to] = init.command as string[];
+    expect(cmd).toBe('cp');
+    expect(from).toBe(`/opt/token-bridge/${BRIDGE_JAR}`);
+    const initMount = (init.volumeMounts as K8sObject[]).find((m) => posix.normalize(to!).replace(/\/$/, '') === m.mountPath)!;
+    expect(podVolume(pod, initMount.name)?.emptyDir).toBeDefined();
+    // lib/, not plugins/: job code reads the receiver's registry (a plugin class loader would hide it).
+    const libMount = (mainOf(pod).volumeMounts as K8sObject[]).find((m) => m.name === initMount.name)!;
+    expect(libMount).toMatchObject({ mountPath: `/opt/flink/lib/${BRIDGE_JAR}`, subPath: BRIDGE_JAR, readOnly: true });
+    expect(init.securityContext.runAsUser).toBe(gateway.securityContext.runAsUser);
+    expect(pod.spec.securityContext.fsGroup).toBe(gateway.securityContext.runAsGroup);
+  });
+
+  it('the gateway creates the bridge secret on a volume the JobManager container reads it from (same path, same uid); not a Secret, and not in the TaskManagers', () => {
+    const file = String(gatewayYaml()['gateway.tokens.bridge-secret-file']);
+    expect(flinkConf['security.delegation.token.provider.gateway.secret-file']).toBe(file);
+    const v = volumeOfFile(gateway, file)!;
+    expect(volumeOfFile(main, file)).toBe(v);
+    // The gateway refuses a bridge secret file it does not own (a Secret volume's files are root's
+    // symlinks): it writes the file itself, and only the JobManager reads it.
+    expect(volume(v)?.emptyDir).toBeDefined();
+    expect(mountOf(gateway, v)!.readOnly ?? false).toBe(false);
+    expect(mountOf(main, v)!.readOnly).toBe(true);
+    // The Flink image's uid (9999) is the gateway's: the 0600 file is readable by the JobManager.
+    expect(gateway.securityContext.runAsUser).toBe(9999);
+    expect(((tmPod.spec.volumes as K8sObject[]) ?? []).some((x) => x.secret || x.name === v)).toBe(false);
+  });
+
+  it('the gateway\'s state lives in directories it creates below its mounts (a volume\'s root is not the gateway\'s own, and the gateway refuses such a directory)', () => {
+    const { config } = loadGatewayConfig();
+    const bridgeDir = posix.dirname(String(gatewayYaml()['gateway.tokens.bridge-secret-file']));
+    const cacheDir = config.get(artifactOptions.cacheDir);
+    const storeDir = String(gatewayYaml()['gateway.tokens.store-dir'] ?? posix.join(cacheDir, 'registrations'));
+    for (const d of [bridgeDir, cacheDir, storeDir]) {
+      const mount = ((gateway.volumeMounts as K8sObject[]) ?? []).find((m) => d.startsWith(`${m.mountPath}/`));
+      expect({ dir: d, belowAMount: mount !== undefined }).toEqual({ dir: d, belowAMount: true });
+      expect(((gateway.volumeMounts as K8sObject[]) ?? []).some((m) => m.mountPath === d)).toBe(false);
+      expect(mount!.readOnly ?? false).toBe(false);
+    }
+  });
+
+  it('the bridge pulls the gateway on loopback at rest.port, over HTTPS that its JVM trusts: the certificate names 127.0.0.1 and the truststore holds its CA', () => {
+    const url = new URL(flinkConf['security.delegation.token.provider.gateway.url']!);
+    const { config } = loadGatewayConfig();
+    expect({ host: url.hostname, port: Number(url.port), protocol: url.protocol }).toEqual({ host: '127.0.0.1', port: config.get(coreOptions.restPort), protocol: gatewayTls(config) ? 'https:' : 'http:' });
+    const cert = onlyOne(manifests, 'Certificate');
+    expect(cert.spec.ipAddresses).toContain('127.0.0.1');
+    // The truststore: built by an init container from the JVM's own CAs plus the gateway certificate's CA.
+    const opts = new Map((flinkConf['env.java.opts.jobmanager'] ?? '').split(/\s+/).map((o) => /^-D([^=]+)=(.*)$/.exec(o)).filter((m) => m !== null).map((m) => [m![1]!, m![2]!]));
+    const store = opts.get('javax.net.ssl.trustStore')!;
+    expect(store).toBeDefined();
+    const storeVolume = volumeOfFile(main, store)!;
+    expect(volume(storeVolume)?.emptyDir).toBeDefined();
+    const init = (jmPod.spec.initContainers as K8sObject[]).find((c) => c.name === 'gateway-truststore')!;
+    expect(init.image).toBe(deployment.spec.image);
+    const script = (init.command as string[]).join(' ');
+    expect(script).toContain(store);
+    expect(script).toContain('$JAVA_HOME/lib/security/cacerts');
+    expect(script).toContain(`-storepass ${opts.get('javax.net.ssl.trustStorePassword')}`);
+    const caMount = (init.volumeMounts as K8sObject[]).find((m) => script.includes(`${m.mountPath}/ca.crt`))!;
+    expect(volume(caMount.name)?.secret).toMatchObject({ secretName: cert.spec.secretName, items: [{ key: 'ca.crt', path: 'ca.crt' }] });
+    expect(volumeOfFile(init, store)).toBe(storeVolume);
+  });
+
+  it('Flink\'s retry backoff is the bridge\'s poll interval (10 s by default), not Flink\'s hour', () => {
+    const poll = flinkConf['security.delegation.token.provider.gateway.poll-interval'] ?? '10 s';
+    expect(flinkConf['security.delegation.tokens.renewal.retry.backoff']).toBe(poll);
   });
 });

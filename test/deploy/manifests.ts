@@ -55,11 +55,17 @@ export const FLINK_CONF_VOLUME = 'flink-config-volume';
 
 /**
  * The cluster's Flink configuration as the operator writes it into that volume, as far as the
- * gateway cares: the FlinkDeployment's flinkConfiguration plus `high-availability.cluster-id`, which
- * the operator sets to the deployment's name.
+ * gateway cares: the FlinkDeployment's flinkConfiguration plus `high-availability.cluster-id` and
+ * `kubernetes.cluster-id` (the deployment's name) and `kubernetes.namespace` (its namespace), which
+ * the operator sets itself.
  */
 export function operatorFlinkConfig(deployment: K8sObject): Record<string, string> {
-  return { ...(deployment.spec.flinkConfiguration as Record<string, string>), 'high-availability.cluster-id': deployment.metadata.name };
+  return {
+    ...(deployment.spec.flinkConfiguration as Record<string, string>),
+    'high-availability.cluster-id': deployment.metadata.name,
+    'kubernetes.cluster-id': deployment.metadata.name,
+    'kubernetes.namespace': deployment.metadata.namespace,
+  };
 }
 
 /** `-Dkey=value` pairs of a whitespace-separated argument string (as Flink's entrypoint reads them). */

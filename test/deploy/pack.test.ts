@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { get as httpGet, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -8,8 +8,7 @@ import { projectRoot } from '../../src/project-root';
 import { type GatewayProcess, startGatewayProcess } from '../helpers/gateway-process';
 import { type Origin, startOrigin } from '../helpers/origin';
 import { type ProcessResult, runProcess } from '../helpers/run-process';
-import { stringify } from 'yaml';
-import { FLINK_CONF_VOLUME, type K8sObject, loadManifests, ofKind, onlyOne, operatorFlinkConfig } from './manifests';
+import { kubernetesExample } from './example-sidecar';
 
 // `npm run build` (unless dist/ is current) → `npm pack` → `npm install --omit=dev <tarball>` into an
 // empty directory → run the installed bin, the way a user of the package would. npm itself runs on
@@ -74,78 +73,6 @@ function httpsGet(url: string, tls: { ca: string; cert?: string; key?: string })
     req.once('error', reject);
     req.end();
   });
-}
-
-/**
- * The gateway sidecar of examples/kubernetes as a local process: its args and environment, every
- * volume it mounts mapped to a local directory (the ConfigMap's file, the Secret's files, the shared
- * emptyDir, Flink's configuration volume with the cluster's config.yaml as the operator writes it),
- * and throwaway TLS material in place of cert-manager's: a CA, a server certificate and an operator
- * client certificate it signed. Binds 127.0.0.1 instead of the pod IP. One gateway, without the
- * example's ZooKeeper (there is none here): gateway.ha.store local; the ZooKeeper store and leader
- * following run against a real ZooKeeper in test/ha/.
- */
-function kubernetesExample(dir: string): { args: string[]; env: Record<string, string>; ca: string; operator: { cert: string; key: string } } {
-  const manifests = loadManifests();
-  const deployment = onlyOne(manifests, 'FlinkDeployment');
-  const pod = deployment.spec.jobManager.podTemplate.spec as K8sObject;
-  const sidecar = (pod.containers as K8sObject[]).find((c) => c.name === 'flink-jar-gateway')!;
-  const local = new Map<string, string>();
-  const declaredSecret = (name: string) => ofKind(manifests, 'Secret').some((m) => m.obj.metadata?.name === name);
-  for (const m of sidecar.volumeMounts as K8sObject[]) {
-    const target = join(dir, m.name);
-    mkdirSync(target, { recursive: true });
-    local.set(m.mountPath, target);
-    // Added to the pod by Flink, not declared in the template.
-    if (m.name === FLINK_CONF_VOLUME) {
-      writeFileSync(join(target, 'config.yaml'), stringify(operatorFlinkConfig(deployment)));
-      continue;
-    }
-    const volume = (pod.volumes as K8sObject[]).find((v) => v.name === m.name)!;
-    if (volume.configMap) {
-      const cm = onlyOne(manifests, 'ConfigMap', volume.configMap.name);
-      for (const [k, v] of Object.entries(cm.data as Record<string, string>)) writeFileSync(join(target, k), v);
-    } else if (volume.secret && declaredSecret(volume.secret.secretName)) {
-      // A Secret the example ships (credentials, the HA store's shared secret): its files as written.
-      const s = onlyOne(manifests, 'Secret', volume.secret.secretName);
-      for (const [k, v] of Object.entries(s.stringData as Record<string, string>)) writeFileSync(join(target, k), v);
-    } else if (volume.secret) {
-      // The TLS Secret cert-manager makes from the example's Certificate.
-      makeTls(target);
-    }
-  }
-  // One pass, longest mount path first (so /a/b is not read as /a, and no result is rewritten again).
-  const mounts = [...local.keys()].sort((a, b) => b.length - a.length);
-  const pattern = new RegExp(`(${mounts.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})(?=/|$)`, 'gm');
-  const remap = (text: string) => text.replace(pattern, (m) => local.get(m)!);
-  for (const m of sidecar.volumeMounts as K8sObject[]) {
-    const target = local.get(m.mountPath)!;
-    for (const f of readdirSync(target)) if (f.endsWith('.yaml')) writeFileSync(join(target, f), remap(readFileSync(join(target, f), 'utf8')));
-  }
-  const env: Record<string, string> = {};
-  for (const e of sidecar.env as K8sObject[]) env[e.name] = e.valueFrom?.fieldRef?.fieldPath === 'status.podIP' ? '127.0.0.1' : String(e.value);
-  const tls = join(dir, (sidecar.volumeMounts as K8sObject[]).find((m) => (pod.volumes as K8sObject[]).find((v) => v.name === m.name && v.secret && !declaredSecret(v.secret.secretName)))!.name);
-  return {
-    args: [...(sidecar.args as string[]).map(remap), '-Dgateway.ha.store=local'],
-    env,
-    ca: readFileSync(join(tls, 'ca.crt'), 'utf8'),
-    operator: { cert: readFileSync(join(tls, 'operator.crt'), 'utf8'), key: readFileSync(join(tls, 'operator.key'), 'utf8') },
-  };
-}
-
-/** tls.crt/tls.key (server, for localhost), ca.crt, and operator.crt/.key (client CN=flink-operator), with openssl. */
-function makeTls(dir: string): void {
-  const ossl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  ossl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=flink-rest-ca');
-  for (const [name, subj, ext] of [
-    ['tls', '/CN=team-a-session-rest.team-a', 'subjectAltName=DNS:team-a-session-rest.team-a,DNS:localhost,IP:127.0.0.1'],
-    ['operator', '/CN=flink-operator', 'extendedKeyUsage=clientAuth'],
-  ] as const) {
-    ossl('req', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj);
-    writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
-    ossl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`);
-  }
 }
 
 let work: string;
@@ -310,8 +237,10 @@ describe('npm pack', () => {
     }, 60_000);
 
     it('runs the Kubernetes example\'s configuration: HTTPS, probes without credentials, the operator by client certificate', async () => {
+      // One gateway, without the example's Kubernetes API server: gateway.ha.store local here (the
+      // example's store and two gateways run in k8s-example-upload-run.test.ts and test/ha/).
       const example = kubernetesExample(join(work, 'k8s'));
-      const gw = await startGateway(example.args, example.env);
+      const gw = await startGateway([...example.args, '-Dgateway.ha.store=local'], example.env);
       let exited: Promise<number | null> | undefined;
       try {
         expect(gw.url).toMatch(/^https:/);
