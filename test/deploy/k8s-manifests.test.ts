@@ -227,8 +227,9 @@ describe(`core Kubernetes schemas (${K8S_VERSION}, strict)`, () => {
     expectValid(coreValidator(m.obj.apiVersion, m.obj.kind), m.obj, label(m));
   });
 
-  it('the JobManager pod template is a valid PodTemplateSpec (what operator >= 1.11 expects; no apiVersion/kind)', () => {
+  it('the JobManager and TaskManager pod templates are valid PodTemplateSpecs (what operator >= 1.11 expects; no apiVersion/kind)', () => {
     expectValid(coreValidator('v1', 'PodTemplateSpec'), jmPod, 'spec.jobManager.podTemplate');
+    expectValid(coreValidator('v1', 'PodTemplateSpec'), deployment.spec.taskManager.podTemplate, 'spec.taskManager.podTemplate');
   });
 
   it('the core schemas catch an unknown field (control)', () => {
