@@ -43,7 +43,7 @@ export class AzureFileSystem implements FileSystem {
   private readonly log: Logger;
 
   constructor(private readonly ctx: PluginContext, defaultCredential: () => TokenCredential = lazyDefaultCredential()) {
-    this.bulk = new BulkHttpClient({ guard: ctx.guard, ...(ctx.ca !== undefined ? { ca: ctx.ca } : {}), connectTimeoutMs: CONNECT_TIMEOUT_MS, readTimeoutMs: READ_TIMEOUT_MS });
+    this.bulk = new BulkHttpClient({ guard: ctx.guard, ca: ctx.ca, connectTimeoutMs: CONNECT_TIMEOUT_MS, readTimeoutMs: READ_TIMEOUT_MS });
     this.transport = bulkTransport(this.bulk);
     this.defaultCredential = defaultCredential;
     this.log = ctx.log.child({ plugin: 'azure' });
@@ -160,7 +160,7 @@ export class AzureFileSystem implements FileSystem {
     const id = hosts.join('|');
     let identity = this.oauth.get(id);
     if (identity === undefined) {
-      identity = oauthIdentity(this.ctx.config, hosts, { guard: this.ctx.guard, ...(this.ctx.ca !== undefined ? { ca: this.ctx.ca } : {}) });
+      identity = oauthIdentity(this.ctx.config, hosts, { guard: this.ctx.guard, ca: this.ctx.ca });
       this.oauth.set(id, identity);
       this.log.debug({ hosts, identity: identity.kind, configKey: identity.configKey }, 'azure oauth identity created');
     }

@@ -59,7 +59,8 @@ export function usesOAuth(config: Configuration, hosts: readonly string[]): bool
 
 export interface OAuthDeps {
   guard: ConnectGuard;
-  ca?: string;
+  /** PEM CA bundle; undefined = system CAs. */
+  ca?: string | undefined;
   env?: NodeJS.ProcessEnv;
 }
 

@@ -19,7 +19,8 @@ const STS_TIMEOUT_MS = 30_000;
 export interface CredentialDeps {
   guard: ConnectGuard;
   log: Logger;
-  ca?: string;
+  /** PEM CA bundle; undefined = system CAs. */
+  ca?: string | undefined;
   /** Every STS client made, so that `close` releases them. */
   stsClients: Set<Sts>;
 }
@@ -80,7 +81,7 @@ function stsClient(sts: StsTarget, deps: CredentialDeps, credentials?: AwsCreden
     region: sts.region,
     ...(credentials ? { credentials } : {}),
     timeoutMs: STS_TIMEOUT_MS,
-    ...(deps.ca !== undefined ? { ca: deps.ca } : {}),
+    ca: deps.ca,
     lookup: deps.guard.lookupFor(port),
   });
   deps.stsClients.add(client);

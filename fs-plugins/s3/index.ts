@@ -34,7 +34,7 @@ export const s3Plugin: FsPluginDefinition = {
       settings: new S3Settings(ctx.config),
       guard: ctx.guard,
       log: ctx.log.child({ plugin: 's3' }),
-      ...(ctx.ca !== undefined ? { ca: ctx.ca } : {}),
+      ca: ctx.ca,
     });
   },
   tokenProvider: s3TokenProvider,

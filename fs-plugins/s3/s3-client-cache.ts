@@ -12,7 +12,8 @@ import type { Sts } from './sts';
 export interface ClientCacheDeps {
   guard: ConnectGuard;
   log: Logger;
-  ca?: string;
+  /** PEM CA bundle; undefined = system CAs. */
+  ca?: string | undefined;
 }
 
 /** The port a request to `endpoint` (or to AWS, always https) connects to. */
@@ -77,7 +78,7 @@ export class S3ClientCache {
     if (target.endpoint) config.endpoint = target.endpoint.href.replace(/\/$/, '');
     // Without credential settings the SDK uses its default provider chain (env, SSO, web identity /
     // IRSA, profile files, process, ECS / EKS pod identity, EC2 metadata), refreshing what expires.
-    const credentials = buildCredentials(target.credentials, target.sts, { guard: this.deps.guard, log: this.deps.log, stsClients: this.stsClients, ...(this.deps.ca !== undefined ? { ca: this.deps.ca } : {}) });
+    const credentials = buildCredentials(target.credentials, target.sts, { guard: this.deps.guard, log: this.deps.log, stsClients: this.stsClients, ca: this.deps.ca });
     // Hadoop's anonymous provider: requests go unsigned (public buckets).
     if (credentials === 'anonymous') config.signer = { sign: async (request) => request };
     else if (credentials !== undefined) config.credentials = credentials;

@@ -13,7 +13,8 @@ export interface S3FileSystemDeps {
   settings: S3Settings;
   guard: ConnectGuard;
   log: Logger;
-  ca?: string;
+  /** PEM CA bundle; undefined = system CAs. */
+  ca?: string | undefined;
 }
 
 /** The fields of a HEAD answer the plugin reads, as the SDK types them (absent or undefined alike). */
@@ -41,8 +42,8 @@ export class S3FileSystem implements FileSystem {
   private readonly bulk: BulkHttpClient;
 
   constructor(private readonly deps: S3FileSystemDeps) {
-    this.clients = new S3ClientCache({ guard: deps.guard, log: deps.log, ...(deps.ca !== undefined ? { ca: deps.ca } : {}) });
-    this.bulk = new BulkHttpClient({ guard: deps.guard, ...(deps.ca !== undefined ? { ca: deps.ca } : {}), connectTimeoutMs: CONNECT_TIMEOUT_MS, readTimeoutMs: READ_TIMEOUT_MS });
+    this.clients = new S3ClientCache({ guard: deps.guard, log: deps.log, ca: deps.ca });
+    this.bulk = new BulkHttpClient({ guard: deps.guard, ca: deps.ca, connectTimeoutMs: CONNECT_TIMEOUT_MS, readTimeoutMs: READ_TIMEOUT_MS });
   }
 
   async stat(uri: URL, signal: AbortSignal): Promise<ObjectStat> {

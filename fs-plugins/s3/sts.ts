@@ -23,7 +23,7 @@ export interface StsOptions {
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string } | AwsCredentialIdentityProvider;
   timeoutMs: number;
   /** PEM CA bundle; undefined = system CAs. */
-  ca?: string;
+  ca?: string | undefined;
   /** A guarded DNS lookup for the connections (the plugin's restricted-host guard). */
   lookup?: LookupFunction;
 }

@@ -175,7 +175,7 @@ export class S3DelegationTokenProvider extends JobScopedProvider<JobState, Setti
         region,
         ...(chain ? {} : { credentials: { accessKeyId: o.accessKey!, secretAccessKey: o.secretKey! } }),
         timeoutMs: o.timeout ?? PROVIDER_TIMEOUT_DEFAULT_MS,
-        ...(this.ca === undefined ? {} : { ca: this.ca }),
+        ca: this.ca,
       }),
     };
   }

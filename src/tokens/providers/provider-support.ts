@@ -23,7 +23,7 @@ export interface ProviderDeps {
   now?: () => number;
   log?: Logger;
   /** PEM CA bundle for the providers' outbound https (private endpoints); undefined = system CAs. */
-  ca?: string;
+  ca?: string | undefined;
 }
 
 /**
