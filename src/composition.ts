@@ -191,7 +191,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
 
     // Jobs nobody registered before they started are registered with the cluster default scope or cancelled (ADR 0010).
     const unregistered = store
-      ? new UnregisteredJobs({ policy: config.get(tokenOptions.unregisteredJobs) as UnregisteredJobsPolicy, registrations, cluster, defaults: config.getOptional(tokenOptions.clusterDefaultConfiguration) ?? {}, audit, log: logger.child({ component: 'unregistered-jobs' }) })
+      ? new UnregisteredJobs({ policy: config.get(tokenOptions.unregisteredJobs) as UnregisteredJobsPolicy, registrations, cluster, defaults: config.getOptional(tokenOptions.clusterDefaultConfiguration) ?? {}, audit, log: logger.child({ component: 'unregistered-jobs' }), maxGraphBytes: config.get(tokenOptions.jobGraphMaxSize) })
       : undefined;
     if (unregistered?.policy === 'ignore') tokenLog.warn('gateway.tokens.unregistered-jobs: ignore — jobs the gateway did not register run without delegation tokens (each is audited)');
     const policyMode = config.get(coreOptions.policyMode) as 'open' | 'fetched-only';

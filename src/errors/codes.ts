@@ -152,6 +152,11 @@ export const ERROR_CODES = {
     status: 400,
     template: "The delegation-token provider '{provider}' refused the job {jobId}, registered with the cluster default scope (gateway.tokens.cluster-default-configuration) because it came as a job graph: {reason}. The JobManager had started it; the gateway cancelled it.",
   },
+  GW_JOB_GRAPH_UNREADABLE: {
+    status: 400,
+    template:
+      "The job graph of this POST /v1/jobs cannot be read, so its job cannot be registered with its own configuration for delegation tokens; nothing was started: {reason}. Submit it with Flink's own client (flink run, RestClusterClient) of Flink 1.20 to 2.3, or run the jar through POST /jars/:jarid/run.",
+  },
   GW_TOKENS_BRIDGE_UNAUTHORIZED: {
     status: 401,
     template:

@@ -10,7 +10,9 @@ import { decodeAnswer, filterConfigurationAnswer, flinkSecretRule, type SecretRu
 import { forwardedRequestHeaders } from './forwarded-headers';
 import { answerClassesOf } from './jobmanager-answers';
 import { passedOnBodyBytes } from '../v8-tuning';
+import type { JobGraphSummary } from '../submission/job-graph/job-graph-reader';
 import { type JobGraphHook, readJobGraphAnswer } from './job-graph-answer';
+import { JobGraphTap } from './job-graph-tap';
 
 // Hop-by-hop headers of an answer (RFC 9110 §7.6.1), not relayed to the client.
 const HOP_BY_HOP = new Set([
@@ -116,20 +118,46 @@ export function createPassThrough(
     }
     let upstream: Dispatcher.ResponseData;
     const t0 = performance.now();
+    const log: Logger = res.locals.log ?? logger;
+    // POST /v1/jobs: the job graph is read on its way and its job registered before the body completes.
+    let read: JobGraphSummary | undefined;
+    let answered = false;
+    const tap =
+      jobGraph?.graphReading && forwardBody
+        ? new JobGraphTap(req.headers, {
+            maxGraphBytes: jobGraph.graphReading.maxBytes,
+            onGraph: async (graph) => {
+              if (answered || abort.signal.aborted) throw new Error('the submission ended before its job graph was read');
+              await jobGraph.jobGraphRead(graph, res.locals.principal ?? 'anonymous', log.child({ jobId: graph.jobId }));
+              read = graph;
+            },
+          })
+        : undefined;
+    let body: Readable | null = null;
+    if (tap) {
+      pipeline(req, tap, () => undefined);
+      body = tap;
+    } else if (forwardBody) body = requestBody(req);
     try {
       // A JobManager that accepts the connection and never answers must not hang the client: the
       // wait for its answer's head is bounded (and a redirect to its own https address refused).
-      upstream = await cluster.forward({ method: req.method, url: req.originalUrl, headers, body: forwardBody ? requestBody(req) : null, signal: abort.signal });
+      upstream = await cluster.forward({ method: req.method, url: req.originalUrl, headers, body, signal: abort.signal });
     } catch (err) {
+      answered = true;
+      // The body was complete (its graph read and registered): the JobManager may have the job.
+      if (read && jobGraph) await jobGraph.jobGraphFailed(read, true, log);
       if (abort.signal.aborted) return;
-      next(err);
+      next(tap?.failure ?? err);
       return;
+    } finally {
+      answered = true;
     }
     onResponse?.(upstream.statusCode, (performance.now() - t0) / 1000);
     if (jobGraph && upstream.statusCode >= 200 && upstream.statusCode < 300) {
-      await relayJobGraphAnswer(upstream, jobGraph, res, next);
+      await relayJobGraphAnswer(upstream, jobGraph, res, next, read);
       return;
     }
+    if (read && jobGraph) await jobGraph.jobGraphFailed(read, false, log);
     if (filtered && req.method !== 'HEAD') {
       await relayFiltered(upstream, req, res, next);
       return;
@@ -184,23 +212,31 @@ export function createPassThrough(
     res.end(out);
   }
 
-  async function relayJobGraphAnswer(upstream: Dispatcher.ResponseData, hook: JobGraphHook, res: Response, next: NextFunction): Promise<void> {
+  async function relayJobGraphAnswer(upstream: Dispatcher.ResponseData, hook: JobGraphHook, res: Response, next: NextFunction, read: JobGraphSummary | undefined): Promise<void> {
     let answer: Awaited<ReturnType<typeof readJobGraphAnswer>>;
+    const log: Logger = res.locals.log ?? logger;
     try {
       answer = await readJobGraphAnswer(upstream);
     } catch (err) {
+      if (read) await hook.jobGraphFailed(read, true, log);
       next(cluster.answerFailure(err, 'POST /v1/jobs answer'));
       return;
     }
-    const log: Logger = res.locals.log ?? logger;
+    if (read && answer.jobId !== read.jobId) {
+      // Flink runs a graph under its own id; an answer naming another is not this graph's.
+      log.error({ read: read.jobId, answered: answer.jobId }, "the JobManager's answer names another job than the graph it was sent");
+      await hook.jobGraphFailed(read, true, log);
+      read = undefined;
+    }
     if (answer.jobId) {
       try {
-        await hook.jobGraphAccepted(answer.jobId, res.locals.principal ?? 'anonymous', res.locals.reqId ?? '', log.child({ jobId: answer.jobId }));
+        await hook.jobGraphAccepted(answer.jobId, res.locals.principal ?? 'anonymous', res.locals.reqId ?? '', log.child({ jobId: answer.jobId }), read);
       } catch (err) {
         next(err);
         return;
       }
     } else {
+      if (read) await hook.jobGraphFailed(read, true, log);
       log.warn('the JobManager accepted a job graph without naming its job; the job watcher will find it');
     }
     const headers = responseHeaders(upstream.headers);

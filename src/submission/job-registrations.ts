@@ -27,13 +27,20 @@ export interface RegisteredJob {
 /** Keys the gateway adds to a fetched jar's forwarded configuration (see remote-jars.ts). */
 export const PROVENANCE_PREFIX = 'gateway.artifact.';
 
+/** How a registration came to be, when not a jar run (`submitted`): a job graph read from POST /v1/jobs, say. */
+export interface RegistrationOrigin {
+  source: RegistrationSource;
+  /** The caller, when the principal is another (the cluster default scope). */
+  submittedBy?: string;
+}
+
 /** The registration hook as the run pipeline sees it. */
 export interface JobRegistrar {
   /**
    * Registers the job with every token provider BEFORE the JobManager is asked to run it. Rejects
    * with GW_TOKENS_REJECTED when a provider refuses (every provider is then rolled back).
    */
-  register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger, principal?: string): Promise<void>;
+  register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger, principal?: string, origin?: RegistrationOrigin): Promise<void>;
   /** The JobManager refused the run: undo the registration everywhere. */
   rollback(jobId: string, log: Logger): Promise<void>;
   /** The run reached the JobManager (accepted, or the outcome is unknown): the job watcher may follow it. */
@@ -143,7 +150,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     return [...this.pending.values()].map(({ jobId, attempts, lastError, nextRetryAt }) => ({ jobId, attempts, lastError, nextRetryAt }));
   }
 
-  async register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger, principal = 'anonymous'): Promise<void> {
+  async register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger, principal = 'anonymous', origin: RegistrationOrigin = { source: 'submitted' }): Promise<void> {
     if (!this.enabled) return;
     const configuration = redactConfiguration({ ...this.opts.cluster, ...flinkConfiguration }, this.opts.isSensitive);
     // An earlier attempt's registration, here or (HA) stored by another replica.
@@ -152,7 +159,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     // register the same id again, so nobody can switch a running job's tokens to theirs.
     const known = this.configurations.get(jobId) ?? (this.opts.store?.get(jobId) ? canonical(this.opts.store.get(jobId)!.configuration) : undefined);
     // A job registered with the cluster default scope is not anyone's to take over by resubmitting its id.
-    const adopted = (this.origins.get(jobId)?.source ?? this.opts.store?.get(jobId)?.source ?? 'submitted') !== 'submitted';
+    const adopted = (this.origins.get(jobId)?.principal ?? this.opts.store?.get(jobId)?.principal) === CLUSTER_DEFAULT_PRINCIPAL;
     if (adopted || (known !== undefined && known !== canonical(configuration))) {
       log.info('a different request tried to register a job id that is registered already; refused, the registration is unchanged');
       throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
@@ -169,7 +176,7 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     const registeredAt = this.jobs.get(jobId) ?? this.now();
     this.jobs.set(jobId, registeredAt);
     this.configurations.set(jobId, canonical(configuration));
-    this.origins.set(jobId, { principal, source: 'submitted' });
+    this.origins.set(jobId, { principal, ...origin });
     if (earlier) this.retrying.add(jobId);
     else this.retrying.delete(jobId);
     if (!this.opts.store) return;
@@ -178,7 +185,8 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     try {
       const attempt = randomUUID();
       this.attempts.set(jobId, attempt);
-      await this.opts.store.put({ jobId, principal, configuration, provenance, registeredAt: new Date(registeredAt).toISOString(), attempt, ...(this.opts.store.shared ? { submitted: false } : {}) });
+      const stored = origin.source === 'submitted' ? {} : origin;
+      await this.opts.store.put({ jobId, principal, configuration, provenance, registeredAt: new Date(registeredAt).toISOString(), attempt, ...stored, ...(this.opts.store.shared ? { submitted: false } : {}) });
     } catch (err) {
       // Without the record a gateway restart would silently strip the job of its tokens: refuse now.
       log.error({ err, store: this.opts.store.where }, 'cannot persist the job registration; the job was not started');

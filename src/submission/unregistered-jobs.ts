@@ -4,6 +4,7 @@ import { type Clock, systemClock } from '../clock';
 import { GLOBALLY_TERMINAL, type JobDiscovery } from '../cluster/job-watcher';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
+import type { JobGraphSummary } from './job-graph/job-graph-reader';
 import { CLUSTER_DEFAULT_PRINCIPAL, type JobRegistrations } from './job-registrations';
 
 /** `gateway.tokens.unregistered-jobs` (docs/adr/0010-every-running-job-is-registered-or-refused.md). */
@@ -18,6 +19,12 @@ export interface UnregisteredJobsOptions {
   audit: AuditLog;
   log: Logger;
   clock?: Clock;
+  /**
+   * `gateway.tokens.job-graph.max-size`: under `register`, a POST /v1/jobs job graph up to this
+   * size is read and its job registered with its own configuration before the JobManager gets it.
+   * Unset: job graphs are not read (their jobs get the cluster default scope once accepted).
+   */
+  maxGraphBytes?: number;
 }
 
 /**
@@ -49,6 +56,27 @@ export class UnregisteredJobs implements JobDiscovery {
     return this.opts.policy;
   }
 
+  get graphReading(): { maxBytes: number } | undefined {
+    return this.opts.policy === 'register' && this.opts.maxGraphBytes !== undefined ? { maxBytes: this.opts.maxGraphBytes } : undefined;
+  }
+
+  /**
+   * A POST /v1/jobs job graph was read on its way to the JobManager: its job is registered as a jar
+   * run's is, with the cluster's configuration overlaid with the graph's own `jobConfiguration`, for
+   * the caller, before the JobManager has the whole body. A provider's refusal rejects (the body is
+   * then never completed: the job never exists).
+   */
+  async jobGraphRead(graph: JobGraphSummary, principal: string, log: Logger): Promise<void> {
+    if (graph.skippedKeys.length > 0) log.warn({ keys: graph.skippedKeys.slice(0, 20) }, "job graph configuration values of types the gateway does not read as text; providers do not see them");
+    await this.opts.registrations.register(graph.jobId, graph.configuration, log, principal, { source: 'job-graph' });
+  }
+
+  /** A read graph's submission failed: refused by the JobManager (rolled back), or unknown (left to the job watcher). */
+  async jobGraphFailed(graph: JobGraphSummary, ambiguous: boolean, log: Logger): Promise<void> {
+    if (ambiguous) this.opts.registrations.submitted(graph.jobId);
+    else await this.opts.registrations.rollback(graph.jobId, log);
+  }
+
   /** A POST /v1/jobs begins; call the returned function once it has ended (answered or failed). */
   beginJobGraph(): () => void {
     const id = this.nextSubmission++;
@@ -61,7 +89,13 @@ export class UnregisteredJobs implements JobDiscovery {
    * cluster default scope before the answer is relayed. A provider's refusal cancels the job and
    * rejects with GW_TOKENS_JOB_CANCELLED. Under `ignore` only the audit line is written.
    */
-  async jobGraphAccepted(jobId: string, submittedBy: string, reqId: string, log: Logger): Promise<void> {
+  async jobGraphAccepted(jobId: string, submittedBy: string, reqId: string, log: Logger, read?: JobGraphSummary): Promise<void> {
+    if (read?.jobId === jobId) {
+      this.opts.registrations.submitted(jobId);
+      this.opts.audit.job({ jobId, source: 'job-graph', principal: submittedBy, submittedBy, reqId, policy: this.opts.policy, action: 'registered' });
+      log.info({ graph: read.graphClass }, "job graph job registered with the graph's own configuration");
+      return;
+    }
     const base = { jobId, source: 'job-graph' as const, principal: CLUSTER_DEFAULT_PRINCIPAL, submittedBy, reqId, policy: this.opts.policy };
     if (this.opts.policy !== 'register') {
       this.opts.audit.job({ ...base, action: 'ignored' });

@@ -81,6 +81,10 @@ export const tokenOptions = {
     key: 'gateway.tokens.cluster-default-configuration', type: 'map', section,
     description: 'The cluster default scope: the job configuration (job-request keys such as security.delegation.job.oauth2.scope) every job registered by discovery is registered with, redacted like any registration. Providers check it against their allow-lists for the principal gateway:cluster-default (entries such as gateway:cluster-default=<scope>, or entries for everyone). Empty: such jobs ask for nothing and get what a provider gives a job that asks for nothing.',
   }),
+  jobGraphMaxSize: option({
+    key: 'gateway.tokens.job-graph.max-size', type: 'memory', default: 64 * 1024 * 1024, min: 1024, section,
+    description: 'The largest serialised job graph (the jobGraphFileName part of POST /v1/jobs, what flink run and the SQL gateway send) the gateway reads to register the job with its own jobConfiguration before the JobManager gets it; it is held in memory while read (jars and artifacts in the same body are not). A larger graph is refused with 400 GW_JOB_GRAPH_UNREADABLE. Read only while delegation tokens are on and gateway.tokens.unregistered-jobs is register.',
+  }),
   absentRetention: option({
     key: 'gateway.tokens.absent-retention', type: 'duration', default: 24 * 3_600_000, min: 0, section,
     description: 'How long the stored registration of a job that is gone from the JobManager (or SUSPENDED past resourcemanager.job.timeout) is kept after its providers unregistered it. The same job id listed again within it (a slow HA recovery, a JobManager restored from its job-result store) is registered again with its own stored configuration and principal, never as a discovered job; after it, the record is dropped.',

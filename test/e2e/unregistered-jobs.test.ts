@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { JobRefusedError } from '../../src/tokens/registration-error';
 import type { DelegationTokenProvider, JobConfiguration, JobContext } from '../../src/tokens/spi';
 import { json, newJobId, uploadFile, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
@@ -17,8 +18,12 @@ const TEST_JOB_JAR = join(projectRoot(__dirname), 'embedded-flink', 'target', 't
  */
 class RecordingProvider implements DelegationTokenProvider {
   readonly serviceName = 'e2e-unregistered';
+  readonly jobRequestKeys = ['security.delegation.job.e2e-unregistered.scope'];
   readonly registered: { jobId: string; conf: JobConfiguration; principal: string }[] = [];
   readonly unregistered: string[] = [];
+  /** A scope this provider refuses (a JobRefusedError, as a real provider's allow-list would). */
+  refuse?: string;
+  onRegister?: (jobId: string) => Promise<void>;
   init(): void {}
   delegationTokensRequired(): boolean {
     return false;
@@ -26,7 +31,9 @@ class RecordingProvider implements DelegationTokenProvider {
   async obtainDelegationTokens(): Promise<{ tokens: Uint8Array }> {
     return { tokens: new Uint8Array() };
   }
-  registerJob(jobId: string, conf: JobConfiguration, context: JobContext): void {
+  async registerJob(jobId: string, conf: JobConfiguration, context: JobContext): Promise<void> {
+    if (this.refuse && conf['security.delegation.job.e2e-unregistered.scope'] === this.refuse) throw new JobRefusedError(`scope ${this.refuse} is not allowed`);
+    await this.onRegister?.(jobId);
     this.registered.push({ jobId, conf, principal: context.principal });
   }
   unregisterJob(jobId: string): void {
@@ -83,29 +90,65 @@ describe('jobs the gateway did not register, on the real embedded Flink cluster'
     return runFlinkCli(['run', '-d', '-c', 'dev.flinkjargateway.testjobs.WordCount', TEST_JOB_JAR], { 'rest.address': hostname, 'rest.port': port, 'parallelism.default': '1', ...extra }, confDir);
   };
 
-  it('flink run (POST /v1/jobs): the job is registered with the cluster default scope before the CLI gets its answer', async () => {
+  it("flink run (POST /v1/jobs): the job is registered with its job graph's own configuration before the JobManager gets the graph", async () => {
     const provider = new RecordingProvider();
     gw = await start('register', provider);
     // Flink's CLI puts $internal.pipeline.job-id into the job graph (the cancel case below relies on it).
     const fixed = newJobId();
-    const r = await cli(gw.url, { '$internal.pipeline.job-id': fixed });
+    let listedAtRegistration: number | undefined;
+    provider.onRegister = async (jobId) => {
+      if (jobId === fixed) listedAtRegistration = (await json('GET', `${flinkUrl()}/v1/jobs/${jobId}`)).status;
+    };
+    const r = await cli(gw.url, { '$internal.pipeline.job-id': fixed, 'security.delegation.job.e2e-unregistered.scope': 'team-a', 'my.job.key': 'mine' });
     expect({ status: r.status, stderr: r.stderr.slice(-2000) }).toMatchObject({ status: 0 });
     const jobId = /JobID ([0-9a-f]{32})/.exec(r.stdout)?.[1];
     expect(jobId).toBe(fixed);
-    expect(provider.registered.filter((x) => x.jobId === jobId)).toEqual([
-      { jobId, conf: { 'security.delegation.job.e2e-unregistered.scope': 'read-only' }, principal: 'gateway:cluster-default' },
-    ]);
-    // The registration's audit line precedes the job graph's (written once the answer was sent).
+    // Registered once, for the caller, with the graph's own keys (not the cluster default scope) …
+    const mine = provider.registered.filter((x) => x.jobId === jobId);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.principal).toBe('anonymous');
+    expect(mine[0]!.conf).toMatchObject({ 'security.delegation.job.e2e-unregistered.scope': 'team-a', 'my.job.key': 'mine', 'parallelism.default': '1' });
+    // … while the JobManager did not have the job yet.
+    expect(listedAtRegistration).toBe(404);
     const audit = gw.audit().filter((a) => a.jobId === jobId || a.route === 'job-graph');
     expect(audit.map((a) => [a.audit, a.action ?? a.outcome])).toEqual([['job', 'registered'], ['submission', 'accepted']]);
-    expect(audit[0]).toMatchObject({ source: 'job-graph', submittedBy: 'anonymous', principal: 'gateway:cluster-default', policy: 'register' });
+    expect(audit[0]).toMatchObject({ source: 'job-graph', submittedBy: 'anonymous', principal: 'anonymous', policy: 'register' });
     // A bounded WordCount may have finished already; either way the status said how it was registered.
     const status = await json('GET', `${gw.url}/gateway/v1/tokens`);
     assertMatchesSpec('GET', '/gateway/v1/tokens', status);
     const listed = (status.body.jobs as { jobId: string }[]).find((j) => j.jobId === jobId);
-    if (listed) expect(listed).toMatchObject({ source: 'job-graph', principal: 'gateway:cluster-default', submittedBy: 'anonymous' });
+    if (listed) expect(listed).toMatchObject({ source: 'job-graph', principal: 'anonymous' });
     expect(await waitForJobState(gw.url, jobId!, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
     await eventually(() => (provider.unregistered.includes(jobId!) ? true : undefined), 'the watcher to unregister the finished job');
+  });
+
+  it('flink run whose job graph asks for what a provider refuses: 400 GW_TOKENS_REJECTED, and the job never exists', async () => {
+    const provider = new RecordingProvider();
+    provider.refuse = 'forbidden-scope';
+    gw = await start('register', provider);
+    const jobId = newJobId();
+    const r = await cli(gw.url, { '$internal.pipeline.job-id': jobId, 'security.delegation.job.e2e-unregistered.scope': 'forbidden-scope' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('GW_TOKENS_REJECTED');
+    expect((await json('GET', `${flinkUrl()}/v1/jobs/${jobId}`)).status).toBe(404);
+    expect(provider.registered.filter((x) => x.jobId === jobId)).toEqual([]);
+  });
+
+  it('a POST /v1/jobs whose job graph cannot be read is 400 GW_JOB_GRAPH_UNREADABLE; the JobManager never gets it whole', async () => {
+    const provider = new RecordingProvider();
+    gw = await start('register', provider);
+    const jobId = newJobId();
+    // A Java-serialised java.util.Date where the graph should be: read, never loaded.
+    const date = Buffer.from('aced00057372000e6a6176612e7574696c2e44617465686a81014b5974190300007870770800000000000000007878', 'hex');
+    const form = new FormData();
+    form.append('request', JSON.stringify({ jobGraphFileName: 'graph.bin', jobJarFileNames: [], jobArtifactFileNames: [] }));
+    form.append('file_0', new Blob([date]), 'graph.bin');
+    const res = await fetch(`${gw.url}/v1/jobs`, { method: 'POST', body: form });
+    const body = (await res.json()) as { errors: string[] };
+    expect(res.status).toBe(400);
+    expect(body.errors[0]).toMatch(/^GW_JOB_GRAPH_UNREADABLE: .*java\.util\.Date, not a Flink JobGraph/);
+    expect(provider.registered).toEqual([]);
+    expect((await json('GET', `${flinkUrl()}/v1/jobs/${jobId}`)).status).toBe(404);
   });
 
   it('flink run under gateway.tokens.unregistered-jobs: cancel is refused with 403 GW_POLICY_UNREGISTERED_JOBS; nothing runs', async () => {
