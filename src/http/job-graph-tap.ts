@@ -25,12 +25,12 @@ type Feed = PassThrough & { headers: IncomingHttpHeaders; body?: Record<string, 
  * `maxGraphBytes` in all); jars and artifacts pass without being held.
  */
 export class JobGraphTap extends Transform {
-  failure?: GatewayError;
-  private held?: Buffer;
+  failure: GatewayError | undefined;
+  private held: Buffer | undefined;
   private readonly feed: Feed;
   /** Once the side parse has settled (done, or failed and unpiped), the feed takes no more bytes. */
   private feedClosed = false;
-  private waitingForFeed?: () => void;
+  private waitingForFeed: (() => void) | undefined;
   private readonly parsed: Promise<{ fields: Record<string, unknown>; graphs: Map<string, Buffer | 'too large'> }>;
 
   constructor(
