@@ -18,7 +18,6 @@ import { JarHandoff } from './cluster/jar-handoff';
 import { fetchJobStates, JobWatcher } from './cluster/job-watcher';
 import { JobManagerClient, jobManagerClientOptions } from './cluster/jobmanager-client';
 import { launchCluster } from './cluster/launch-cluster';
-import { coreRules } from './config/core-rules';
 import { coreOptions } from './config/options';
 import { ConfigError, type Configuration, OptionsRegistry } from './config/registry';
 import { watchSecretsDir } from './config/secrets-dir';
@@ -48,18 +47,27 @@ import { type UnregisteredJobsPolicy, UnregisteredJobs } from './submission/unre
 import { jobSecretRule } from './tokens/job-configuration';
 import { tokenProvidersOf } from './tokens/providers';
 import type { TokenManager } from './tokens/spi';
-import { BridgeUrlFile, bridgeEndpoint, createTokenDelivery, receiversFor, type TokenServices, tokenStoreDir } from './tokens/token-delivery';
+import { BridgeUrlFile, builtInTokenServices as tokenServicesOf, createTokenDelivery, receiversFor, type TokenServices, tokenStoreDir } from './tokens/token-delivery';
+import { bridgeEndpoint } from './http/token-bridge-route';
 import { createTokenManager } from './tokens/token-manager';
-import { tokenOptions, tokensEnabled, watcherSettings } from './tokens/token-options';
+import { tokenOptions, tokenRules, tokensEnabled, watcherSettings } from './tokens/token-options';
+import { artifactRules } from './artifacts/artifact-rules';
+import { clusterRules } from './cluster/cluster-rules';
+import { httpRules } from './http/http-rules';
 
-export { builtInTokenServices, type TokenServices } from './tokens/token-delivery';
+export type { TokenServices } from './tokens/token-delivery';
+
+/** The built-in token providers (the plugins' own and oauth2), trusting the plugins' CA bundle too. */
+export function builtInTokenServices(config: Configuration, logger: Logger, plugins: readonly FsPluginDefinition[]): TokenServices {
+  return tokenServicesOf(logger, plugins, caBundleOf(config));
+}
 
 /** Every option and cross-option rule the gateway knows: core, artifacts, tokens, and each plugin's own (with its token provider's). */
 export function createRegistry(plugins: readonly FsPluginDefinition[] = []): OptionsRegistry {
   const providers = tokenProvidersOf(plugins);
   return new OptionsRegistry(
     [...Object.values(coreOptions), ...Object.values(artifactOptions), ...Object.values(tokenOptions), ...Object.values(haOptions), ...plugins.flatMap((p) => p.options), ...providers.flatMap((p) => p.options)],
-    [...coreRules, ...haRules, ...plugins.flatMap((p) => p.rules ?? []), ...providers.flatMap((p) => p.rules ?? [])],
+    [...httpRules, ...clusterRules, ...artifactRules, ...tokenRules, ...haRules, ...plugins.flatMap((p) => p.rules ?? []), ...providers.flatMap((p) => p.rules ?? [])],
   );
 }
 
@@ -93,7 +101,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
   try {
     // Tokens first: a provider that fails to initialise stops start-up before anything else starts.
     const tokenLog = logger.child({ component: 'tokens' });
-    const delivery = await createTokenDelivery(config, tokenLog);
+    const delivery = await createTokenDelivery(config, tokenLog, tokenStoreDir(config, config.get(artifactOptions.cacheDir)));
     resources.defer(async () => delivery?.file?.flush());
     const providers = tokenServices.providers ?? [];
     const tokens = resources.adopt(await createTokenManager({ config, providers, receivers: receiversFor(tokenServices, delivery), log: tokenLog, ...(delivery ? { jobListener: delivery.receivers } : {}) }), (t) => t.close());
@@ -167,7 +175,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
           : undefined;
     const store: RegistrationStore | undefined = !tokensEnabled(config)
       ? undefined
-      : (sharedStore ?? resources.adopt(new FileRegistrationStore(tokenStoreDir(config), tokenLog), (s) => s.flush().catch((err: unknown) => tokenLog.error({ err }, 'cannot write the job-registration store'))));
+      : (sharedStore ?? resources.adopt(new FileRegistrationStore(tokenStoreDir(config, config.get(artifactOptions.cacheDir)), tokenLog), (s) => s.flush().catch((err: unknown) => tokenLog.error({ err }, 'cannot write the job-registration store'))));
     if (!sharedStore) await store?.init();
     const registrations = new JobRegistrations({
       tokens,
@@ -197,7 +205,7 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const policyMode = config.get(coreOptions.policyMode) as 'open' | 'fetched-only';
     const runs = new RunService({
       cluster,
-      claims: sharedClaims ?? new JobClaims({ dir: tokenStoreDir(config), log: logger.child({ component: 'job-claims' }) }),
+      claims: sharedClaims ?? new JobClaims({ dir: tokenStoreDir(config, config.get(artifactOptions.cacheDir)), log: logger.child({ component: 'job-claims' }) }),
       jarUriEnabled: config.get(coreOptions.jarUriEnable),
       ...(plugins.length > 0 ? { remoteJars: new RemoteJars(fetcher, handoff, cache) } : {}),
       dedupeRetentionMs: config.get(coreOptions.runDedupeRetention),

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { Configuration } from '../config/registry';
-import type { ConfigRule, OptionDef } from '../config/types';
+import type { ConfigRule, Configuration } from '../config/registry';
+import type { OptionDef } from '../config/types';
 import type { fetchError } from './fetch-error';
 import type { ConnectGuard } from '../net/connect-guard';
 import type { BuiltInTokenProvider } from '../tokens/providers/provider-support';

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Configuration } from '../config/registry';
 import { option, type OptionDef } from '../config/types';
-import type { ZipLimits } from './zip-bounds';
 
 const section = 'Remote jars';
 
@@ -110,6 +109,18 @@ export const artifactOptions = {
     description: 'Flink\'s extra application-mode artifacts. Not used by the gateway yet; accepted so a shared Flink config file loads.',
   }),
 } satisfies Record<string, OptionDef>;
+
+/**
+ * Bounds on a jar's zip structure (gateway.artifacts.max-zip-entries, -max-central-directory-size,
+ * -max-manifest-size), checked on uploads (JarInspector, while streaming) and on fetched jars
+ * (zipProblem, on the file) before a jar reaches the JobManager. Every check reads only what the
+ * end records and central-directory headers declare, so a hostile jar costs a bounded read.
+ */
+export interface ZipLimits {
+  maxEntries: number;
+  maxCentralDirectorySize: number;
+  maxManifestSize: number;
+}
 
 /** One set of zip-structure bounds for uploads and fetched jars alike. */
 export function zipLimitsOf(config: Configuration): ZipLimits {

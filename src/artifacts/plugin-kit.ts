@@ -12,8 +12,8 @@ export { errorChain, findGatewayError, specificErrorCode } from './error-chain';
 export { guardedConnector, trustedCa } from '../net/guarded-connector';
 export { BulkHttpClient, BulkHttpError, discardBody, type BulkResponse } from '../download/bulk-http';
 export { GatewayError, isGatewayError } from '../errors/gateway-error';
-export { ConfigError, type Configuration, type ConfigProblem } from '../config/registry';
-export { option, parseUrl, type ConfigRule, type OptionDef } from '../config/types';
+export { ConfigError, type ConfigRule, type Configuration, type ConfigProblem } from '../config/registry';
+export { option, parseUrl, type OptionDef } from '../config/types';
 export { gatewayVersion } from '../project-root';
 // A plugin's delegation-token provider (FsPluginDefinition.tokenProvider) is written against the
 // token SPI and the providers' shared helpers; they are part of the plugin API too.

@@ -1,16 +1,6 @@
-import { artifactOptions } from './options';
+import { artifactOptions, type ZipLimits } from './options';
 
-/**
- * Bounds on a jar's zip structure (gateway.artifacts.max-zip-entries, -max-central-directory-size,
- * -max-manifest-size), checked on uploads (JarInspector, while streaming) and on fetched jars
- * (zipProblem, on the file) before a jar reaches the JobManager. Every check reads only what the
- * end records and central-directory headers declare, so a hostile jar costs a bounded read.
- */
-export interface ZipLimits {
-  maxEntries: number;
-  maxCentralDirectorySize: number;
-  maxManifestSize: number;
-}
+export type { ZipLimits };
 
 export const DEFAULT_ZIP_LIMITS: ZipLimits = {
   maxEntries: artifactOptions.maxZipEntries.default!,

@@ -1,5 +1,30 @@
-import type { ConfigRule, OptionDef, OptionType, OptionValueMap } from './types';
+import type { OptionDef, OptionType, OptionValueMap } from './types';
 import { formatValue, parseMap, parseValue } from './types';
+
+/**
+ * A rule across options (a key pair that goes together, a mode that needs another option), declared
+ * next to its options — core, an fs-plugin, a token provider — and evaluated by the registry when
+ * the configuration is resolved, so its problems are reported with every other one.
+ */
+export interface ConfigRule {
+  /** The options the rule relates (exact keys or `<name>` templates). */
+  keys: readonly string[];
+  /** One sentence for docs/configuration.md. */
+  description: string;
+  /**
+   * `files`: the rule reads files or directories the options name (a certificate, the tokens file,
+   * a private directory). Such rules run at start-up and on every reload, and are skipped by
+   * callers that only validate values on another machine (the manifest tests: paths inside a pod).
+   */
+  reads?: 'files';
+  /**
+   * `warning`: what the rule finds is told at start-up (a logged notice naming the key) instead of
+   * failing it — for keys the gateway recognises but does not act on, so that nothing is silently ignored.
+   */
+  severity?: 'warning';
+  /** What is wrong, each naming the key the operator should change (its source is added). */
+  check(config: Configuration): readonly { key: string; message: string }[];
+}
 
 export interface ConfigProblem {
   key: string;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Configuration } from '../config/registry';
-import { type ConfigRule, type OptionDef, option, parseDuration } from '../config/types';
+import type { ConfigRule } from '../config/registry';
+import { type OptionDef, option, parseDuration } from '../config/types';
 import type { KubernetesHaSettings } from './kubernetes-settings';
 import { MIN_SECRET_BYTES } from './record-seal';
 import type { ZooKeeperSettings } from './zookeeper';

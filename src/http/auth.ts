@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { coreOptions } from '../config/options';
 import type { Configuration } from '../config/registry';
 import { GatewayError } from '../errors/gateway-error';
-import { isLoopbackAddress } from './loopback';
+import { isLoopbackAddress } from '../net/loopback';
 
 /**
  * Who is calling. Bearer tokens come from a file of `<principal> <sha256-hex of the token>` lines

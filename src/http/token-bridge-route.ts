@@ -1,7 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import { GatewayError } from '../errors/gateway-error';
-import type { TokenContainer } from '../tokens/spi';
-import { isLoopbackAddress } from './loopback';
+import type { TokenContainer, TokenManager } from '../tokens/spi';
+import type { TokenDelivery } from '../tokens/token-delivery';
+import { isLoopbackAddress } from '../net/loopback';
 
 /** What the bridge endpoint serves. */
 export interface TokenBridgeContainer extends TokenContainer {
@@ -21,6 +22,24 @@ export interface TokenBridgeDeps {
   container(): TokenBridgeContainer;
 }
 
+/** The bridge endpoint: the delivery's container plus the earliest `validUntil` of its providers. */
+export function bridgeEndpoint(delivery: TokenDelivery | undefined, tokens: TokenManager): TokenBridgeDeps | undefined {
+  if (!delivery?.secret) return undefined;
+  return {
+    secret: delivery.secret,
+    container: () => {
+      const container = delivery.receivers.container();
+      const expiries = tokens
+        .status()
+        .providers.filter((p) => p.validUntil !== undefined && p.serviceName in container.tokens)
+        .map((p) => Date.parse(p.validUntil!));
+      // Tells the bridge when to pull again: Flink's manager re-obtains every provider of the
+      // JobManager whenever the bridge asks to be called, so it asks soon only while this is near.
+      const nextUpdateAt = tokens.nextUpdateAt() ?? null;
+      return { ...container, ...(expiries.length > 0 ? { validUntil: Math.min(...expiries) } : {}), nextUpdateAt };
+    },
+  };
+}
 
 /**
  * `GET /gateway/v1/tokens/bridge`: the latest token container (every provider's payload, entries of

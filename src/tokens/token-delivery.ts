@@ -3,16 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { artifactOptions, caBundleOf } from '../artifacts/options';
 import type { FsPluginDefinition } from '../artifacts/fs-plugin';
 import type { Configuration } from '../config/registry';
-import type { TokenBridgeDeps } from '../http/token-bridge-route';
-import { isLoopbackAddress } from '../http/loopback';
+import { isLoopbackAddress } from '../net/loopback';
 import { tokenProvidersOf } from './providers';
 import { BridgeReceiverSet } from './receivers/bridge-receivers';
 import { BridgeSecret } from './receivers/bridge-secret';
 import { FileTokenReceiver } from './receivers/file-receiver';
-import type { DelegationTokenProvider, DelegationTokenReceiver, TokenManager } from './spi';
+import type { DelegationTokenProvider, DelegationTokenReceiver } from './spi';
 import { tokenOptions, tokensEnabled } from './token-options';
 
 /**
@@ -32,15 +30,14 @@ export interface TokenServices {
  * enabled by default and stays inactive until its credentials are configured (then it obtains
  * tokens for registered jobs); a job asking an unconfigured one for something is rejected.
  */
-export function builtInTokenServices(config: Configuration, logger: Logger, plugins: readonly FsPluginDefinition[]): TokenServices {
-  const ca = caBundleOf(config);
+export function builtInTokenServices(logger: Logger, plugins: readonly FsPluginDefinition[], ca: string | undefined): TokenServices {
   const log = logger.child({ component: 'tokens' });
   return { providers: tokenProvidersOf(plugins).map((p) => p.create({ log, ...(ca ? { ca } : {}) })) };
 }
 
-/** Where job registrations, job-id claims (and by default the bridge secret) are kept. */
-export function tokenStoreDir(config: Configuration): string {
-  return config.getOptional(tokenOptions.storeDir) ?? join(config.get(artifactOptions.cacheDir), 'registrations');
+/** Where job registrations, job-id claims (and by default the bridge secret) are kept: by default under the jar cache's directory. */
+export function tokenStoreDir(config: Configuration, cacheDir: string): string {
+  return config.getOptional(tokenOptions.storeDir) ?? join(cacheDir, 'registrations');
 }
 
 /** The gateway's side of delivering tokens to the job's tasks (docs/adr/0005-token-delivery.md). */
@@ -51,13 +48,13 @@ export interface TokenDelivery {
   secret?: BridgeSecret;
 }
 
-export async function createTokenDelivery(config: Configuration, log: Logger): Promise<TokenDelivery | undefined> {
+export async function createTokenDelivery(config: Configuration, log: Logger, storeDir: string): Promise<TokenDelivery | undefined> {
   if (!tokensEnabled(config)) return undefined;
   const dir = config.getOptional(tokenOptions.fileReceiverDir);
   const file = dir ? new FileTokenReceiver({ dir, log }) : undefined;
   await file?.init();
   const secret = config.get(tokenOptions.bridgeEnabled)
-    ? BridgeSecret.loadOrCreate(resolve(config.getOptional(tokenOptions.bridgeSecretFile) ?? join(tokenStoreDir(config), 'bridge-secret')), log)
+    ? BridgeSecret.loadOrCreate(resolve(config.getOptional(tokenOptions.bridgeSecretFile) ?? join(storeDir, 'bridge-secret')), log)
     : undefined;
   return { receivers: new BridgeReceiverSet({ log, ...(file ? { file } : {}) }), ...(file ? { file } : {}), ...(secret ? { secret } : {}) };
 }
@@ -67,25 +64,6 @@ export function receiversFor(services: TokenServices, delivery: TokenDelivery | 
   const own = new Set((services.receivers ?? []).map((r) => r.serviceName));
   const names = (services.providers ?? []).map((p) => p.serviceName).filter((name) => !own.has(name));
   return [...(services.receivers ?? []), ...(delivery ? delivery.receivers.receiversFor(names) : [])];
-}
-
-/** The bridge endpoint: the delivery's container plus the earliest `validUntil` of its providers. */
-export function bridgeEndpoint(delivery: TokenDelivery | undefined, tokens: TokenManager): TokenBridgeDeps | undefined {
-  if (!delivery?.secret) return undefined;
-  return {
-    secret: delivery.secret,
-    container: () => {
-      const container = delivery.receivers.container();
-      const expiries = tokens
-        .status()
-        .providers.filter((p) => p.validUntil !== undefined && p.serviceName in container.tokens)
-        .map((p) => Date.parse(p.validUntil!));
-      // Tells the bridge when to pull again: Flink's manager re-obtains every provider of the
-      // JobManager whenever the bridge asks to be called, so it asks soon only while this is near.
-      const nextUpdateAt = tokens.nextUpdateAt() ?? null;
-      return { ...container, ...(expiries.length > 0 ? { validUntil: Math.min(...expiries) } : {}), nextUpdateAt };
-    },
-  };
 }
 
 /**

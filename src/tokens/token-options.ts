@@ -1,4 +1,5 @@
-import type { Configuration } from '../config/registry';
+import type { ConfigRule, Configuration } from '../config/registry';
+import { privateDirsRule } from '../config/rule-kit';
 import { option, type OptionDef } from '../config/types';
 
 const section = 'Delegation tokens';
@@ -98,6 +99,9 @@ export const tokenOptions = {
     description: 'How long a registered job must have been absent from /v1/jobs/overview before it counts as gone.',
   }),
 } satisfies Record<string, OptionDef>;
+
+/** The rules across the token options: the directories the gateway keeps registrations and tokens in. */
+export const tokenRules: readonly ConfigRule[] = [privateDirsRule([tokenOptions.storeDir, tokenOptions.fileReceiverDir])];
 
 /** Whether the gateway's token framework runs: gateway.tokens.enabled, by default Flink's switch. */
 export function tokensEnabled(config: Configuration): boolean {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { EmbeddedCluster } from '../../src/cluster/embedded-cluster';
 import { StandaloneCluster } from '../../src/cluster/standalone-cluster';
-import { ZooKeeperServer } from '../../src/cluster/zookeeper-server';
+import { ZooKeeperServer } from '../servers/zookeeper-server';
 import { decodeLeaderRecord, leaderPath } from '../../src/ha/flink-leader';
 import type { KubernetesClient } from '../../src/ha/kubernetes-client';
 import { leaderRecordOf } from '../../src/ha/kubernetes-leader';

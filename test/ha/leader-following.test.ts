@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { builtinTokenProviders } from '../../fs-plugins';
-import { ZooKeeperServer } from '../../src/cluster/zookeeper-server';
+import { ZooKeeperServer } from '../servers/zookeeper-server';
 import { identityFromConfig, leaderPath } from '../../src/ha/flink-leader';
 import { RecordSeal } from '../../src/ha/record-seal';
 import { digestFromSecret, OPEN_ACL, ZooKeeperSession } from '../../src/ha/zookeeper';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
-import { ZooKeeperServer } from '../../src/cluster/zookeeper-server';
+import { ZooKeeperServer } from '../servers/zookeeper-server';
 import type { KubernetesClient } from '../../src/ha/kubernetes-client';
 import type { KubernetesHaSettings } from '../../src/ha/kubernetes-settings';
 import { gatewayConfigMapName, KubernetesJobClaims, KubernetesRegistrationStore, kubernetesRecordPlace, labelsOf } from '../../src/ha/kubernetes-store';

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { ZooKeeperServer } from '../../src/cluster/zookeeper-server';
+import { ZooKeeperServer } from '../servers/zookeeper-server';
 import { RecordSeal } from '../../src/ha/record-seal';
 import { type AclEntry, DIGEST_USER, digestFromSecret, digestId, NO_AUTH, OPEN_ACL, ZooKeeperSession, zkCode } from '../../src/ha/zookeeper';
 import { gatewayRoot, RECORD_KIND, ZooKeeperJobClaims, ZooKeeperRegistrationStore } from '../../src/ha/zookeeper-store';

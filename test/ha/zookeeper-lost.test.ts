@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { freePort } from '../../src/cluster/process-group';
-import { ZooKeeperServer } from '../../src/cluster/zookeeper-server';
+import { ZooKeeperServer } from '../servers/zookeeper-server';
 import { identityFromConfig, leaderPath } from '../../src/ha/flink-leader';
 import { ZooKeeperSession } from '../../src/ha/zookeeper';
 import { json, newJobId, uploadFile } from '../helpers/flink';

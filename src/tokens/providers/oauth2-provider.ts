@@ -1,6 +1,7 @@
 import { Agent } from 'undici';
 import { trustedCa } from '../../net/guarded-connector';
-import type { ConfigRule, OptionDef } from '../../config/types';
+import type { ConfigRule } from '../../config/registry';
+import type { OptionDef } from '../../config/types';
 import { JobRefusedError } from '../registration-error';
 import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../spi';
 import {

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { ConfigError, OptionsRegistry, type RawEntry } from '../../config/registry';
-import { parseUrl, type ConfigRule, type OptionDef, type OptionValueMap } from '../../config/types';
+import { ConfigError, type ConfigRule, OptionsRegistry, type RawEntry } from '../../config/registry';
+import { parseUrl, type OptionDef, type OptionValueMap } from '../../config/types';
 import { JobRefusedError } from '../registration-error';
 import type { DelegationTokenManagerCallback, DelegationTokenProvider, JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../spi';
 

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { builtinPlugins } from '../../../fs-plugins';
 import { createRegistry } from '../../../src/composition';
 import { ConfigError, OptionsRegistry, type RawEntry } from '../../../src/config/registry';
-import { option, parseUrl, type ConfigRule } from '../../../src/config/types';
+import type { ConfigRule } from '../../../src/config/registry';
+import { option, parseUrl } from '../../../src/config/types';
 
 const raw = (values: Record<string, string>): Map<string, RawEntry> => new Map(Object.entries(values).map(([k, v]) => [k, { value: v, source: 'test' }]));
 

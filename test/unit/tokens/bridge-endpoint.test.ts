@@ -8,7 +8,7 @@ import { request } from 'undici';
 import type { JobManagerClient } from '../../../src/cluster/jobmanager-client';
 import { errorMiddleware } from '../../../src/http/error-middleware';
 import { createGatewayRoutes } from '../../../src/http/gateway-routes';
-import { isLoopbackAddress } from '../../../src/http/loopback';
+import { isLoopbackAddress } from '../../../src/net/loopback';
 import type { TokenBridgeDeps } from '../../../src/http/token-bridge-route';
 import { BridgeSecret } from '../../../src/tokens/receivers/bridge-secret';
 import { captureLogger } from '../../helpers/token-fakes';

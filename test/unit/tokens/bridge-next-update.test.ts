@@ -1,6 +1,6 @@
 import { BridgeReceiverSet } from '../../../src/tokens/receivers/bridge-receivers';
 import { DefaultTokenManager } from '../../../src/tokens/token-manager';
-import { bridgeEndpoint } from '../../../src/tokens/token-delivery';
+import { bridgeEndpoint } from '../../../src/http/token-bridge-route';
 import type { BridgeSecret } from '../../../src/tokens/receivers/bridge-secret';
 import { ManualClock } from '../../helpers/manual-clock';
 import { bytes, captureLogger, deferred, FakeProvider, tokenConfig } from '../../helpers/token-fakes';

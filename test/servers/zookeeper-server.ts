@@ -4,8 +4,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { childEnvironment } from './embedded-cluster';
-import { freePort, launch, signalGroup } from './process-group';
+import { childEnvironment } from '../../src/cluster/embedded-cluster';
+import { freePort, launch, signalGroup } from '../../src/cluster/process-group';
 
 export interface ZooKeeperServerOptions {
   /** A Flink distribution directory: its `bin/zookeeper.sh` and the ZooKeeper shaded into flink-dist. */
