@@ -1,4 +1,4 @@
-import type { FsPluginDefinition } from '../src/artifacts/fs-plugin';
+import type { FsPluginDefinition } from '../src/plugin-kit/fs-plugin';
 import { type BuiltInTokenProvider, tokenProvidersOf } from '../src/tokens/providers';
 import { azurePlugin } from './azure';
 import { filePlugin } from './file';

@@ -2,7 +2,7 @@ import { Server as HttpsServer } from 'node:https';
 import { createListener } from './http/listener';
 import type { AddressInfo } from 'node:net';
 import { builtinPlugins } from '../fs-plugins';
-import type { FsPluginDefinition } from './artifacts/fs-plugin';
+import type { FsPluginDefinition } from './plugin-kit/fs-plugin';
 import { loadThirdPartyPlugins } from './artifacts/plugin-loader';
 import { builtInTokenServices, compose, createRegistry, type Gateway } from './composition';
 import type { Configuration } from './config/registry';

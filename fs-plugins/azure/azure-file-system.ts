@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { ContainerClient, newPipeline, type BlobClient, type IHttpClient, type Pipeline, type StoragePipelineOptions } from '@azure/storage-blob';
 import type { TokenCredential } from '@azure/identity';
 import type { Logger } from 'pino';
-import { BulkHttpClient, fetchError, redactUri, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject, type PluginContext } from '../../src/artifacts/plugin-kit';
+import { BulkHttpClient, fetchError, redactUri, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject, type PluginContext } from '../../src/plugin-kit';
 import { defaultBlobEndpoint, isAzureStorageHost, parseAzureUri, type AzureBlobLocation } from './azure-uri';
 import { lazyDefaultCredential, resolveAzureAuth, type AzureAuth } from './credentials';
 import { translateAzureError, translateStreamError } from './errors';

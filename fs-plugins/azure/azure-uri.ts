@@ -1,4 +1,4 @@
-import { fetchError } from '../../src/artifacts/plugin-kit';
+import { fetchError } from '../../src/plugin-kit';
 
 /** Where one wasbs/wasb/abfss/abfs URI points. */
 export interface AzureBlobLocation {

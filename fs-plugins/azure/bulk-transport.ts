@@ -1,5 +1,5 @@
 import type { HttpHeaders, HttpOperationResponse, IHttpClient, WebResource } from '@azure/storage-blob';
-import { type BulkHttpClient, discardBody } from '../../src/artifacts/plugin-kit';
+import { type BulkHttpClient, discardBody } from '../../src/plugin-kit';
 
 /** Error bodies (XML with the store's code) are read up to this size. */
 const MAX_TEXT_BODY = 1024 * 1024;

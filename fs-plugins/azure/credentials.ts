@@ -1,6 +1,6 @@
 import { DefaultAzureCredential, type TokenCredential } from '@azure/identity';
 import { AnonymousCredential, StorageSharedKeyCredential } from '@azure/storage-blob';
-import type { Configuration } from '../../src/artifacts/plugin-kit';
+import type { Configuration } from '../../src/plugin-kit';
 import { configuredSecret } from './options';
 import { credentialHosts, type AzureBlobLocation } from './azure-uri';
 import { usesOAuth, type OAuthIdentity } from './oauth';

@@ -1,4 +1,4 @@
-import { GatewayError, fetchError, findGatewayError } from '../../src/artifacts/plugin-kit';
+import { GatewayError, fetchError, findGatewayError } from '../../src/plugin-kit';
 
 /** The parts of a RestError (or a Node/identity error) this edge looks at. */
 interface SdkErrorShape {

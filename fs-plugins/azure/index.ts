@@ -1,4 +1,4 @@
-import type { FsPluginDefinition } from '../../src/artifacts/plugin-kit';
+import type { FsPluginDefinition } from '../../src/plugin-kit';
 import { AzureFileSystem } from './azure-file-system';
 import { azureOAuthRules, azureWarnings, oauthOptions } from './oauth';
 import { azureOptionList } from './options';

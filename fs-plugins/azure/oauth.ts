@@ -1,7 +1,7 @@
 import { Agent as HttpsAgent } from 'node:https';
 import { isIP } from 'node:net';
 import { ClientSecretCredential, ManagedIdentityCredential, WorkloadIdentityCredential, type TokenCredential, type TokenCredentialOptions } from '@azure/identity';
-import { trustedCa, type ConfigRule, type Configuration, type ConnectGuard, type OptionDef } from '../../src/artifacts/plugin-kit';
+import { trustedCa, type ConfigRule, type Configuration, type ConnectGuard, type OptionDef } from '../../src/plugin-kit';
 
 const section = 'Azure Blob Storage (wasbs://, abfss://)';
 

@@ -9,7 +9,7 @@ import {
   type StoragePipelineOptions,
   type UserDelegationKey,
 } from '@azure/storage-blob';
-import { displayUrl, trustedCa } from '../../src/artifacts/plugin-kit';
+import { displayUrl, trustedCa } from '../../src/plugin-kit';
 
 /** Signs container SAS tokens for one validity window. */
 export interface SasSigner {

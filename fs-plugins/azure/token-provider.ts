@@ -1,8 +1,8 @@
 import { DefaultAzureCredential, type TokenCredential } from '@azure/identity';
 import { ContainerSASPermissions, StorageSharedKeyCredential } from '@azure/storage-blob';
-import type { ConfigRule, OptionDef } from '../../src/artifacts/plugin-kit';
-import { JobRefusedError } from '../../src/artifacts/plugin-kit';
-import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../../src/artifacts/plugin-kit';
+import type { ConfigRule, OptionDef } from '../../src/plugin-kit';
+import { JobRefusedError } from '../../src/plugin-kit';
+import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../../src/plugin-kit';
 import {
   JOB_REQUEST_PREFIX,
   JobScopedProvider,
@@ -20,7 +20,7 @@ import {
   type ParsedOptions,
   type ProviderDeps,
   PrincipalAllowList,
-} from '../../src/artifacts/plugin-kit';
+} from '../../src/plugin-kit';
 import { AccountKeySasSigner, UserDelegationSasSigner, type SasSigner } from './sas-signer';
 
 const NAME = 'azure-blob';

@@ -1,4 +1,4 @@
-import { ConfigError, type FsPluginDefinition } from '../../src/artifacts/plugin-kit';
+import { ConfigError, type FsPluginDefinition } from '../../src/plugin-kit';
 import { LocalFileSystem, resolveAllowedDirs } from './local-file-system';
 import { fileOptions, fileRules } from './options';
 

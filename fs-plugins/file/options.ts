@@ -1,5 +1,5 @@
 import { isAbsolute } from 'node:path';
-import type { ConfigRule, OptionDef } from '../../src/artifacts/plugin-kit';
+import type { ConfigRule, OptionDef } from '../../src/plugin-kit';
 import { resolveAllowedDirs } from './local-file-system';
 
 const SECTION = 'Remote jars: local files (development only)';

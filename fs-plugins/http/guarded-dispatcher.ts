@@ -1,5 +1,5 @@
 import { Agent, EnvHttpProxyAgent, type Dispatcher } from 'undici';
-import { guardedConnector, trustedCa, type ConnectGuard } from '../../src/artifacts/plugin-kit';
+import { guardedConnector, trustedCa, type ConnectGuard } from '../../src/plugin-kit';
 
 /** Proxy settings, read once from the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`, or lower case). */
 export interface ProxySettings {

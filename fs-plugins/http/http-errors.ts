@@ -1,4 +1,4 @@
-import { fetchError, findGatewayError, specificErrorCode, type GatewayError } from '../../src/artifacts/plugin-kit';
+import { fetchError, findGatewayError, specificErrorCode, type GatewayError } from '../../src/plugin-kit';
 
 /** The gateway error for a final (non-redirect) HTTP status that is not a success. */
 export function statusError(uri: URL, status: number): GatewayError {

@@ -1,4 +1,4 @@
-import { type BulkHttpClient, GatewayError, discardBody, fetchError, gatewayVersion, isGatewayError, redactUri, type ConnectGuard, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/artifacts/plugin-kit';
+import { type BulkHttpClient, GatewayError, discardBody, fetchError, gatewayVersion, isGatewayError, redactUri, type ConnectGuard, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/plugin-kit';
 import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';

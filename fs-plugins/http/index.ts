@@ -1,4 +1,4 @@
-import { BulkHttpClient, redactUri, type FsPluginDefinition, type PluginContext } from '../../src/artifacts/plugin-kit';
+import { BulkHttpClient, redactUri, type FsPluginDefinition, type PluginContext } from '../../src/plugin-kit';
 import { createGuardedDispatcher, hasProxy, proxySettingsFrom } from './guarded-dispatcher';
 import { HttpFileSystem } from './http-file-system';
 import { httpOptions } from './options';

@@ -1,4 +1,4 @@
-import type { OptionDef } from '../../src/artifacts/plugin-kit';
+import type { OptionDef } from '../../src/plugin-kit';
 
 const SECTION = 'Remote jars: HTTP(S)';
 

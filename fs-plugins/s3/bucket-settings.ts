@@ -1,4 +1,4 @@
-import type { Configuration } from '../../src/artifacts/plugin-kit';
+import type { Configuration } from '../../src/plugin-kit';
 import { PROVIDER_CLASSES, providerClasses, type ProviderKind } from './provider-classes';
 import { configuredBuckets, readS3a, s3a } from './s3a-keys';
 

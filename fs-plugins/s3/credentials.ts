@@ -8,7 +8,7 @@ import { fromTokenFile } from '@aws-sdk/credential-provider-web-identity';
 import { fromContainerMetadata, fromInstanceMetadata } from '@smithy/credential-provider-imds';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 import type { Logger } from 'pino';
-import type { ConnectGuard } from '../../src/artifacts/plugin-kit';
+import type { ConnectGuard } from '../../src/plugin-kit';
 import type { AssumedRoleSpec, CredentialSource, StsTarget } from './bucket-settings';
 import { Sts } from './sts';
 

@@ -1,4 +1,4 @@
-import { fetchError, findGatewayError, specificErrorCode } from '../../src/artifacts/plugin-kit';
+import { fetchError, findGatewayError, specificErrorCode } from '../../src/plugin-kit';
 
 // S3 error codes as the SDK reports them in `name`. HEAD responses have no body, so a HeadObject
 // failure only has the status (name 'NotFound', 'Forbidden' or even 'Unknown'): the status decides

@@ -1,4 +1,4 @@
-import type { FsPluginDefinition } from '../../src/artifacts/plugin-kit';
+import type { FsPluginDefinition } from '../../src/plugin-kit';
 import { S3Settings } from './bucket-settings';
 import { s3Options } from './options';
 import { s3Rules, s3Warnings } from './rules';

@@ -1,4 +1,4 @@
-import { option } from '../../src/artifacts/plugin-kit';
+import { option } from '../../src/plugin-kit';
 
 const section = 'S3 plugin';
 

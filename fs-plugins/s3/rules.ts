@@ -1,4 +1,4 @@
-import type { ConfigRule, Configuration } from '../../src/artifacts/plugin-kit';
+import type { ConfigRule, Configuration } from '../../src/plugin-kit';
 import { parseEndpointText, S3Settings } from './bucket-settings';
 import { PROVIDER_CLASSES, unsupportedProvider } from './provider-classes';
 import { bucketKey, configuredBuckets, readS3a, s3a } from './s3a-keys';

@@ -3,7 +3,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Logger } from 'pino';
-import { trustedCa, type ConnectGuard } from '../../src/artifacts/plugin-kit';
+import { trustedCa, type ConnectGuard } from '../../src/plugin-kit';
 import { CONNECT_TIMEOUT_MS, READ_TIMEOUT_MS } from './timeouts';
 import type { BucketTarget } from './bucket-settings';
 import { buildCredentials, chainId } from './credentials';

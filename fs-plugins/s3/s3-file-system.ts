@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Logger } from 'pino';
-import { BulkHttpClient, discardBody, fetchError, type BulkResponse, type ConnectGuard, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/artifacts/plugin-kit';
+import { BulkHttpClient, discardBody, fetchError, type BulkResponse, type ConnectGuard, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/plugin-kit';
 import { abortReason, translateS3Error } from './errors';
 import { CONNECT_TIMEOUT_MS, READ_TIMEOUT_MS } from './timeouts';
 import type { BucketTarget, S3Settings } from './bucket-settings';

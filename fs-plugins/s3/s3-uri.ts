@@ -1,4 +1,4 @@
-import { fetchError } from '../../src/artifacts/plugin-kit';
+import { fetchError } from '../../src/plugin-kit';
 
 /** The parts of `s3://bucket/key?versionId=...` (also `s3a://`, `s3p://`). */
 export interface S3Location {

@@ -1,4 +1,4 @@
-import type { Configuration, OptionDef } from '../../src/artifacts/plugin-kit';
+import type { Configuration, OptionDef } from '../../src/plugin-kit';
 
 const section = 'S3 plugin';
 

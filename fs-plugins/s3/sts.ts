@@ -4,7 +4,7 @@ import type { LookupFunction } from 'node:net';
 import { AssumeRoleCommand, AssumeRoleWithWebIdentityCommand, GetSessionTokenCommand, STSClient, type Credentials } from '@aws-sdk/client-sts';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import { displayUrl, trustedCa } from '../../src/artifacts/plugin-kit';
+import { displayUrl, trustedCa } from '../../src/plugin-kit';
 
 /** Temporary credentials from STS. */
 export interface SessionCredentials {

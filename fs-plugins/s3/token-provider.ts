@@ -1,6 +1,6 @@
-import type { ConfigRule, OptionDef } from '../../src/artifacts/plugin-kit';
-import { JobRefusedError } from '../../src/artifacts/plugin-kit';
-import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../../src/artifacts/plugin-kit';
+import type { ConfigRule, OptionDef } from '../../src/plugin-kit';
+import { JobRefusedError } from '../../src/plugin-kit';
+import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../../src/plugin-kit';
 import {
   JOB_REQUEST_PREFIX,
   JobScopedProvider,
@@ -19,7 +19,7 @@ import {
   type BuiltInTokenProvider,
   type ProviderDeps,
   PrincipalAllowList,
-} from '../../src/artifacts/plugin-kit';
+} from '../../src/plugin-kit';
 import { type SessionCredentials, Sts } from './sts';
 
 const NAME = 's3';

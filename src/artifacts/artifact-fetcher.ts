@@ -8,14 +8,14 @@ import { GatewayError } from '../errors/gateway-error';
 import type { Writable } from 'node:stream';
 import { downloadTo } from '../download/download';
 import type { FetchProgress, FetchRecord } from './fetch-progress';
-import type { ObjectStat } from './fs-plugin';
+import type { ObjectStat } from '../plugin-kit/fs-plugin';
 import type { CacheEntry, JarCache } from './jar-cache';
 import type { PluginRegistry } from './plugin-registry';
 import type { ParallelSettings } from '../download/ranged-download';
 import type { FetchQueue } from './fetch-queue';
 import type { UriAllowList } from './uri-allow-list';
 import { checkUri, handoffName } from './uri-policy';
-import { redactUri } from './uri';
+import { redactUri } from '../plugin-kit/uri';
 import type { ZipLimits } from './zip-bounds';
 import { zipProblem } from './zip-verify';
 

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { OptionType } from '../config/types';
-import { type FsPluginDefinition, PLUGIN_CONTRACT_VERSION } from './fs-plugin';
+import { type FsPluginDefinition, PLUGIN_CONTRACT_VERSION } from '../plugin-kit/fs-plugin';
 
 /** The code of every plugin-loading failure. A start-up error (exit 2), not an HTTP error. */
 export const PLUGIN_LOAD_FAILED = 'GW_PLUGIN_LOAD_FAILED';

@@ -1,4 +1,4 @@
-import type { FileSystem, FsPluginDefinition, PluginContext } from './fs-plugin';
+import type { FileSystem, FsPluginDefinition, PluginContext } from '../plugin-kit/fs-plugin';
 
 /**
  * Scheme → plugin. File systems are created once, on first use, and closed together.

@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error';
-import { redactUri } from './uri';
+import { redactUri } from '../plugin-kit/uri';
 
 /**
  * `gateway.artifacts.allowed-uris`: which jar URIs this cluster may run, as prefixes or patterns.

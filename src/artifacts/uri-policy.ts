@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors/gateway-error';
 import type { PluginRegistry } from './plugin-registry';
-import { redactUri } from './uri';
+import { redactUri } from '../plugin-kit/uri';
 
 const HINTS: Record<string, string> = {
   http: 'Prefer https; to allow plain http add it to gateway.artifacts.allowed-schemes and set user.artifacts.raw-http-enabled: true.',

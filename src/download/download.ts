@@ -3,20 +3,12 @@ import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import { GatewayError } from '../errors/gateway-error';
-import type { FileSystem, ObjectStat } from '../artifacts/fs-plugin';
+import type { FileSystem, ObjectStat } from '../plugin-kit/fs-plugin';
 import { ObjectFile, type Part, SEQUENTIAL_WRITE_BUFFER } from './object-file';
-import { type ParallelSettings, rangedDownload, rangedEligible, type RangedStat } from './ranged-download';
-import { redactUri } from '../artifacts/uri';
+import { type DownloadResult, type ParallelSettings, rangedDownload, rangedEligible, type RangedStat } from './ranged-download';
+import { redactUri } from '../plugin-kit/uri';
 
-export interface DownloadResult {
-  sha256: string;
-  size: number;
-  stat: ObjectStat;
-  /** Ranged requests that read the object (1 for a single stream), retries not counted. */
-  parts: number;
-  /** Most ranged requests in flight at once (1: the object was read in one stream). */
-  atOnce: number;
-}
+export type { DownloadResult };
 
 export interface DownloadOptions {
   signal: AbortSignal;

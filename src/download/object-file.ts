@@ -4,9 +4,9 @@ import { crc32 } from 'node:zlib';
 import { GatewayError } from '../errors/gateway-error';
 import { whenRoom } from '../stream-room';
 import { FileDigest } from './file-digest';
-import type { ObjectStat } from '../artifacts/fs-plugin';
+import type { ObjectStat } from '../plugin-kit/fs-plugin';
 import { slabPool } from './slab-pool';
-import { redactUri } from '../artifacts/uri';
+import { redactUri } from '../plugin-kit/uri';
 
 /**
  * Gathered bytes per positional writev of a sequential read: one thread-pool round trip per batch

@@ -3,13 +3,23 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { type Clock, sleepOn, systemClock, type TimerHandle } from '../clock';
 import { GatewayError } from '../errors/gateway-error';
-import { fetchError } from '../artifacts/fetch-error';
-import type { FileSystem, ObjectStat, OpenOptions } from '../artifacts/fs-plugin';
+import { fetchError } from '../plugin-kit/fetch-error';
+import type { FileSystem, ObjectStat, OpenOptions } from '../plugin-kit/fs-plugin';
 import { ObjectFile, type Part, SEQUENTIAL_WRITE_BUFFER } from './object-file';
-import type { DownloadResult } from './download';
-import { redactUri } from '../artifacts/uri';
+import { redactUri } from '../plugin-kit/uri';
 
 /** `gateway.artifacts.parallel-fetch.*`. */
+/** What a download wrote: the digest and size of the file, and how it was read. */
+export interface DownloadResult {
+  sha256: string;
+  size: number;
+  stat: ObjectStat;
+  /** Ranged requests that read the object (1 for a single stream), retries not counted. */
+  parts: number;
+  /** Most ranged requests in flight at once (1: the object was read in one stream). */
+  atOnce: number;
+}
+
 export interface ParallelSettings {
   /** Bytes per ranged request. */
   partSize: number;

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import type { JobWatcher } from '../cluster/job-watcher';
 import type { JobRegistrations } from '../submission/job-registrations';
-import type { TokenManager } from '../tokens/spi';
+import type { TokenManager } from '../plugin-kit/token-spi';
 import { identityFromConfig, type JobManagerIdentity, type LeaderState } from './flink-leader';
 import type { FollowLeader, LeaderFollowing, SharedJobClaims, SharedRegistrationStore } from './shared-store';
 

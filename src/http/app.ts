@@ -8,7 +8,7 @@ import type { ClusterVersion } from '../cluster/flink-version';
 import type { Authenticator } from './auth';
 import { authorization, type AuthorizationDeps } from './authorization';
 import type { RunService } from '../submission/run-service';
-import type { TokenStatus } from '../tokens/spi';
+import type { TokenStatus } from '../plugin-kit/token-spi';
 import type { TokenBridgeDeps } from './token-bridge-route';
 import type { JobGraphHook } from './job-graph-answer';
 import { errorMiddleware } from './error-middleware';

@@ -3,7 +3,7 @@ import type { FetchProgress } from '../artifacts/fetch-progress';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import type { Metrics } from '../metrics';
 import { GatewayError } from '../errors/gateway-error';
-import type { TokenStatus } from '../tokens/spi';
+import type { TokenStatus } from '../plugin-kit/token-spi';
 import { sendJson } from './responses';
 import { type TokenBridgeDeps, tokenBridgeHandler } from './token-bridge-route';
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { JobGraphSummary } from '../submission/job-graph/job-graph-reader';
-import { readLimited } from '../tokens/providers/provider-support';
+import { readLimited } from '../plugin-kit/provider-support';
 
 /** What the pass-through needs for POST /v1/jobs (docs/adr/0010); `UnregisteredJobs` implements it. */
 export interface JobGraphHook {

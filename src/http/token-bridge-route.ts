@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { GatewayError } from '../errors/gateway-error';
-import type { TokenContainer, TokenManager } from '../tokens/spi';
+import type { TokenContainer, TokenManager } from '../plugin-kit/token-spi';
 import type { TokenDelivery } from '../tokens/token-delivery';
 import { isLoopbackAddress } from '../net/loopback';
 

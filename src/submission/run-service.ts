@@ -4,7 +4,7 @@ import type { Clock } from '../clock';
 import { type AuditLog, type AuditOutcome, type AuditSubject, outcomeOf } from '../audit/audit-log';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
-import { redactUri } from '../artifacts/uri';
+import { redactUri } from '../plugin-kit/uri';
 import type { JarEntryPoints } from '../artifacts/jar-entry-points';
 import { describeDropped, forwardedConfiguration, PIPELINE_JOB_ID_KEY } from './forwarded-config';
 import { JarBook } from './jar-book';

@@ -1,4 +1,4 @@
-import type { TokenManager, TokenStatus } from './spi';
+import type { TokenManager, TokenStatus } from '../plugin-kit/token-spi';
 
 /**
  * The manager when `security.delegation.tokens.enabled: false` (Flink's NoOpDelegationTokenManager):

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock';
-import { describeCause } from './registration-error';
-import type { DelegationTokenProvider, DelegationTokenReceiver, TokenContainer } from './spi';
+import { describeCause } from '../plugin-kit/registration-error';
+import type { DelegationTokenProvider, DelegationTokenReceiver, TokenContainer } from '../plugin-kit/token-spi';
 
 /** What the status route shows per provider (never a token). */
 export interface ProviderState {

@@ -1,6 +1,6 @@
 import type { Configuration } from '../config/registry';
 import { formatValue } from '../config/types';
-import type { ProviderConfig } from './spi';
+import type { ProviderConfig } from '../plugin-kit/token-spi';
 import { PROVIDER_PREFIX, RECEIVER_PREFIX } from './token-options';
 
 /**

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Configuration } from '../config/registry';
 import { isProviderEnabled, providerConfig } from './provider-config';
-import type { DelegationTokenManagerCallback, DelegationTokenProvider, DelegationTokenReceiver } from './spi';
+import type { DelegationTokenManagerCallback, DelegationTokenProvider, DelegationTokenReceiver } from '../plugin-kit/token-spi';
 
 export interface LoadedServices {
   /** In the order given by the composition root (the reference leaves the order unspecified). */

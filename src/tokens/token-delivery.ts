@@ -3,14 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { FsPluginDefinition } from '../artifacts/fs-plugin';
+import type { FsPluginDefinition } from '../plugin-kit/fs-plugin';
 import type { Configuration } from '../config/registry';
 import { isLoopbackAddress } from '../net/loopback';
 import { tokenProvidersOf } from './providers';
 import { BridgeReceiverSet } from './receivers/bridge-receivers';
 import { BridgeSecret } from './receivers/bridge-secret';
 import { FileTokenReceiver } from './receivers/file-receiver';
-import type { DelegationTokenProvider, DelegationTokenReceiver } from './spi';
+import type { DelegationTokenProvider, DelegationTokenReceiver } from '../plugin-kit/token-spi';
 import { tokenOptions, tokensEnabled } from './token-options';
 
 /**

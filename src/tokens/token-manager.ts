@@ -4,7 +4,7 @@ import type { Configuration } from '../config/registry';
 import { NoopTokenManager } from './noop-token-manager';
 import { loadServices } from './provider-loader';
 import { notifyReceivers, obtainRound, type ProviderState, toContainer } from './obtain-round';
-import { describeCause, isRefusal, providerFailed, tokensRejected } from './registration-error';
+import { describeCause, isRefusal, providerFailed, tokensRejected } from '../plugin-kit/registration-error';
 import { RetryBackoff, renewalDelay } from './renewal-schedule';
 import type {
   DelegationTokenProvider,
@@ -15,7 +15,7 @@ import type {
   TokenManager,
   TokenManagerListener,
   TokenStatus,
-} from './spi';
+} from '../plugin-kit/token-spi';
 import { effectiveRenewalRatio, tokenOptions, tokensEnabled } from './token-options';
 
 export interface TokenManagerDeps {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { AzureFileSystem, azurePlugin } from '../../fs-plugins/azure';
 import { createConnectGuard } from '../../src/net/connect-guard';
-import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import type { FileSystem } from '../../src/plugin-kit/fs-plugin';
 import { type ConfigError, OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { startAzurite, uploadBlob, type Azurite, type AzuriteAccount } from '../servers/azurite';
 import { startEntraStandIn, type EntraStandIn } from '../servers/entra-token-endpoint';

@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { azurePlugin, defaultBlobEndpoint, lazyDefaultCredential, parseAzureUri, resolveAzureAuth } from '../../fs-plugins/azure';
-import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import type { FileSystem } from '../../src/plugin-kit/fs-plugin';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { makeSas, startAzurite, uploadBlob, type Azurite, type AzuriteAccount } from '../servers/azurite';
 import { fsPluginContract } from './fs-plugin-contract';

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { filePlugin } from '../../fs-plugins/file';
 import { createConnectGuard } from '../../src/net/connect-guard';
-import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import type { FileSystem } from '../../src/plugin-kit/fs-plugin';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { fsPluginContract } from './fs-plugin-contract';
 import { randomFile } from './plugin-fixtures';

@@ -7,7 +7,7 @@ import { type DownloadResult, downloadTo } from '../../src/download/download';
 import { type ParallelSettings, planParts } from '../../src/download/ranged-download';
 import type { Clock } from '../../src/clock';
 import { stillClock } from '../helpers/manual-clock';
-import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import type { FileSystem } from '../../src/plugin-kit/fs-plugin';
 import { heldBufferBytes } from '../helpers/held-buffers';
 import { readAll } from './plugin-fixtures';
 

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { createHttpFileSystem, httpPlugin } from '../../fs-plugins/http';
 import { createConnectGuard } from '../../src/net/connect-guard';
-import type { FileSystem, PluginContext } from '../../src/artifacts/fs-plugin';
+import type { FileSystem, PluginContext } from '../../src/plugin-kit/fs-plugin';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { startForwardProxy, startHttpOrigin, type ForwardProxy, type HttpOrigin } from '../servers/http-origin';
 import { makeSelfSignedCert, type TlsMaterial } from '../servers/tls';

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import pino from 'pino';
 import { createConnectGuard } from '../../src/net/connect-guard';
-import type { FileSystem, FsPluginDefinition } from '../../src/artifacts/fs-plugin';
+import type { FileSystem, FsPluginDefinition } from '../../src/plugin-kit/fs-plugin';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 
 /**

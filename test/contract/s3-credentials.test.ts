@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { s3Plugin } from '../../fs-plugins/s3';
-import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import type { FileSystem } from '../../src/plugin-kit/fs-plugin';
 import { startAwsRelay, type AwsRelay, type RelayRecord } from '../servers/aws-relay';
 import { startMotoServer, type IamPolicy, type MotoServer } from '../servers/moto-server';
 import { fixtureClient, putObject, type S3Creds } from '../servers/s3-server';

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { CreateBucketCommand, PutBucketVersioningCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { crc32 } from 'node:zlib';
 import { s3Plugin } from '../../fs-plugins/s3';
-import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import type { FileSystem } from '../../src/plugin-kit/fs-plugin';
 import { startMotoServer, type IamPolicy, type MotoServer } from '../servers/moto-server';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { downloadTo } from '../../src/download/download';
 import { s3Plugin } from '../../fs-plugins/s3';
-import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import type { FileSystem } from '../../src/plugin-kit/fs-plugin';
 import { putObject, startS3Server, type S3Server } from '../servers/s3-server';
 import { fsPluginContract } from './fs-plugin-contract';
 import { pluginFileSystem, readAll } from './plugin-fixtures';

@@ -1,7 +1,7 @@
 import { OptionsRegistry } from '../../src/config/registry';
-import type { BuiltInTokenProvider } from '../../src/tokens/providers/provider-support';
-import type { DelegationTokenProvider, JobConfiguration } from '../../src/tokens/spi';
-import { isRefusal } from '../../src/tokens/registration-error';
+import type { BuiltInTokenProvider } from '../../src/plugin-kit/provider-support';
+import type { DelegationTokenProvider, JobConfiguration } from '../../src/plugin-kit/token-spi';
+import { isRefusal } from '../../src/plugin-kit/registration-error';
 import { decode, failure, providerConfig, recordingCallback } from '../unit/tokens/providers/provider-kit';
 
 /** What `fn` throws (undefined when it does not). */

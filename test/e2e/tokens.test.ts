@@ -8,11 +8,11 @@ import type {
   DelegationTokenReceiver,
   JobConfiguration,
   ObtainedDelegationTokens,
-} from '../../src/tokens/spi';
+} from '../../src/plugin-kit/token-spi';
 import { json, newJobId, uploadFile, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { assertMatchesSpec } from '../helpers/openapi';
-import { JobRefusedError } from '../../src/tokens/registration-error';
+import { JobRefusedError } from '../../src/plugin-kit/registration-error';
 
 /**
  * A provider written against the SPI the way a third party would: it keeps per-job state, asks for

@@ -1,8 +1,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { JobRefusedError } from '../../src/tokens/registration-error';
-import type { DelegationTokenProvider, JobConfiguration, JobContext } from '../../src/tokens/spi';
+import { JobRefusedError } from '../../src/plugin-kit/registration-error';
+import type { DelegationTokenProvider, JobConfiguration, JobContext } from '../../src/plugin-kit/token-spi';
 import { json, newJobId, uploadFile, waitForJobState, WORDCOUNT_JAR } from '../helpers/flink';
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { runFlinkCli } from '../helpers/java-client';

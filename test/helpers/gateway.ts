@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
-import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
+import type { FsPluginDefinition } from '../../src/plugin-kit/fs-plugin';
 import { compose, createRegistry, type Gateway, type TokenServices } from '../../src/composition';
 import { loadRaw } from '../../src/config/load';
 import { createListener } from '../../src/http/listener';

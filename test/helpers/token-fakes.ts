@@ -11,7 +11,7 @@ import type {
   ProviderConfig,
   TokenContainer,
   TokenManagerListener,
-} from '../../src/tokens/spi';
+} from '../../src/plugin-kit/token-spi';
 
 export function tokenConfig(options: Record<string, string> = {}): Configuration {
   const raw = new Map<string, RawEntry>();

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FsPluginDefinition } from '../../src/artifacts/fs-plugin';
+import type { FsPluginDefinition } from '../../src/plugin-kit/fs-plugin';
 import { compose, createRegistry } from '../../src/composition';
 import { loadRaw } from '../../src/config/load';
 import { captureLogger, FakeProvider, FakeReceiver } from '../helpers/token-fakes';

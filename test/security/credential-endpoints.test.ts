@@ -11,7 +11,7 @@ import { AzureFileSystem, azurePlugin } from '../../fs-plugins/azure';
 import { httpPlugin } from '../../fs-plugins/http';
 import { s3Plugin } from '../../fs-plugins/s3';
 import { createConnectGuard } from '../../src/net/connect-guard';
-import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import type { FileSystem } from '../../src/plugin-kit/fs-plugin';
 import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { pluginFileSystem } from '../contract/plugin-fixtures';
 import { startAwsRelay, type AwsRelay } from '../servers/aws-relay';

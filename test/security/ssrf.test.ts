@@ -11,7 +11,7 @@ import { httpPlugin } from '../../fs-plugins/http';
 import { s3Plugin } from '../../fs-plugins/s3';
 import { ArtifactFetcher } from '../../src/artifacts/artifact-fetcher';
 import { createConnectGuard, isRestrictedAddress } from '../../src/net/connect-guard';
-import { fetchError } from '../../src/artifacts/fetch-error';
+import { fetchError } from '../../src/plugin-kit/fetch-error';
 import { FetchProgress } from '../../src/artifacts/fetch-progress';
 import { JarCache } from '../../src/artifacts/jar-cache';
 import { PluginRegistry } from '../../src/artifacts/plugin-registry';

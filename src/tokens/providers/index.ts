@@ -1,10 +1,10 @@
-import type { FsPluginDefinition } from '../../artifacts/fs-plugin';
+import type { FsPluginDefinition } from '../../plugin-kit/fs-plugin';
 import { oauth2TokenProvider } from './oauth2-provider';
-import type { BuiltInTokenProvider } from './provider-support';
+import type { BuiltInTokenProvider } from '../../plugin-kit/provider-support';
 
 export { OAuth2DelegationTokenProvider, OAUTH2_JOB_SCOPE_KEY, oauth2ProviderOptions } from './oauth2-provider';
 export type { OAuth2Tokens } from './oauth2-provider';
-export type { BuiltInTokenProvider, ProviderDeps } from './provider-support';
+export type { BuiltInTokenProvider, ProviderDeps } from '../../plugin-kit/provider-support';
 
 /**
  * The built-in delegation-token providers, for the composition root: each filesystem plugin's own

@@ -2,8 +2,8 @@ import { Agent } from 'undici';
 import { trustedCa } from '../../net/guarded-connector';
 import type { ConfigRule } from '../../config/registry';
 import type { OptionDef } from '../../config/types';
-import { JobRefusedError } from '../registration-error';
-import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../spi';
+import { JobRefusedError } from '../../plugin-kit/registration-error';
+import type { JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../../plugin-kit/token-spi';
 import {
   JOB_REQUEST_PREFIX,
   JobScopedProvider,
@@ -25,7 +25,7 @@ import {
   type BuiltInTokenProvider,
   type ProviderDeps,
   PrincipalAllowList,
-} from './provider-support';
+} from '../../plugin-kit/provider-support';
 
 const NAME = 'oauth2';
 const SECTION = providerSection(NAME);

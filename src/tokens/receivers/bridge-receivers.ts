@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DelegationTokenReceiver, TokenContainer, TokenJobListener } from '../spi';
+import type { DelegationTokenReceiver, TokenContainer, TokenJobListener } from '../../plugin-kit/token-spi';
 import type { FileTokenReceiver } from './file-receiver';
 import { keepJobs } from './per-job-payload';
 

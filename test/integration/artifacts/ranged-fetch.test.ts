@@ -10,7 +10,7 @@ import { createConnectGuard } from '../../../src/net/connect-guard';
 import { downloadTo } from '../../../src/download/download';
 import { FetchProgress } from '../../../src/artifacts/fetch-progress';
 import { FetchQueue } from '../../../src/artifacts/fetch-queue';
-import type { FileSystem } from '../../../src/artifacts/fs-plugin';
+import type { FileSystem } from '../../../src/plugin-kit/fs-plugin';
 import { JarCache } from '../../../src/artifacts/jar-cache';
 import { PluginRegistry } from '../../../src/artifacts/plugin-registry';
 import { planParts } from '../../../src/download/ranged-download';

@@ -5,7 +5,7 @@ import { request } from 'undici';
 import { startGateway, type TestGateway } from '../../helpers/gateway';
 import { type Origin, startOrigin } from '../../helpers/origin';
 import { bytes, FakeProvider, FakeReceiver } from '../../helpers/token-fakes';
-import { JobRefusedError } from '../../../src/tokens/registration-error';
+import { JobRefusedError } from '../../../src/plugin-kit/registration-error';
 
 const J1 = '11111111111111111111111111111111';
 const J2 = '22222222222222222222222222222222';

@@ -4,7 +4,7 @@ import { get as httpGet } from 'node:http';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BulkHttpClient } from '../../../src/download/bulk-http';
-import type { ConnectGuard } from '../../../src/artifacts/fs-plugin';
+import type { ConnectGuard } from '../../../src/plugin-kit/fs-plugin';
 
 // A differential fuzz test of the bulk HTTP client's response parser against Node's own (llhttp,
 // through node:http): random and mutated responses, served by a real loopback server that writes

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BulkHttpClient, type BulkHttpOptions, type BulkRequest, type BulkResponse, discardBody } from '../../../src/download/bulk-http';
-import type { ConnectGuard } from '../../../src/artifacts/fs-plugin';
+import type { ConnectGuard } from '../../../src/plugin-kit/fs-plugin';
 
 // The bulk client against real loopback servers. Most are raw node:net servers that write exact
 // bytes, so that malformed and oddly split responses can be produced; TLS uses node:https.

@@ -1,6 +1,6 @@
 import { createConnectGuard, isRestrictedAddress } from '../../../src/net/connect-guard';
 import { handoffName } from '../../../src/artifacts/uri-policy';
-import { redactUri } from '../../../src/artifacts/uri';
+import { redactUri } from '../../../src/plugin-kit/uri';
 
 describe('restricted addresses (SSRF guard)', () => {
   it.each([

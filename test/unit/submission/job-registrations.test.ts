@@ -7,7 +7,7 @@ import { DefaultTokenManager } from '../../../src/tokens/token-manager';
 import { NoopTokenManager } from '../../../src/tokens/noop-token-manager';
 import { ManualClock } from '../../helpers/manual-clock';
 import { captureLogger, pairs, tokenConfig } from '../../helpers/token-fakes';
-import { JobRefusedError } from '../../../src/tokens/registration-error';
+import { JobRefusedError } from '../../../src/plugin-kit/registration-error';
 
 const J1 = '11111111111111111111111111111111';
 const J2 = '22222222222222222222222222222222';

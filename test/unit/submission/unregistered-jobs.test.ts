@@ -7,12 +7,12 @@ import { JobManagerClient } from '../../../src/cluster/jobmanager-client';
 import { CLUSTER_DEFAULT_PRINCIPAL, JobRegistrations } from '../../../src/submission/job-registrations';
 import { FileRegistrationStore } from '../../../src/submission/registration-store';
 import { type UnregisteredJobsPolicy, UnregisteredJobs } from '../../../src/submission/unregistered-jobs';
-import { PrincipalAllowList } from '../../../src/tokens/providers/provider-support';
+import { PrincipalAllowList } from '../../../src/plugin-kit/provider-support';
 import { DefaultTokenManager } from '../../../src/tokens/token-manager';
 import { ManualClock } from '../../helpers/manual-clock';
 import { type Origin, startOrigin } from '../../helpers/origin';
 import { captureLogger, pairs, tokenConfig } from '../../helpers/token-fakes';
-import { JobRefusedError } from '../../../src/tokens/registration-error';
+import { JobRefusedError } from '../../../src/plugin-kit/registration-error';
 
 const S = 1000;
 const J1 = '11111111111111111111111111111111';

@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { BridgeReceiverSet } from '../../../src/tokens/receivers/bridge-receivers';
 import { FileTokenReceiver } from '../../../src/tokens/receivers/file-receiver';
 import { keepJobs, parsePerJob } from '../../../src/tokens/receivers/per-job-payload';
-import type { TokenJobListener } from '../../../src/tokens/spi';
+import type { TokenJobListener } from '../../../src/plugin-kit/token-spi';
 import { createTokenManager } from '../../../src/tokens/token-manager';
 import { flush, ManualClock } from '../../helpers/manual-clock';
 import { bytes, captureLogger, FakeProvider, tokenConfig } from '../../helpers/token-fakes';
-import { JobRefusedError } from '../../../src/tokens/registration-error';
+import { JobRefusedError } from '../../../src/plugin-kit/registration-error';
 
 const JOB_A = 'a'.repeat(32);
 const JOB_B = 'b'.repeat(32);

@@ -1,7 +1,7 @@
 import { DefaultTokenManager } from '../../../src/tokens/token-manager';
 import { ManualClock } from '../../helpers/manual-clock';
 import { captureLogger, pairs, tokenConfig } from '../../helpers/token-fakes';
-import { JobRefusedError } from '../../../src/tokens/registration-error';
+import { JobRefusedError } from '../../../src/plugin-kit/registration-error';
 
 async function setup(names = ['a', 'b', 'c']) {
   const clock = new ManualClock();

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { WebResource } from '@azure/storage-blob';
 import { bulkTransport } from '../../../../fs-plugins/azure/bulk-transport';
 import { BulkHttpClient } from '../../../../src/download/bulk-http';
-import type { ConnectGuard } from '../../../../src/artifacts/fs-plugin';
+import type { ConnectGuard } from '../../../../src/plugin-kit/fs-plugin';
 
 const permissive: ConnectGuard = { enabled: false, lookup: dns.lookup, lookupFor: () => dns.lookup, checkHost() {} };
 

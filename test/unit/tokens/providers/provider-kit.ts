@@ -1,4 +1,4 @@
-import type { DelegationTokenManagerCallback, DelegationTokenProvider, ProviderConfig } from '../../../../src/tokens/spi';
+import type { DelegationTokenManagerCallback, DelegationTokenProvider, ProviderConfig } from '../../../../src/plugin-kit/token-spi';
 
 /**
  * A ProviderConfig over flat keys, as the manager builds it: `get('x')` reads

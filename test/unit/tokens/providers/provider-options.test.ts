@@ -6,7 +6,7 @@ import { S3_JOB_ROLE_ARN_KEY, S3DelegationTokenProvider } from '../../../../fs-p
 import { sessionName } from '../../../../fs-plugins/s3/token-provider';
 import { OAUTH2_JOB_SCOPE_KEY, OAuth2DelegationTokenProvider } from '../../../../src/tokens/providers';
 import { providerConfig as managerView } from '../../../../src/tokens/provider-config';
-import type { DelegationTokenProvider } from '../../../../src/tokens/spi';
+import type { DelegationTokenProvider } from '../../../../src/plugin-kit/token-spi';
 import { failure, providerConfig } from './provider-kit';
 
 // Option declarations and init/registerJob behaviour that needs no server.

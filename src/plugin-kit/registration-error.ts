@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error';
-import type { TokenRegistrationFailure } from './spi';
+import type { TokenRegistrationFailure } from './token-spi';
 
 const MAX_REASON = 500;
 

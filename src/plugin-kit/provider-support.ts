@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { ConfigError, type ConfigRule, OptionsRegistry, type RawEntry } from '../../config/registry';
-import { parseUrl, type OptionDef, type OptionValueMap } from '../../config/types';
-import { JobRefusedError } from '../registration-error';
-import type { DelegationTokenManagerCallback, DelegationTokenProvider, JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from '../spi';
+import { ConfigError, type ConfigRule, OptionsRegistry, type RawEntry } from '../config/registry';
+import { parseUrl, type OptionDef, type OptionValueMap } from '../config/types';
+import { JobRefusedError } from './registration-error';
+import type { DelegationTokenManagerCallback, DelegationTokenProvider, JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from './token-spi';
 
 /** Root of every provider's options (Flink's `DelegationTokenProvider.CONFIG_PREFIX`). */
 export const PROVIDER_CONFIG_PREFIX = 'security.delegation.token.provider';

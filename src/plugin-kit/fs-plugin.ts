@@ -4,7 +4,7 @@ import type { ConfigRule, Configuration } from '../config/registry';
 import type { OptionDef } from '../config/types';
 import type { fetchError } from './fetch-error';
 import type { ConnectGuard } from '../net/connect-guard';
-import type { BuiltInTokenProvider } from '../tokens/providers/provider-support';
+import type { BuiltInTokenProvider } from './provider-support';
 
 /**
  * The version of this contract (`FileSystem`, `PluginContext`, `FsPluginDefinition`). A third-party

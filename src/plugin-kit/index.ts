@@ -24,6 +24,6 @@ export type {
   JobContext,
   ObtainedDelegationTokens,
   ProviderConfig,
-} from '../tokens/spi';
-export * from '../tokens/providers/provider-support';
-export { JobRefusedError } from '../tokens/registration-error';
+} from './token-spi';
+export * from './provider-support';
+export { JobRefusedError } from './registration-error';
