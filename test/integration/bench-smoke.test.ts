@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { projectRoot } from '../../src/project-root';
 
 /**
- * The benchmarks (bench/, issue 6) in smoke mode: each measure once, on small inputs. This checks
+ * The benchmarks (bench/) in smoke mode: each measure once, on small inputs. This checks
  * only that every measure still runs and prints its JSON object; it asserts no times (a timed test
  * on shared CI cores would be noise). Needs Java for the embedded Flink cluster, like the e2e tests.
  */

@@ -19,7 +19,7 @@ import { startMotoServer } from '../servers/moto-server';
 import { fixtureClient, putObject } from '../servers/s3-server';
 
 /**
- * Security review finding 1 and its class: a credential of the cluster (Azure key, SAS or identity
+ * A class of hole (ADR 0009): a credential of the cluster (Azure key, SAS or identity
  * token, S3 signature, configured HTTP headers) goes only to the store endpoint it belongs to, never
  * to a host a URI names. Every listener here is one an attacker would run; the guard exempts them
  * (the worst case: an administrator who allowed loopback), so only the credential rule stands between

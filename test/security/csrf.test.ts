@@ -3,7 +3,7 @@ import { composeGateway, type ComposedGateway } from '../helpers/gateway';
 import { startOrigin, type Origin } from '../helpers/origin';
 
 /**
- * Security review finding 11 and its class: a page on another site must not make a user's browser
+ * A class of hole (ADR 0009): a page on another site must not make a user's browser
  * start, cancel or change a job through the gateway (docs/web-ui.md's browser set-ups trust the
  * browser: a proxy adding credentials, a client certificate). Non-browser clients (Flink's, curl,
  * the operator) send neither Sec-Fetch-Site nor Origin and are unaffected; so are reads.

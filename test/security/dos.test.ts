@@ -6,7 +6,7 @@ import { startGateway, type TestGateway, writeTokensFile } from '../helpers/gate
 import { startOrigin, type Origin } from '../helpers/origin';
 
 /**
- * Security review finding 5 and its class: what a client without credentials (or with them) can
+ * A class of hole (ADR 0009): what a client without credentials (or with them) can
  * hold. Slow headers, dripping bodies, bodies on GET, floods of the open GET /config route and
  * floods of slow pass-through calls must not take the sockets, the JobManager connections or the
  * readiness of everyone else. Bounded: at most 80 loopback connections per case.

@@ -9,7 +9,7 @@ import { startFakeJobManager, type FakeJobManager } from '../servers/fake-jobman
 import { startHttpOrigin, type HttpOrigin } from '../servers/http-origin';
 
 /**
- * Security review finding 16 (checked, then fixed): a submitter may not run, plan or delete a jar
+ * A submitter may not run, plan or delete a jar
  * another principal put on the JobManager through the gateway; fetched provenance cannot be forged
  * (covered in test/unit/submission/entry-class-policy.test.ts). What the jars may take is
  * test/security/jar-budget.test.ts's.

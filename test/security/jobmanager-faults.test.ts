@@ -164,7 +164,7 @@ describe('JobManager faults between the gateway and the real embedded Flink', ()
     }
     const code = cleanError(r);
     expect({ code, clear: CLEAR.has(code), errors: r.body.errors }).toMatchObject({ code, clear: true });
-    // Every 503 says when to retry (Flink's RestClusterClient retries 503s; issue 16).
+    // Every 503 says when to retry (Flink's RestClusterClient retries 503s).
     if (r.status === 503) expect(r.retryAfter).toMatch(/^\d+$/);
     figures.cleanErrors++;
     return { status: r.status, code };

@@ -4,7 +4,7 @@ import { startGateway, type TestGateway } from '../helpers/gateway';
 import { startOrigin, type Origin } from '../helpers/origin';
 
 /**
- * Security review finding 14 and its class: what a client or a job's code puts into a request or an
+ * A class of hole (ADR 0009): what a client or a job's code puts into a request or an
  * answer — query strings (signed URLs carry their signature there), URI userinfo, the message a job's
  * main() throws — never reaches the gateway's log. The client that sent it may still see it.
  */

@@ -6,7 +6,7 @@ import { startGateway, type TestGateway, writeTokensFile } from '../helpers/gate
 import { startOrigin, type Origin } from '../helpers/origin';
 
 /**
- * Security review finding 2 and its class: no spelling of a path lowers the permission it needs.
+ * A class of hole (ADR 0009): no spelling of a path lowers the permission it needs.
  * Flink decodes a path twice (Netty once, ending at a raw '#'; its Router cuts at a decoded '?',
  * splits and decodes every segment again). Every spelling below is sent byte for byte over a raw
  * socket by a principal without the permission; none may reach the JobManager (a recording origin).

@@ -113,7 +113,7 @@ describe('ArtifactFetcher', () => {
     expect(store.opens).toBe(2);
   });
 
-  it('never hands off a cached blob that changed on disk, pinned or not: it is checked and downloaded again (review finding 9)', async () => {
+  it('never hands off a cached blob that changed on disk, pinned or not: it is checked and downloaded again', async () => {
     const first = await fetcher.fetch('mem://bucket/app.jar', { sha256: sha });
     first.release();
     const planted = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: evil.X\n', 'evil/X.class': randomBytes(500) });
@@ -128,7 +128,7 @@ describe('ArtifactFetcher', () => {
     expect(store.opens).toBe(3);
   });
 
-  it('keeps its cache in a private directory and refuses one others may write (review finding 9)', async () => {
+  it('keeps its cache in a private directory and refuses one others may write', async () => {
     const shared = join(dir, 'shared-cache');
     mkdirSync(shared, { mode: 0o777 });
     chmodSync(shared, 0o777);
