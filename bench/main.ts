@@ -6,6 +6,7 @@ import { tuneV8 } from '../src/v8-tuning';
 import { BenchEnv } from './lib/env';
 import { killAllTracked } from './lib/procs';
 import { emit, note, type RunPlan } from './lib/report';
+import { engineDecision } from './measures/engine';
 import { fetchThroughput } from './measures/fetch';
 import { linkThroughput } from './measures/link';
 import { rssGrowth } from './measures/memory';
@@ -13,14 +14,19 @@ import { passThrough } from './measures/passthrough';
 import { resubmit, submitLatency } from './measures/submit';
 import { uploadThroughput } from './measures/upload';
 
-const USAGE = `Usage: npm run bench [-- --smoke] [-- --only=fetch,link,submit,resubmit,passthrough,upload,memory] [-- --reps=N]
+const USAGE = `Usage: npm run bench [-- --smoke] [-- --only=fetch,engine,link,submit,resubmit,passthrough,upload,memory] [-- --reps=N]
        [-- --cases=fetch.http,fetch.s3-native,...]
 
 Runs the side-by-side benchmarks and prints one JSON object per measure on stdout
 (progress on stderr). --smoke runs each once on small inputs and judges no target.`;
 
 const MEASURES: Record<string, (env: BenchEnv, plan: RunPlan) => Promise<void>> = {
-  fetch: fetchThroughput,
+  // The download-engine decision runs with the fetch measure (same run, same machine state).
+  fetch: async (env, plan) => {
+    await fetchThroughput(env, plan);
+    await engineDecision(env, plan);
+  },
+  engine: engineDecision,
   link: linkThroughput,
   submit: submitLatency,
   resubmit,
@@ -40,7 +46,7 @@ function copyServerScripts(root: string): void {
 async function main(argv: string[]): Promise<number> {
   // The fetch and link measures run the gateway's fetcher in this process: with the V8 settings
   // the gateway process gives itself (ADR 0018).
-  tuneV8();
+  if (process.env.BENCH_V8_TUNING !== 'off') tuneV8();
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
