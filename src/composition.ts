@@ -54,6 +54,7 @@ import { tokenOptions, tokenRules, tokensEnabled, watcherSettings } from './toke
 import { artifactRules } from './artifacts/artifact-rules';
 import { clusterRules } from './cluster/cluster-rules';
 import { httpRules } from './http/http-rules';
+import { v8Options } from './v8-tuning';
 
 export type { TokenServices } from './tokens/token-delivery';
 
@@ -66,7 +67,7 @@ export function builtInTokenServices(config: Configuration, logger: Logger, plug
 export function createRegistry(plugins: readonly FsPluginDefinition[] = []): OptionsRegistry {
   const providers = tokenProvidersOf(plugins);
   return new OptionsRegistry(
-    [...Object.values(coreOptions), ...Object.values(artifactOptions), ...Object.values(tokenOptions), ...Object.values(haOptions), ...plugins.flatMap((p) => p.options), ...providers.flatMap((p) => p.options)],
+    [...Object.values(coreOptions), ...Object.values(artifactOptions), ...Object.values(tokenOptions), ...Object.values(haOptions), ...Object.values(v8Options), ...plugins.flatMap((p) => p.options), ...providers.flatMap((p) => p.options)],
     [...httpRules, ...clusterRules, ...artifactRules, ...tokenRules, ...haRules, ...plugins.flatMap((p) => p.rules ?? []), ...providers.flatMap((p) => p.rules ?? [])],
   );
 }

@@ -12,7 +12,7 @@ import { formatValue } from './config/types';
 import { errorsMarkdown } from './errors/docs';
 import { STARTUP_CODES, type StartupCode } from './errors/startup-codes';
 import { createLogger } from './logging';
-import { tuneV8 } from './v8-tuning';
+import { tuneV8, v8Options } from './v8-tuning';
 
 const USAGE = `Usage: flink-jar-gateway [--config <file.yaml>] [-D<key>=<value> ...]
 
@@ -21,7 +21,6 @@ embedded Flink session cluster (Java 17 + Maven). Options (defaults → YAML →
 `;
 
 export async function main(argv: readonly string[]): Promise<number> {
-  tuneV8();
   let args: ReturnType<typeof parseArgs>;
   try {
     args = parseArgs(argv);
@@ -60,6 +59,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (err) {
     return failed(err);
   }
+  // Before anything that moves bodies is built: V8 reads these flags at every collection.
+  if (config.get(v8Options.tuning)) tuneV8();
   const logger = createLogger(config.get(coreOptions.logLevel), registry);
   for (const n of config.notices) logger.warn({ key: n.key, source: n.source }, n.message);
   for (const key of warnings) {

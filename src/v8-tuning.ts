@@ -1,8 +1,19 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { option, type OptionDef } from './config/types';
+
+/** Whether the gateway tunes V8 for itself (ADR 0034). */
+export const v8Options = {
+  tuning: option({
+    key: 'gateway.v8-tuning.enabled', type: 'boolean', default: true, section: 'Process',
+    description:
+      "At start-up, set V8's collection flags for a process that moves large bodies (`--external-memory-accounted-in-global-limit`, `--heap-growing-percent=100`) and run a young-generation collection every 16 MiB of upload and pass-through body chunks. Node refuses these flags in NODE_OPTIONS, so the gateway sets them with `v8.setFlagsFromString` before it builds anything; a flag already on node's command line is not set again. `false` leaves V8's defaults: a 1 GiB upload then grows the process by more than 64 MiB.",
+  }),
+} satisfies Record<string, OptionDef>;
 
 /**
- * The V8 flags the gateway process sets for itself (ADR 0018), first thing in `main`.
+ * The V8 flags the gateway process sets for itself (ADR 0018, ADR 0034), in `main` once the
+ * configuration is read and before anything is built, unless `gateway.v8-tuning.enabled` is false.
  *
  * Every body chunk Node's HTTP parser hands over is a fresh Buffer whose bytes live outside V8's
  * heap. Without these flags V8 keeps a separate limit for such external memory, a few tens of MB
@@ -18,8 +29,9 @@ import { runInNewContext } from 'node:vm';
  * Peak memory moving a 1 GiB jar stays within the bound the bench measures (`memory.rss-growth.1GiB`).
  *
  * Both are V8's own flags (`node --v8-options`), read at every collection; Node does not accept them
- * in NODE_OPTIONS, so they are set here rather than on a command line. A V8 that no longer knows one
- * prints `Error: unrecognized flag` on stderr and goes on with its defaults.
+ * in NODE_OPTIONS, so they are set here; one given on node's own command line (`node --heap-growing-percent=… bin/…`)
+ * is left as given. A V8 that no longer knows one prints `Error: unrecognized flag` on stderr and goes
+ * on with its defaults.
  */
 const V8_FLAGS = ['--external-memory-accounted-in-global-limit', '--heap-growing-percent=100'] as const;
 
@@ -31,8 +43,11 @@ const YOUNG_GC_EVERY = 16 * 1024 * 1024;
 let minorGc: (() => void) | undefined;
 let sinceLastGc = 0;
 
-export function tuneV8(): void {
-  for (const flag of V8_FLAGS) setFlagsFromString(flag);
+export function tuneV8(execArgv: readonly string[] = process.execArgv): void {
+  for (const flag of V8_FLAGS) {
+    const name = flag.split('=')[0]!;
+    if (!execArgv.some((a) => a === name || a.startsWith(`${name}=`))) setFlagsFromString(flag);
+  }
   // V8's gc() with a type, taken from a context of its own while the flag is on, then the flag off
   // again: no context created later (and not the main one) sees a `gc` global.
   setFlagsFromString('--expose-gc');

@@ -1,6 +1,7 @@
 import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { passedOnBodyBytes, tuneV8 } from '../../src/v8-tuning';
+import { createRegistry } from '../../src/composition';
+import { passedOnBodyBytes, tuneV8, v8Options } from '../../src/v8-tuning';
 
 const MiB = 1024 * 1024;
 
@@ -37,5 +38,18 @@ describe('passedOnBodyBytes', () => {
 
   it('is a no-op for bytes below the interval', () => {
     expect(() => passedOnBodyBytes(1)).not.toThrow();
+  });
+});
+
+describe('gateway.v8-tuning.enabled', () => {
+  it('is on unless configured off, and documented with the rest of the options', () => {
+    const registry = createRegistry();
+    expect(registry.resolve(new Map()).get(v8Options.tuning)).toBe(true);
+    expect(registry.resolve(new Map([['gateway.v8-tuning.enabled', { value: 'false', source: 'test' }]])).get(v8Options.tuning)).toBe(false);
+    expect(registry.toMarkdown()).toContain('gateway.v8-tuning.enabled');
+  });
+
+  it('leaves a flag given on node\'s command line as given, and sets the others', () => {
+    expect(() => tuneV8(['--heap-growing-percent=50'])).not.toThrow();
   });
 });
