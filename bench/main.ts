@@ -84,6 +84,8 @@ async function main(argv: string[]): Promise<number> {
   try {
     for (const [name, run] of Object.entries(MEASURES)) {
       if (only && !only.includes(name)) continue;
+      // The fetch measure runs the engine decision itself: alone only when asked for without fetch.
+      if (name === 'engine' && (only === undefined || only.includes('fetch'))) continue;
       const started = performance.now();
       note(`measure '${name}' starting`);
       try {

@@ -147,13 +147,14 @@ export async function engineDecision(env: BenchEnv, plan: RunPlan): Promise<void
       });
     }
     const allWithin = table.every((r) => r.within10Percent === true);
+    const cpuRatios = table.map((r) => r.undiciOverBulkCpu as number);
     emit({
       name: 'engine.decision',
-      unit: 'n/a',
-      gateway: null,
+      unit: 'ratio',
+      gateway: summarize(cpuRatios),
       anchor: null,
-      ratio: null,
-      ratioIs: 'n/a: the table of the engine.* lines of this run',
+      ratio: round(Math.max(...cpuRatios)),
+      ratioIs: "undici-slab / bulk-http CPU per GiB, per store (gateway: over the stores; ratio: the worst); params.table is this run's engine.* lines",
       target: 'undici within 10 % of bulk-http (CPU per GiB and MiB/s) on every store → one engine (undici)',
       met: judged(plan, true, allWithin),
       smoke: plan.smoke,
