@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { option, type OptionDef } from './config/types';
 
-/** Whether the gateway tunes V8 for itself (ADR 0034). */
+/** Whether the gateway tunes V8 for itself (ADR 0035). */
 export const v8Options = {
   tuning: option({
     key: 'gateway.v8-tuning.enabled', type: 'boolean', default: true, section: 'Process',
@@ -12,7 +12,7 @@ export const v8Options = {
 } satisfies Record<string, OptionDef>;
 
 /**
- * The V8 flags the gateway process sets for itself (ADR 0018, ADR 0034), in `main` once the
+ * The V8 flags the gateway process sets for itself (ADR 0018, ADR 0035), in `main` once the
  * configuration is read and before anything is built, unless `gateway.v8-tuning.enabled` is false.
  *
  * Every body chunk Node's HTTP parser hands over is a fresh Buffer whose bytes live outside V8's

@@ -10,7 +10,7 @@ import { slabConnector } from './slab-socket';
 const IDLE_MS = 4000;
 
 /**
- * The engine the bench compares with the bulk client (ADR 0034), kept here rather than in src/ so
+ * The engine the bench compares with the bulk client (ADR 0035), kept here rather than in src/ so
  * that the gateway has one. The bulk client's contract on undici's HTTP/1.1 client (llhttp parses),
  * with a connector whose sockets read into pooled slabs (`SlabSocket`): body chunks are views of
  * those slabs, lent to the consumer as the bulk client lends its own. Errors keep the bulk

@@ -108,7 +108,7 @@ async function socketToFile(env: BenchEnv, port: number, size: number): Promise<
 }
 
 /**
- * The store's own socket-to-file ceiling (ADR 0034): the ceiling's client above, pointed at the
+ * The store's own socket-to-file ceiling (ADR 0035): the ceiling's client above, pointed at the
  * case's own store. It writes one `GET` of the case's URL (`Connection: close`) on a node `net`
  * socket and pipes everything the store sends, head and body, into a new file: no HTTP parsing, no
  * digest, no checks. The store's cost is in it, the client's is as small as Node makes it.
@@ -166,7 +166,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
     gateway: null,
     anchor: ceilingSummary,
     ratio: null,
-    ratioIs: "n/a (the anchor is the bare socket-to-file ceiling: node net client ← separate-process TCP sender, piped to a new file; measured here at the start, and again in every round of each case as information; each case's ceilingMet uses the socket-to-file ceiling from its own store, ADR 0034)",
+    ratioIs: "n/a (the anchor is the bare socket-to-file ceiling: node net client ← separate-process TCP sender, piped to a new file; measured here at the start, and again in every round of each case as information; each case's ceilingMet uses the socket-to-file ceiling from its own store, ADR 0035)",
     target: null,
     met: null,
     smoke: plan.smoke,
@@ -243,7 +243,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
       const g = summarize(gateway.map((x) => x.mibps));
       const a = summarize(anchor.map((x) => x.curl.mibps));
       const ratio = round(g.median / a.median);
-      // Judged against the ceiling from the case's own store (ADR 0034); the bare socket's ceiling
+      // Judged against the ceiling from the case's own store (ADR 0035); the bare socket's ceiling
       // (a dedicated sender that costs next to nothing) is reported beside it.
       const caseCeiling = summarize(anchor.map((x) => x.storeCeiling.mibps));
       const vsCeiling = round(g.median / caseCeiling.median);
@@ -273,12 +273,12 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
           store: c.store,
           plugin: c.plugin,
           gatewayPath,
-          // Whether the lone-stream probe (ADR 0034) kept each read to one stream.
+          // Whether the lone-stream probe (ADR 0035) kept each read to one stream.
           gatewayReads: gateway.map((x) => x.read ?? 'not reported'),
           ...(fetcherError !== undefined ? { fetcherError } : {}),
           ceilingMiBps: caseCeiling.median,
           ceilingOfThisCase: caseCeiling,
-          ceilingIs: "node net client: one GET of the same URL on a raw socket to the case's own store, everything it sends piped to a new file (ADR 0034)",
+          ceilingIs: "node net client: one GET of the same URL on a raw socket to the case's own store, everything it sends piped to a new file (ADR 0035)",
           ceilingCpuSecPerGiB: summarize(anchor.map((x) => x.storeCeiling.cpuPerGiB)),
           socketCeilingOfThisCase: socketCeiling,
           gatewayVsSocketCeiling: round(g.median / socketCeiling.median),

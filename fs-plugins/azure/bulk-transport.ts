@@ -5,7 +5,7 @@ import { type BulkHttpClient, discardBody } from '../../src/plugin-kit';
 const MAX_TEXT_BODY = 1024 * 1024;
 
 /**
- * The Azure SDK's transport, replaced by the plugin kit's bulk client (ADR 0034): the SDK still
+ * The Azure SDK's transport, replaced by the plugin kit's bulk client (ADR 0035): the SDK still
  * builds, signs (shared key, SAS, identity token), retries and parses every request; only the bytes
  * go through the bulk client, which reads a download into 1 MiB buffers instead of node:http's
  * 64 KiB reads, for far less CPU per byte. The plugin only reads, so a request with a body

@@ -39,7 +39,7 @@ export function createHttpFileSystem(ctx: PluginContext, env: NodeJS.ProcessEnv 
     readTimeoutMs: settings.readTimeoutMs,
     proxy,
   });
-  // Without a proxy, the bulk client (ADR 0034); undici serves proxied requests.
+  // Without a proxy, the bulk client (ADR 0035); undici serves proxied requests.
   const bulk = hasProxy(proxy) ? undefined : new BulkHttpClient({ guard, ca, connectTimeoutMs: settings.connectTimeoutMs, readTimeoutMs: settings.readTimeoutMs });
   return new HttpFileSystem({ dispatcher, ...(bulk ? { bulk } : {}), guard, settings, log, checkTargetsBeforeProxy: hasProxy(proxy) });
 }

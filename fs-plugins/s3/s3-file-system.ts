@@ -37,7 +37,7 @@ export class S3FileSystem implements FileSystem {
   private readonly clients: S3ClientCache;
   /**
    * GetObject bodies: signed by the SDK, transferred by the plugin kit's bulk client (read straight
-   * into 1 MiB buffers, for far less CPU per byte than undici; ADR 0034).
+   * into 1 MiB buffers, for far less CPU per byte than undici; ADR 0035).
    */
   private readonly bulk: BulkHttpClient;
 

@@ -101,7 +101,7 @@ export class JarCache {
     if (before.sole && this.verified.get(sha256) === before.key) return true;
     this.verified.delete(sha256);
     this.hashed++;
-    // On the SHA-256 helper thread (ADR 0034), through its one read buffer: read back on this
+    // On the SHA-256 helper thread (ADR 0035), through its one read buffer: read back on this
     // thread with a stream of fresh buffers, a large jar would stall the event loop and leave its
     // buffers waiting for a collection.
     let actual: string;

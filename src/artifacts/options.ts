@@ -28,7 +28,7 @@ export const artifactOptions = {
     key: 'gateway.artifacts.fetch-retries', type: 'int', default: 2, min: 0, max: 10, section,
     description: 'Retries of a fetch after a transient store failure (unreachable, 5xx, reset), with exponential backoff from 500 ms; never after not-found, denied or too-large.',
   }),
-  // Defaults chosen on the bench's simulated link (ADR 0034): on a link that caps each connection,
+  // Defaults chosen on the bench's simulated link (ADR 0035): on a link that caps each connection,
   // throughput grows with the number of requests up to 8, while on loopback the CPU per GiB does
   // not depend on it; with the short last round (planParts) the part size hardly matters, so 16 MiB
   // keeps the number of requests, each of which costs a round trip, low.
@@ -41,7 +41,7 @@ export const artifactOptions = {
     description: 'Ranged requests streaming at once for one large object (a request about to end asks for the next part one request latency ahead when that latency is at least 5 ms, so that for a moment up to twice this many may be open), each pinned to the version or ETag the first request saw (an object replaced mid-read fails with GW_FETCH_CHANGED); 1 reads every object in one stream. Each request holds up to 256 KiB of write buffer plus its socket buffers; measured RSS growth moving 1 GiB: about 10-15 MiB more with 8 requests than with one (bench/RESULTS.md).',
   }),
   // Between what a store next to the gateway serves on one connection (faster, and cheaper per
-  // byte, in one stream) and what a real store serves on one (tens of MB/s); ADR 0034.
+  // byte, in one stream) and what a real store serves on one (tens of MB/s); ADR 0035.
   parallelFetchLoneStreamRate: option({
     key: 'gateway.artifacts.parallel-fetch.lone-stream-rate', type: 'memory', default: 256 * 1024 ** 2, min: 0, section,
     description: 'Bytes per second (e.g. "256 mb") the first ranged request of a large object must deliver, read alone for 10 ms after its response headers, for the object to be read in one stream. A store next to the gateway serves one stream faster than the gateway hashes it, and then one stream costs less CPU per byte than several (no bytes read back from the file for the in-order digest); a store that caps each connection (a real network) gets the other requests at once, after the first one\'s latency plus 10 ms. 0 starts every ranged request at once.',

@@ -32,7 +32,7 @@ export function uploadAgent(secure: boolean, tls?: JobManagerTls): http.Agent {
  * POSTs `body` to `url` with chunked transfer coding and resolves with the answer (the status and
  * the text of its body). Through node:http rather than undici for one reason: its write callback
  * says when the socket is done with a chunk, so the chunks of the bulk client's slabs go back to
- * the slab pool here (ADR 0034) instead of waiting for the garbage collector — each 64 MiB of such
+ * the slab pool here (ADR 0035) instead of waiting for the garbage collector — each 64 MiB of such
  * garbage costs a full collection and, on a loaded machine, RSS (ADR 0015). A body chunk that is
  * not a pooled slab is left alone.
  *

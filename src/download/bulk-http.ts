@@ -71,7 +71,7 @@ export interface BulkResponse {
  * one through a parser and a stream, which costs several times a native client's CPU per byte
  * before the digest (ADR 0014 has the figures). This client reads the socket with `onread` straight into
  * 1 MiB buffers, finds the framing itself (Content-Length, chunked, or close), and hands each
- * buffer on as one chunk (ADR 0034).
+ * buffer on as one chunk (ADR 0035).
  *
  * Deliberately small and strict: GET and HEAD without a request body, HTTP/1.1 over TCP or TLS
  * (ALPN `http/1.1`), keep-alive per origin; a response that is not plainly well-formed (a bad

@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 
 /**
  * A digest of a downloaded object, computed on a helper thread from the file as it becomes durable
- * (ADR 0034): the SHA-256 every fetch computes, and the store's MD5 when one is checked.
+ * (ADR 0035): the SHA-256 every fetch computes, and the store's MD5 when one is checked.
  *
  * On the download's own thread the digests capped a fast fetch: each costs more CPU per byte than
  * the rest of the download (socket to file), MD5 most (ADR 0020 and 0022 have the figures).

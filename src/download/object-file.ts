@@ -52,7 +52,7 @@ export interface ObjectFileOptions {
  * Transform hop, no second stream, one thread-pool round trip per gathered batch.
  *
  * - SHA-256, and a store MD5 when one is checked, are computed on helper threads from the file's
- *   durable prefix (FileDigest, ADR 0034): the download's thread moves bytes only.
+ *   durable prefix (FileDigest, ADR 0035): the download's thread moves bytes only.
  * - The in-order consumers (a CRC32 store checksum, the tee of the upload hand-off) take every byte
  *   exactly once and in order: straight from memory when a chunk starts where they stand (always,
  *   for a sequential read), otherwise by reading the file back once the bytes before it are

@@ -299,7 +299,7 @@ function watchForEnd(body: Readable, bytes: number, latencyMs: number, nearEnd: 
  * that limits each connection). Where the store sits next to the gateway, one stream is faster and
  * costs less CPU per byte: every byte is hashed from memory as it arrives, while the later parts
  * of a parallel read are read back from the file for the in-order digest, and the store serves
- * more requests (ADR 0034). The time a lone first request can cost on a
+ * more requests (ADR 0035). The time a lone first request can cost on a
  * capped link is its latency plus the window.
  *
  * The bytes counted are those the body delivered (`watch`), not those written to the file: writes

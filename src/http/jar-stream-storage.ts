@@ -50,7 +50,7 @@ export function jarFileName(originalName: string | undefined): string {
 /**
  * multer's storage engine for one `POST /jars/upload` (ADR 0002, ADR 0019). The file part is
  * checked on the way (JarInspector) and copied to a private spool file, hashed on the SHA-256
- * helper thread as it becomes durable (SpoolTap, ADR 0034), that
+ * helper thread as it becomes durable (SpoolTap, ADR 0035), that
  * `inspectJar` reads the way Java's JarFile does (the manifest the central directory points to,
  * inflated with a bound). Nothing reaches the JobManager whole before `complete()`, which the
  * caller invokes once multer has read the whole client body and the caller's own checks (one file,
@@ -93,7 +93,7 @@ export class JarStreamStorage implements StorageEngine {
     };
     const { maxBytes, zipLimits, log } = this.opts;
     this.fileName = jarFileName(file.originalname);
-    // The SHA-256 is the spool's, on a helper thread (ADR 0034).
+    // The SHA-256 is the spool's, on a helper thread (ADR 0035).
     const inspector = new JarInspector(zipLimits, { hash: false });
     const body = this.linker ? undefined : this.streamUpstream(fail);
     // busboy stops passing bytes on at the limit but goes on reading the part to its end; answer now,

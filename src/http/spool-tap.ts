@@ -9,7 +9,7 @@ import { passedOnBodyBytes } from '../v8-tuning';
  * fresh 0700 directory), with backpressure from both sides. 'end' comes only once the copy is on
  * disk. `discard()` removes it.
  *
- * The copy's SHA-256 is computed on a helper thread from the file as it becomes durable (ADR 0034,
+ * The copy's SHA-256 is computed on a helper thread from the file as it becomes durable (ADR 0035,
  * as for fetched jars): the request's thread only moves bytes.
  */
 export class SpoolTap extends Transform {

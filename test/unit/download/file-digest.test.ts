@@ -14,7 +14,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-describe('FileDigest (SHA-256 and the store MD5 on helper threads, ADR 0034)', () => {
+describe('FileDigest (SHA-256 and the store MD5 on helper threads, ADR 0035)', () => {
   it('hashes a file told in steps as it grows, exactly up to the size asked for', async () => {
     const path = join(dir, 'growing');
     const bytes = randomBytes(5 * 1024 * 1024 + 12345);
