@@ -151,7 +151,7 @@ export function fetchSettings(config: Configuration) {
 /** `gateway.artifacts.handoff`, with `auto` decided: shared-dir when the JobManager's upload dir is known. */
 export function handoffModeOf(config: Configuration, uploadDir: string | undefined): 'upload' | 'shared-dir' {
   const setting = config.get(artifactOptions.handoff);
-  return (setting === 'auto' ? (uploadDir ? 'shared-dir' : 'upload') : setting) as 'upload' | 'shared-dir';
+  return setting === 'auto' ? (uploadDir ? 'shared-dir' : 'upload') : setting;
 }
 
 /** The PEM text of `gateway.artifacts.ca-bundle` (the plugins' and token providers' extra CAs), if set. */

@@ -1,4 +1,4 @@
-import type { OptionDef, OptionType, OptionValueMap } from './types';
+import type { EnumOptionDef, OptionDef, OptionType, OptionValueMap } from './types';
 import { formatValue, parseMap, parseValue } from './types';
 
 /**
@@ -351,6 +351,8 @@ export class Configuration {
   ) {}
 
   /** Typed read of a declared option that has a default. */
+  get<V extends string>(def: EnumOptionDef<V>): V;
+  get<T extends OptionType>(def: OptionDef<T>): OptionValueMap[T];
   get<T extends OptionType>(def: OptionDef<T>): OptionValueMap[T] {
     const v = this.getOptional(def);
     if (v === undefined) throw new Error(`option ${def.key} has no value and no default`);
@@ -358,6 +360,8 @@ export class Configuration {
   }
 
   /** Typed read of a declared option that may be unset. */
+  getOptional<V extends string>(def: EnumOptionDef<V>): V | undefined;
+  getOptional<T extends OptionType>(def: OptionDef<T>): OptionValueMap[T] | undefined;
   getOptional<T extends OptionType>(def: OptionDef<T>): OptionValueMap[T] | undefined {
     return (this.values.has(def.key) ? this.values.get(def.key) : def.default) as OptionValueMap[T] | undefined;
   }

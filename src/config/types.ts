@@ -54,8 +54,16 @@ export interface OptionDef<T extends OptionType = OptionType> {
   deprecatedKeys?: readonly string[];
 }
 
-/** Declares one option; the generic ties `default` to `type`. */
-export function option<T extends OptionType>(def: OptionDef<T>): OptionDef<T> {
+/** An `enum` option whose values are known to the type checker: `config.get` returns one of them. */
+export interface EnumOptionDef<V extends string> extends OptionDef<'enum'> {
+  values: readonly V[];
+  default?: V;
+}
+
+/** Declares one option; the generic ties `default` to `type` (and an enum's value type to its `values`). */
+export function option<const V extends string>(def: Omit<OptionDef<'enum'>, 'values' | 'default'> & { values: readonly V[]; default?: NoInfer<V> }): EnumOptionDef<V>;
+export function option<T extends OptionType>(def: OptionDef<T>): OptionDef<T>;
+export function option(def: OptionDef): OptionDef {
   return def;
 }
 
