@@ -127,13 +127,13 @@ export function createJarRoutes(deps: JarRouteDeps) {
           // parsed like a POST's and sent on as a POST, the same handler on the JobManager.
           const withBody = req.method === 'POST' || req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
           const request = withBody ? parseJarRequest(await readJsonObject(req, jsonLimit, 'JarPlanRequestBody', jsonBudget), 'JarPlanRequestBody') : undefined;
-          const plan = await deps.runs.plan(jarId, request, query, withBody ? 'POST' : 'GET', log, caller);
+          const plan = await deps.runs.plan({ jarId, request, query, method: withBody ? 'POST' : 'GET', log, caller });
           return sendJson(res, 200, plan);
         }
         case 'run': {
           deps.runs.checkJarOwner(jarId, caller.principal, 'run');
           const request = parseJarRequest(await readJsonObject(req, jsonLimit, 'JarRunRequestBody', jsonBudget), 'JarRunRequestBody');
-          const { outcome } = await deps.runs.run(jarId, request, query, log, caller);
+          const { outcome } = await deps.runs.run({ jarId, request, query, log, caller });
           // As the fronted version answers: {jobid}, plus applicationId from Flink 2.3 on.
           return sendJson(res, 200, { jobid: outcome.jobid, ...(outcome.applicationId ? { applicationId: outcome.applicationId } : {}) });
         }
@@ -144,7 +144,7 @@ export function createJarRoutes(deps: JarRouteDeps) {
           // The same pipeline as /run: owner, policy, fetch by URI, token registration, audit.
           deps.runs.checkJarOwner(jarId, caller.principal, 'run');
           const request = parseJarRequest(await readJsonObject(req, jsonLimit, 'JarRunApplicationRequestBody', jsonBudget), 'JarRunApplicationRequestBody');
-          const { outcome } = await deps.runs.run(jarId, request, query, log, caller, 'run-application');
+          const { outcome } = await deps.runs.run({ jarId, request, query, log, caller, route: 'run-application' });
           return sendJson(res, 202, { applicationid: outcome.applicationid });
         }
       }

@@ -52,6 +52,29 @@ export interface RunServiceOptions {
   onSubmission?: (source: 'upload' | 'uri', outcome: 'accepted' | 'rejected' | 'failed' | 'deduplicated') => void;
 }
 
+/** One run of an uploaded or fetched jar (`POST /jars/:jarid/run`, `/run-application`). */
+export interface RunRequest {
+  jarId: string;
+  request: JarRequest;
+  /** The request's query string, forwarded to the JobManager as it came. */
+  query: string;
+  log: Logger;
+  /** The authenticated caller; absent when authentication is off. */
+  caller?: Caller | undefined;
+  /** Which route asked (default `run`). */
+  route?: RunRoute;
+}
+
+/** One plan (`GET`/`POST /jars/:jarid/plan`): a run's inputs without a job id, the body optional on GET. */
+export interface PlanRequest {
+  jarId: string;
+  request: JarRequest | undefined;
+  query: string;
+  method: 'GET' | 'POST';
+  log: Logger;
+  caller?: Caller | undefined;
+}
+
 /**
  * The jar a run or plan uses and the body the JobManager gets for it — built from the request,
  * never written back into it — held until `release()`.
@@ -89,7 +112,8 @@ export class RunService {
     this.submitter = new JobSubmitter(opts.cluster, opts.claims !== undefined, opts.clock ? () => opts.clock!.monotonicMs() : undefined);
   }
 
-  async run(jarId: string, request: JarRequest, query: string, log: Logger, caller?: Caller, route: RunRoute = 'run'): Promise<{ outcome: RunOutcome; shared: boolean }> {
+  async run(r: RunRequest): Promise<{ outcome: RunOutcome; shared: boolean }> {
+    const { jarId, request, query, log, caller, route = 'run' } = r;
     const t0 = performance.now();
     const jobId = jobIdFor(request);
     const jobLog = log.child({ jobId });
@@ -220,7 +244,8 @@ export class RunService {
     }
   }
 
-  async plan(jarId: string, request: JarRequest | undefined, query: string, method: 'GET' | 'POST', log: Logger, caller?: Caller): Promise<unknown> {
+  async plan(r: PlanRequest): Promise<unknown> {
+    const { jarId, request, query, method, log, caller } = r;
     const t0 = performance.now();
     const trace = this.traceFor(jarId, request, caller, query);
     try {
