@@ -11,6 +11,10 @@
 #     from the Go module proxy into ~/.cache/flink-jar-gateway/kube/ (about a quarter of an hour on
 #     two cores the first time); needs Go 1.25+, else one line names it and the run stops. The fast
 #     lane (`npm run test:unit`) does not need them and skips this step.
+#   - fake-gcs-server, a Google Cloud Storage emulator for the gs:// plugin's tests
+#     (scripts/build-fake-gcs.sh), built once from the Go module proxy into
+#     ~/.cache/flink-jar-gateway/fake-gcs-server/ (a couple of minutes the first time); the fast
+#     lane does not need it either.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,4 +60,5 @@ fi
 
 if [ "${npm_lifecycle_event:-}" != "pretest:unit" ]; then
   bash scripts/build-kube.sh
+  bash scripts/build-fake-gcs.sh
 fi

@@ -5,7 +5,6 @@ import { artifactOptions } from './options';
 
 /** Flink filesystems the gateway has no built-in plugin for, by their configuration keys. */
 const UNSERVED_FILESYSTEMS: readonly [RegExp, string][] = [
-  [/^(?:gs|fs\.gs)\./, 'gs://'],
   [/^fs\.oss\./, 'oss://'],
   [/^fs\.cosn\./, 'cosn://'],
   [/^fs\.obs\./, 'obs://'],
@@ -33,7 +32,7 @@ export const artifactRules: readonly ConfigRule[] = [
     keys: [],
     severity: 'warning',
     description:
-      'a key of one of Flink\'s filesystems that no plugin of this gateway serves (Google Cloud Storage gs.* / fs.gs.*, Alibaba OSS fs.oss.*, ' +
+      'a key of one of Flink\'s filesystems that no plugin of this gateway serves (Alibaba OSS fs.oss.*, ' +
       'Tencent COS fs.cosn.*, Huawei OBS fs.obs.*, Azure Data Lake Gen1 fs.adl.*): its jar URIs are refused, and the key is not used.',
     check(config) {
       const out: { key: string; message: string }[] = [];

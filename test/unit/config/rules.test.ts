@@ -52,6 +52,10 @@ describe('the url option type', () => {
         'fs.azure.account.endpoint.<account>',
         'fs.azure.account.oauth2.client.endpoint',
         'fs.azure.account.oauth2.client.endpoint.<account-host>',
+        'fs.gs.storage.root.url',
+        'fs.gs.token.server.url',
+        'gs.storage.root.url',
+        'gs.token.server.url',
         'fs.s3a.bucket.<bucket>.endpoint',
         'gateway.cluster.rest-url',
         's3.endpoint',
@@ -155,8 +159,14 @@ describe('the gateway\'s rules', () => {
 
 describe('keys of Flink filesystems the gateway has no plugin for', () => {
   it('are start-up warnings naming the key and the scheme, never silence', () => {
-    const config = createRegistry(builtinPlugins).resolve(raw({ 'gs.auth.type': 'SERVICE_ACCOUNT_JSON_KEYFILE', 'fs.gs.project.id': 'p', 'fs.oss.endpoint': 'oss.example', 'fs.s3a.fast.upload': 'true' }));
-    expect(config.notices.filter((n) => /no plugin/.test(n.message)).map((n) => n.key)).toEqual(['gs.auth.type', 'fs.gs.project.id', 'fs.oss.endpoint']);
-    expect(config.notices.find((n) => n.key === 'gs.auth.type')?.message).toMatch(/^a Flink filesystem key for gs:\/\/, which no plugin of this gateway serves: gs:\/\/ jar URIs are refused \(GW_FETCH_SCHEME_UNSUPPORTED\)/);
+    const config = createRegistry(builtinPlugins).resolve(raw({ 'fs.oss.endpoint': 'oss.example', 'fs.cosn.userinfo.secretId': 'x', 'fs.s3a.fast.upload': 'true' }));
+    expect(config.notices.filter((n) => /no plugin/.test(n.message)).map((n) => n.key)).toEqual(['fs.oss.endpoint', 'fs.cosn.userinfo.secretId']);
+    expect(config.notices.find((n) => n.key === 'fs.oss.endpoint')?.message).toMatch(/^a Flink filesystem key for oss:\/\/, which no plugin of this gateway serves: oss:\/\/ jar URIs are refused \(GW_FETCH_SCHEME_UNSUPPORTED\)/);
+  });
+
+  it('gs keys are the gs:// plugin\'s now: the ones it honours are silent, the others a warning naming the key', () => {
+    const config = createRegistry(builtinPlugins).resolve(raw({ 'gs.auth.type': 'APPLICATION_DEFAULT', 'fs.gs.project.id': 'p', 'gs.writer.temporary.bucket.name': 'tmp', 'fs.gs.requester.pays.mode': 'AUTO' }));
+    expect(config.notices.filter((n) => /no plugin/.test(n.message))).toEqual([]);
+    expect(config.notices.filter((n) => /Google Cloud Storage key/.test(n.message)).map((n) => n.key)).toEqual(['gs.writer.temporary.bucket.name', 'fs.gs.requester.pays.mode']);
   });
 });
