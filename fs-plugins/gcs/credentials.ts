@@ -50,7 +50,7 @@ export class GcsCredentials {
 
   constructor(
     private readonly config: Configuration,
-    private readonly deps: GcsCredentialDeps,
+    deps: GcsCredentialDeps,
     private readonly env: NodeJS.ProcessEnv = process.env,
   ) {
     this.kind = authType(config);

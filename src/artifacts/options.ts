@@ -81,7 +81,7 @@ export const artifactOptions = {
   }),
   allowedSchemes: option({
     key: 'gateway.artifacts.allowed-schemes', deprecatedKeys: ['user.artifacts.allowed-schemes'], type: 'list', default: ['https'], section,
-    description: 'URI schemes a run or POST /jars/fetch may name, separated by ";". By default https alone, as the Flink Kubernetes Operator allows for a FlinkSessionJob\'s jarURI (kubernetes.operator.user.artifacts.allowed-schemes): list each store the cluster\'s credentials may read for a caller, e.g. "https;s3;wasbs;abfss" (the S3 plugin also serves s3a and s3p). Plain http, wasb, abfs and file are for development (http also needs user.artifacts.raw-http-enabled, file gateway.artifacts.local-file.enabled).',
+    description: 'URI schemes a run or POST /jars/fetch may name, separated by ";". By default https alone, as the Flink Kubernetes Operator allows for a FlinkSessionJob\'s jarURI (kubernetes.operator.user.artifacts.allowed-schemes): list each store the cluster\'s credentials may read for a caller, e.g. "https;s3;wasbs;abfss;gs" (the S3 plugin also serves s3a and s3p). Plain http, wasb, abfs and file are for development (http also needs user.artifacts.raw-http-enabled, file gateway.artifacts.local-file.enabled).',
   }),
   caBundle: option({
     key: 'gateway.artifacts.ca-bundle', deprecatedKeys: ['user.artifacts.ca-bundle'], type: 'string', section,

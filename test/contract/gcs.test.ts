@@ -2,15 +2,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
-import { gcsPlugin } from '../../fs-plugins/gcs';
-import { createConnectGuard } from '../../src/net/connect-guard';
 import type { FileSystem } from '../../src/plugin-kit/fs-plugin';
-import { OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { startFakeGcs } from '../servers/fake-gcs';
 import { makeServiceAccount, startGcsFront, startGoogleTokenStandIn, writeKeyFile } from '../servers/fake-gcs-auth';
 import { makeSelfSignedCert } from '../servers/tls';
 import { fsPluginContract } from './fs-plugin-contract';
+import { gcsFileSystem, keyBody } from './gcs-fixture';
 import { randomFile } from './plugin-fixtures';
 
 // The fs-plugin contract over a real Cloud Storage emulator (fake-gcs-server), reached as Cloud Storage
@@ -19,20 +16,6 @@ import { randomFile } from './plugin-fixtures';
 
 const LARGE_SIZE = 64 * 1024 * 1024;
 
-const raw = (settings: Record<string, string>) => new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
-
-/** A gs file system built the gateway's way, trusting the test CA, with only `allowed` exempt from the guard. */
-export function gcsFileSystem(settings: Record<string, string>, allowed: string[], ca?: string): FileSystem {
-  return gcsPlugin.create({
-    config: new OptionsRegistry(gcsPlugin.options, gcsPlugin.rules).resolve(raw(settings)),
-    log: pino({ level: 'silent' }),
-    guard: createConnectGuard({ enabled: true, allowed }),
-    ...(ca !== undefined ? { ca } : {}),
-  });
-}
-
-/** The base64 body of a PEM private key (what a leak would show). */
-const keyBody = (pem: string) => pem.split('\n').filter((l) => l && !l.startsWith('-----')).join('').slice(20, 80);
 
 fsPluginContract('gcs', async () => {
   const tls = makeSelfSignedCert();
