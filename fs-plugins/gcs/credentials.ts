@@ -1,4 +1,4 @@
-import { GoogleAuth, JWT } from 'google-auth-library';
+import type * as GoogleAuthLibrary from 'google-auth-library';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { guardedConnector, type Configuration, type ConnectGuard } from '../../src/plugin-kit';
 import { authType, readCredentialsFile, setting, type GcsAuthType } from './options';
@@ -8,6 +8,14 @@ export const READ_ONLY_SCOPES = ['https://www.googleapis.com/auth/devstorage.rea
 
 /** Where google-auth-library sends every service-account token request, whatever the key file says. */
 export const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
+
+/**
+ * google-auth-library, loaded on the first gs:// read that needs a token: it is a large module tree,
+ * and a gateway that never reads gs:// should not pay for it at start-up.
+ */
+function googleAuthLibrary(): typeof GoogleAuthLibrary {
+  return require('google-auth-library') as typeof GoogleAuthLibrary;
+}
 
 /** The request headers that authorise a read, or none (UNAUTHENTICATED). */
 export type AuthHeaders = Record<string, string>;
@@ -83,6 +91,7 @@ export class GcsCredentials {
   private async build(): Promise<AuthClientLike> {
     const projectId = setting(this.config, 'projectId')?.value;
     let tokenUrl = setting(this.config, 'tokenServerUrl')?.value;
+    const { GoogleAuth, JWT } = googleAuthLibrary();
     let client: AuthClientLike;
     if (this.kind === 'SERVICE_ACCOUNT_JSON_KEYFILE') {
       const key = readCredentialsFile(setting(this.config, 'keyFile')!.value);

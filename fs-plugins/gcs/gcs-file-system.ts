@@ -121,14 +121,15 @@ export class GcsFileSystem implements FileSystem {
 
   /** One GET of the object's resource (`query` '' → metadata), authorised, to the root URL only. */
   private async send(uri: URL, location: GcsLocation, query: string, extra: AuthHeaders, signal: AbortSignal): Promise<BulkResponse> {
+    // Checked before a token is asked for: a token that could not be used is not obtained either.
+    if (this.credentials.kind !== 'UNAUTHENTICATED' && this.root.protocol !== 'https:') {
+      throw fetchError.denied(uri, 'gcs', `a Google access token is only sent over https (fs.gs.storage.root.url is ${redactUri(this.root)}); use https, or fs.gs.auth.type UNAUTHENTICATED for an emulator`);
+    }
     let auth: AuthHeaders;
     try {
       auth = await this.credentials.headers();
     } catch (err) {
       throw translateAuthError(err, uri, signal);
-    }
-    if (auth.authorization !== undefined && this.root.protocol !== 'https:') {
-      throw fetchError.denied(uri, 'gcs', `a Google access token is only sent over https (fs.gs.storage.root.url is ${redactUri(this.root)}); use https, or fs.gs.auth.type UNAUTHENTICATED for an emulator`);
     }
     const base = this.root.pathname.replace(/\/+$/, '');
     const path = `${base}/storage/v1/b/${encodeURIComponent(location.bucket)}/o/${encodeURIComponent(location.object)}${query ? `?${query}` : ''}`;

@@ -8,6 +8,7 @@ import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node
 import type { AccessToken, TokenCredential } from '@azure/identity';
 import pino from 'pino';
 import { AzureFileSystem, azurePlugin } from '../../fs-plugins/azure';
+import { gcsPlugin } from '../../fs-plugins/gcs';
 import { httpPlugin } from '../../fs-plugins/http';
 import { s3Plugin } from '../../fs-plugins/s3';
 import { createConnectGuard } from '../../src/net/connect-guard';
@@ -17,6 +18,7 @@ import { pluginFileSystem } from '../contract/plugin-fixtures';
 import { startAwsRelay, type AwsRelay } from '../servers/aws-relay';
 import { startMotoServer } from '../servers/moto-server';
 import { fixtureClient, putObject } from '../servers/s3-server';
+import { makeServiceAccount, writeKeyFile } from '../servers/fake-gcs-auth';
 
 /**
  * A class of hole (ADR 0009): a credential of the cluster (Azure key, SAS or identity
@@ -281,6 +283,40 @@ describe('S3 assumed roles: the base credentials go only to STS, the role only t
       await rm(dir, { recursive: true, force: true });
     }
   }, 90_000);
+});
+
+describe('GCS: the service-account assertion goes only to the token endpoint, the token only to the storage root URL', () => {
+  it('a URI names a bucket, never a host: hostile buckets reach neither endpoint; the real one asks the token endpoint first and sends storage nothing without a token', async () => {
+    const tokenTrap = await countingListener();
+    const storeTrap = await countingListener();
+    const dir = await mkdtemp(join(tmpdir(), 'cred-gcs-'));
+    try {
+      const keyFile = join(dir, 'key.json');
+      await writeKeyFile(keyFile, makeServiceAccount(), `https://127.0.0.1:${tokenTrap.port}/token`);
+      const fs = pluginFileSystem(
+        gcsPlugin,
+        { 'fs.gs.auth.service.account.json.keyfile': keyFile, 'fs.gs.storage.root.url': `https://127.0.0.1:${storeTrap.port}/` },
+        [`127.0.0.1:${tokenTrap.port}`, `127.0.0.1:${storeTrap.port}`],
+      );
+      const hostile = [
+        `gs://attacker.example:${storeTrap.port}/a.jar`, 'gs://user:pw@jars/a.jar', 'gs://jars.attacker.example%2F/a.jar', 'gs://a%40attacker.example/a.jar', 'gs://127.0.0.1/a.jar',
+        'gs://JARS/a.jar', 'gs://-jars/a.jar', 'gs://jars/', 'gs://a..b/a.jar', `gs://[::1]:${storeTrap.port}/a.jar`,
+      ];
+      const results: Record<string, string> = {};
+      for (const u of hostile) results[u] = await outcome(fs.stat(new URL(u), AbortSignal.timeout(10_000)));
+      expect(Object.entries(results).filter(([, code]) => code !== 'GW_FETCH_URI_INVALID')).toEqual([]);
+      expect({ token: tokenTrap.accepted(), store: storeTrap.accepted() }).toEqual({ token: 0, store: 0 });
+      // The control: a valid bucket asks the token endpoint (which answers nothing) and sends storage nothing without a token.
+      expect(await outcome(fs.stat(new URL('gs://jars/a.jar'), AbortSignal.timeout(30_000)))).not.toBe('GW_FETCH_URI_INVALID');
+      await fs.close();
+      expect(tokenTrap.accepted()).toBeGreaterThan(0);
+      expect(storeTrap.accepted()).toBe(0);
+    } finally {
+      await tokenTrap.stop();
+      await storeTrap.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe('HTTP: user.artifacts.http-headers go only to the listed host:port', () => {
