@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gcsPlugin } from '../../fs-plugins/gcs';
-import type { FileSystem } from '../../src/artifacts/fs-plugin';
+import type { FileSystem } from '../../src/plugin-kit/fs-plugin';
 import { type ConfigError, OptionsRegistry, type RawEntry } from '../../src/config/registry';
 import { startFakeGcs, type FakeGcs } from '../servers/fake-gcs';
 import { makeServiceAccount, startGcsFront, startGoogleTokenStandIn, writeKeyFile, type GcsFront, type GoogleTokenStandIn, type TestServiceAccount } from '../servers/fake-gcs-auth';
