@@ -1,3 +1,4 @@
+// @lane fast: needs no Flink and no JVM (the fast lane, jest.config.js).
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';

@@ -1,3 +1,4 @@
+// @lane jvm: bench:smoke starts the embedded Flink cluster, so it runs in the full suite only (jest.config.js).
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/project-root';

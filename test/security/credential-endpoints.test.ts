@@ -1,3 +1,4 @@
+// @lane fast: needs no Flink and no JVM (the fast lane, jest.config.js).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';

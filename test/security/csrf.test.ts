@@ -1,3 +1,4 @@
+// @lane fast: needs no Flink and no JVM (the fast lane, jest.config.js).
 import request from 'supertest';
 import { composeGateway, type ComposedGateway } from '../helpers/gateway';
 import { startOrigin, type Origin } from '../helpers/origin';

@@ -1,3 +1,4 @@
+// @lane fast: needs no Flink and no JVM (the fast lane, jest.config.js).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';

@@ -1,3 +1,4 @@
+// @lane fast: needs no Flink and no JVM (the fast lane, jest.config.js).
 import { randomBytes } from 'node:crypto';
 import { httpPlugin } from '../../fs-plugins/http';
 import { startGateway, type TestGateway } from '../helpers/gateway';
