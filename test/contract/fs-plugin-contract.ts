@@ -127,7 +127,6 @@ export function fsPluginContract(name: string, setup: () => Promise<ContractFixt
       const ac = new AbortController();
       const { stream } = await fx.fs.open(fx.large.uri, { signal: ac.signal });
       let received = 0;
-      const started = Date.now();
       const failure = await (async () => {
         for await (const c of stream) {
           received += (c as Buffer).length;
@@ -139,8 +138,8 @@ export function fsPluginContract(name: string, setup: () => Promise<ContractFixt
       );
       // The caller's abort, not a store or network failure the fetcher would retry or report as one.
       expect(failure?.name).toBe('AbortError');
+      // Promptly: the stream ended before the object did (an order, not a time bound).
       expect(received).toBeLessThan(fx.large.size);
-      expect(Date.now() - started).toBeLessThan(10_000);
     });
 
     it(`declares supportsRange: ${!options.rangeNotSupported} (as its contract options say)`, () => {

@@ -99,7 +99,7 @@ describe('pipelined upload hand-off on the real embedded Flink', () => {
     gw = await startGateway(jmProxy.url, gatewayOptions(), [httpPlugin]);
     const up = await uploadBytes(gw.url, [{ name: `${TAG}-placeholder.jar`, bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
     placeholder = String(up.body.filename).split('/').pop()!;
-  }, 60_000);
+  }, 180_000);
 
   afterAll(async () => {
     if (placeholder) await json('DELETE', `${flinkUrl()}/v1/jars/${placeholder}`);
@@ -114,7 +114,7 @@ describe('pipelined upload hand-off on the real embedded Flink', () => {
     const first = await withPlan(originProxy, onGet({ kind: 'drip', bytesPerSecond: 8 * MiB }), async () => {
       const pending = run(gw, placeholder, uriOf(`/jobs/${name}`));
       // Overlap: the JobManager's upload starts while the fetch is still downloading.
-      await eventually(() => uploadsStarted() > uploads, 'the upload to the JobManager to start');
+      await eventually(() => uploadsStarted() > uploads, 'the upload to the JobManager to start', 120_000);
       const fetches = await json('GET', `${gw.url}/gateway/v1/fetches`);
       const rec = (fetches.body.fetches as { uri: string; phase: string; bytes: number }[]).find((f) => f.uri.endsWith(name));
       expect(rec?.phase).toBe('downloading');
@@ -190,7 +190,7 @@ describe('pipelined upload hand-off on the real embedded Flink', () => {
     expect((await json('GET', `${flinkUrl()}/v1/jobs/${r.jobId}`)).status).toBe(404);
     await sleep(500); // what an aborted upload might leave would show by now
     expect(await onJobManager(name)).toEqual({ listed: false, files: [] });
-  }, 60_000);
+  }, 180_000);
 
   describe('a fetch that times out, and a shutdown, mid-pipeline', () => {
     let quick: TestGateway;
@@ -212,11 +212,13 @@ describe('pipelined upload hand-off on the real embedded Flink', () => {
       const uploads = uploadsStarted();
       const r = await withPlan(originProxy, onGet({ kind: 'stall', afterBytes: 2 * MiB }), () => run(quick, holder, uriOf(`/jobs/${name}`)));
       expect({ status: r.status, code: r.code }).toEqual({ status: 504, code: 'GW_FETCH_TIMEOUT' });
+      // The gateway records a timed-out fetch with its URI (what the shutdown case below looks for).
+      expect(quick.logs.some((l) => JSON.stringify(l).includes(name) && /GW_FETCH_TIMEOUT|did not finish within/.test(JSON.stringify(l)))).toBe(true);
       expect(uploadsStarted()).toBeGreaterThan(uploads);
       expect((await json('GET', `${flinkUrl()}/v1/jobs/${r.jobId}`)).status).toBe(404);
       await sleep(500);
       expect(await onJobManager(name)).toEqual({ listed: false, files: [] });
-    }, 30_000);
+    }, 180_000);
 
     it('a shutdown while the jar streams: both sides are aborted, the gateway stops, nothing is registered', async () => {
       const name = names[7]!;
@@ -224,18 +226,20 @@ describe('pipelined upload hand-off on the real embedded Flink', () => {
       originProxy.setPlan(onGet({ kind: 'stall', afterBytes: 2 * MiB }));
       try {
         const pending = run(quick, holder, uriOf(`/jobs/${name}`)).catch((err: Error) => ({ status: -1, error: err.message }));
-        await eventually(() => uploadsStarted() > uploads, 'the upload to the JobManager to start');
-        const t0 = performance.now();
+        await eventually(() => uploadsStarted() > uploads, 'the upload to the JobManager to start', 120_000);
         stopped = true;
         await quick.close();
-        expect(performance.now() - t0).toBeLessThan(2_500); // well before the 4 s fetch timeout
         expect((await pending).status).not.toBe(200);
+        // The shutdown aborted the fetch; close() did not wait for the 4 s fetch timeout to end it
+        // (told by the outcome the gateway recorded, not by the time close() took).
+        const records = [...quick.logs, ...(() => { try { return quick.audit(); } catch { return []; } })()].map((l) => JSON.stringify(l));
+        expect(records.filter((l) => l.includes(name) && /GW_FETCH_TIMEOUT|did not finish within/.test(l))).toEqual([]);
       } finally {
         originProxy.setPlan(() => ({ kind: 'pass' }));
       }
       await sleep(500);
       expect(await onJobManager(name)).toEqual({ listed: false, files: [] });
-    }, 30_000);
+    }, 180_000);
   });
 
   it('leaves no jar of this file on the JobManager', async () => {

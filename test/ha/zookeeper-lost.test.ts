@@ -74,11 +74,11 @@ describe('ZooKeeper lost under a leading gateway', () => {
     await zk.stop();
     await eventually(() => gw.logs.some((l) => String(l.msg).startsWith('standby:')), 'the gateway to step down without its session');
     const jobId = newJobId();
-    const started = Date.now();
     const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, entryClass: 'dev.flinkjargateway.testjobs.TokenProbe', programArgsList: ['--provider', 'oauth2'] });
     expect({ status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0], retryAfter: r.headers['retry-after'] }).toEqual({ status: 503, code: 'GW_HA_STORE_UNAVAILABLE', retryAfter: '5' });
-    // Not queued for the connection timeout: a disconnected session refuses at once.
-    expect(Date.now() - started).toBeLessThan(2_000);
+    // Not queued for the connection timeout: a disconnected session refuses at once, so the reason
+    // is never the timed-out call's (asserted on the answer, not on the time it took).
+    expect(String((r.body.errors as string[])[0])).not.toMatch(/did not complete within/);
     expect((await json('GET', `${flinkUrl()}/v1/jobs/${jobId}`)).status).toBe(404);
   }, 60_000);
 });
