@@ -10,8 +10,20 @@ import { projectRoot } from '../src/project-root';
  * job id and jar id). Its URL reaches the workers through the environment.
  */
 export default async function globalSetup(): Promise<void> {
-  if (process.env.SKIP_EMBEDDED_FLINK === '1') return;
   const log = pino({ level: process.env.E2E_FLINK_LOG === '1' ? 'debug' : 'warn' });
+  // The Java modules (the token bridge, embedded-flink) are built here, once, before any
+  // worker starts, also when the cluster itself is skipped: suites in parallel workers that need
+  // them (the HA failover files, the distribution matrix) would otherwise run Maven at once on one
+  // target directory. A no-op when the build is current. Without the cluster, a failed build is left
+  // to the suites that need it (they report it themselves); the others run.
+  const skip = process.env.SKIP_EMBEDDED_FLINK === '1';
+  try {
+    EmbeddedCluster.ensureBuilt(projectRoot(__dirname), log);
+  } catch (err) {
+    if (!skip) throw err;
+    process.stderr.write(`\n${(err as Error).message}\n`);
+  }
+  if (skip) return;
   const started = performance.now();
   // The cluster outlives every test gateway, so its token bridge cannot be given a gateway URL up
   // front: it reads the URL from a file a test writes once its gateway listens (and removes after),

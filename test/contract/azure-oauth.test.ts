@@ -84,7 +84,7 @@ describe('azure plugin: ABFS OAuth (client secret, workload identity) on Azurite
     dir = await mkdtemp(join(tmpdir(), 'azure-wi-'));
     tokenFile = join(dir, 'azure-identity-token');
     await writeFile(tokenFile, FEDERATED);
-  }, 90_000);
+  }, 300_000);
 
   afterEach(() => {
     for (const name of Object.keys(process.env)) if (!(name in savedEnv)) delete process.env[name];

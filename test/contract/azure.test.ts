@@ -89,7 +89,7 @@ describe('azure plugin specifics', () => {
     etag = (await uploadBlob(azurite, ACCT, 'jars', 'dir/app.jar', content)).etag!;
     await uploadBlob(azurite, ACCT, 'jars', 'dir/with space+plus.jar', Buffer.from('odd name'));
     await uploadBlob(azurite, ACCT, 'jars', 'big.bin', randomBytes(16 * 1024 * 1024));
-  }, 60_000);
+  }, 300_000);
   afterAll(async () => {
     await Promise.all(opened.map((fs) => fs.close()));
     await azurite?.stop();

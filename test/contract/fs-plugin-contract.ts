@@ -64,7 +64,7 @@ export function fsPluginContract(name: string, setup: () => Promise<ContractFixt
 
     beforeAll(async () => {
       fx = await setup();
-    }, 120_000);
+    }, 300_000);
     afterAll(async () => fx?.close());
 
     it('stat reports the size of an existing object', async () => {

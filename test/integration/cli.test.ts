@@ -83,7 +83,10 @@ describe('the command line', () => {
 describe('graceful drain on SIGTERM', () => {
   it('finishes the request in flight, closes keep-alive connections at once, and exits promptly', async () => {
     // (Without the drain sweep, the kept-alive connection would hold the process for its 65 s idle timeout.)
+    let slowArrived: () => void = () => undefined;
+    const arrived = new Promise<void>((resolve) => (slowArrived = resolve));
     const origin = await startOrigin((req, res) => {
+      if (req.url?.includes('slow')) slowArrived();
       const delay = req.url?.includes('slow') ? 1500 : 0;
       setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'), delay);
     });
@@ -94,7 +97,7 @@ describe('graceful drain on SIGTERM', () => {
       // A kept-alive connection, then a slow request in flight when SIGTERM arrives.
       await (await request(`${url}/v1/overview`, { dispatcher: agent })).body.dump();
       const slow = request(`${url}/v1/slow`, { dispatcher: agent });
-      await new Promise((r) => setTimeout(r, 300));
+      await arrived; // in flight: the JobManager stand-in has it (not a fixed wait a busy machine may outlast)
       const exit = gw.stop();
       const res = await slow;
       expect(res.statusCode).toBe(200);

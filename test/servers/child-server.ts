@@ -29,7 +29,8 @@ export async function startChildServer(
       clearTimeout(timer);
     }
   };
-  const timeoutMs = opts.timeoutMs ?? 30_000;
+  // Generous: a busy machine (a full suite beside CPU-bound work) can take tens of seconds to start a Node or Python server.
+  const timeoutMs = opts.timeoutMs ?? 120_000;
   try {
     const match = await new Promise<RegExpExecArray>((resolve, reject) => {
       let output = '';

@@ -62,7 +62,7 @@ export async function startMotoServer(): Promise<MotoServer> {
   delete env.INITIAL_NO_AUTH_ACTION_COUNT;
   // moto would otherwise take the account/credentials of whoever runs the tests into account.
   for (const name of Object.keys(env)) if (name.startsWith('AWS_') || name.startsWith('MOTO_')) delete env[name];
-  const server = await startChildServer('moto server', bin, ['-H', '127.0.0.1', '-p', '0'], { env, ready: READY, timeoutMs: 60_000 });
+  const server = await startChildServer('moto server', bin, ['-H', '127.0.0.1', '-p', '0'], { env, ready: READY, timeoutMs: 120_000 });
   const { child, stop } = server;
   const url = server.match[1]!;
   try {

@@ -1,3 +1,4 @@
+import { eventually } from '../../helpers/eventually';
 import { startGateway, type TestGateway } from '../../helpers/gateway';
 import { startOrigin, type Origin } from '../../helpers/origin';
 
@@ -10,6 +11,8 @@ describe('the audit record of a run whose client gave up', () => {
   let jm: Origin;
   let gw: TestGateway;
   let answered = 0;
+  /** Called when the JobManager stand-in receives a run (before it answers, 800 ms later). */
+  let onRun: (jobId: string) => void = () => undefined;
 
   beforeAll(async () => {
     jm = await startOrigin((req, res) => {
@@ -18,6 +21,7 @@ describe('the audit record of a run whose client gave up', () => {
       req.on('end', () => {
         if (req.method === 'POST' && /\/run$/.test(req.url ?? '')) {
           const { jobId } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { jobId: string };
+          onRun(jobId);
           setTimeout(() => {
             answered++;
             res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jobid: jobId }));
@@ -36,8 +40,13 @@ describe('the audit record of a run whose client gave up', () => {
 
   it('says 499 for the client that left, 200 for one that waited', async () => {
     const gone = '0123456789abcdef0123456789abcdef';
-    await fetch(`${gw.url}/v1/jars/x.jar/run`, { method: 'POST', body: JSON.stringify({ jobId: gone }), signal: AbortSignal.timeout(200) }).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 1_200));
+    // The client gives up once the JobManager has the run (not after a fixed time, which a busy
+    // machine could spend before the run even reached it), and the test waits for the answer and
+    // its audit record instead of a fixed second.
+    const client = new AbortController();
+    onRun = (jobId) => jobId === gone && client.abort();
+    await fetch(`${gw.url}/v1/jars/x.jar/run`, { method: 'POST', body: JSON.stringify({ jobId: gone }), signal: client.signal }).catch(() => undefined);
+    await eventually(() => answered === 1 && gw.audit().some((a) => a.audit === 'submission' && a.jobId === gone), 'the answer to the run its client left, and its audit record', 60_000, 20);
     const waited = 'fedcba9876543210fedcba9876543210';
     const r = await fetch(`${gw.url}/v1/jars/x.jar/run`, { method: 'POST', body: JSON.stringify({ jobId: waited }) });
     expect(r.status).toBe(200);

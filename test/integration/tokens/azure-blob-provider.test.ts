@@ -35,7 +35,7 @@ beforeAll(async () => {
   await uploadBlob(azurite, ACCOUNT, 'allowed', 'data/part-0.csv', Buffer.from('allowed,1\n'));
   await uploadBlob(azurite, ACCOUNT, 'also-allowed', 'x.txt', Buffer.from('second container'));
   await uploadBlob(azurite, ACCOUNT, 'private', 'secret.txt', Buffer.from('not for jobs'));
-});
+}, 300_000);
 
 afterAll(async () => {
   await azurite?.stop();
@@ -167,7 +167,7 @@ describe('auth: user-delegation (Azurite with HTTPS and OAuth)', () => {
       await admin.getContainerClient(container).createIfNotExists();
       await admin.getContainerClient(container).getBlockBlobClient(blob).upload(body, body.length);
     }
-  });
+  }, 300_000);
 
   afterAll(async () => {
     agent?.destroy();
