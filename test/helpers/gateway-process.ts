@@ -26,8 +26,12 @@ export interface GatewayProcessOptions {
   bin?: string;
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /** Until GATEWAY_URL is printed; default {@link START_TIMEOUT_MS}. */
   timeoutMs?: number;
 }
+
+/** Generous: a busy machine can spend tens of seconds loading the gateway's code before it listens. */
+export const START_TIMEOUT_MS = 120_000;
 
 /**
  * Runs the gateway as a separate process, as a user does, and waits for its `GATEWAY_URL=` line.
@@ -42,7 +46,7 @@ export async function startGatewayProcess(args: string[], opts: GatewayProcessOp
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   try {
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no GATEWAY_URL within ${opts.timeoutMs ?? 20_000} ms:\n${out}`)), opts.timeoutMs ?? 20_000);
+      const timer = setTimeout(() => reject(new Error(`no GATEWAY_URL within ${opts.timeoutMs ?? START_TIMEOUT_MS} ms:\n${out}`)), opts.timeoutMs ?? START_TIMEOUT_MS);
       child.stdout!.on('data', () => {
         const m = /GATEWAY_URL=(\S+)/.exec(out);
         if (m) {

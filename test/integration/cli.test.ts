@@ -6,7 +6,7 @@ import { projectRoot } from '../../src/project-root';
 import { startOrigin } from '../helpers/origin';
 import { Agent, request } from 'undici';
 import { startGatewayProcess } from '../helpers/gateway-process';
-import { runProcess } from '../helpers/run-process';
+import { PROCESS_TIMEOUT_MS, runProcess } from '../helpers/run-process';
 
 // Runs the built CLI (npm test builds dist/ first), as a user would.
 const root = projectRoot(__dirname);
@@ -21,21 +21,21 @@ describe('the command line', () => {
       expect(major).toBeGreaterThanOrEqual(24);
       return;
     }
-    const r = await runProcess(systemNode, [bin, '--help'], { timeoutMs: 20_000 });
+    const r = await runProcess(systemNode, [bin, '--help'], { timeoutMs: PROCESS_TIMEOUT_MS });
     expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/needs Node\.js 24 or newer, but this is v\d+/);
   });
 
   it('prints the options from the registry with --help', async () => {
-    const r = await runProcess(process.execPath, [bin, '--help'], { timeoutMs: 20_000 });
+    const r = await runProcess(process.execPath, [bin, '--help'], { timeoutMs: PROCESS_TIMEOUT_MS });
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('gateway.cluster.rest-url');
     expect(r.stdout).toContain('rest.port');
   });
 
   it('reports every configuration problem at once and exits 2', async () => {
-    const r = await runProcess(process.execPath, [bin, '-Drest.port=high', '-Dgateway.upload.max-size=lots'], { timeoutMs: 20_000 });
+    const r = await runProcess(process.execPath, [bin, '-Drest.port=high', '-Dgateway.upload.max-size=lots'], { timeoutMs: PROCESS_TIMEOUT_MS });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('2 problems');
     expect(r.stderr).toContain('rest.port');
@@ -43,7 +43,7 @@ describe('the command line', () => {
   });
 
   it('says in one line what to do when Java is missing (a run-time failure: exit 1, with its code)', async () => {
-    const r = await runProcess(process.execPath, [bin, '-Dgateway.embedded.java=/nonexistent/java', '-Drest.port=0'], { timeoutMs: 20_000 });
+    const r = await runProcess(process.execPath, [bin, '-Dgateway.embedded.java=/nonexistent/java', '-Drest.port=0'], { timeoutMs: PROCESS_TIMEOUT_MS });
     expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/^flink-jar-gateway: GW_EMBEDDED_UNAVAILABLE: .*needs Java 17\+.*gateway\.cluster\.rest-url/);
@@ -54,7 +54,7 @@ describe('the command line', () => {
     try {
       const origin = await startOrigin((_req, res) => res.end('{}'));
       try {
-        const r = await runProcess(process.execPath, [bin, `-Dgateway.cluster.rest-url=${origin.url}`, `-Drest.port=${new URL(taken.url).port}`], { timeoutMs: 20_000 });
+        const r = await runProcess(process.execPath, [bin, `-Dgateway.cluster.rest-url=${origin.url}`, `-Drest.port=${new URL(taken.url).port}`], { timeoutMs: PROCESS_TIMEOUT_MS });
         expect(r.status).toBe(1);
         expect(r.stderr).toMatch(/^flink-jar-gateway: GW_LISTEN_FAILED: .*EADDRINUSE/m);
       } finally {
@@ -117,7 +117,7 @@ describe('graceful drain on SIGTERM', () => {
  * returns the problem lines.
  */
 async function refused(args: string[]): Promise<string[]> {
-  const r = await runProcess(process.execPath, [bin, '-Dgateway.cluster.rest-url=http://127.0.0.1:9', '-Drest.port=0', ...args], { timeoutMs: 15_000 });
+  const r = await runProcess(process.execPath, [bin, '-Dgateway.cluster.rest-url=http://127.0.0.1:9', '-Drest.port=0', ...args], { timeoutMs: PROCESS_TIMEOUT_MS });
   const lines = r.stderr.trimEnd().split('\n');
   expect({ status: r.status, first: lines[0] }).toEqual({ status: 2, first: expect.stringMatching(/^flink-jar-gateway: GW_CONFIG_INVALID: invalid configuration \(\d+ problems?\):$/) });
   const problems = lines.slice(1);
@@ -231,7 +231,7 @@ describe('every start-up check goes through the options registry: exit 2, GW_CON
   });
 
   it('a bad command-line argument is a configuration problem too', async () => {
-    const r = await runProcess(process.execPath, [bin, '--no-such-flag'], { timeoutMs: 15_000 });
+    const r = await runProcess(process.execPath, [bin, '--no-such-flag'], { timeoutMs: PROCESS_TIMEOUT_MS });
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/^flink-jar-gateway: GW_CONFIG_INVALID: invalid configuration \(1 problem\):\n {2}- --no-such-flag \(from command line\): unknown argument/);
   });

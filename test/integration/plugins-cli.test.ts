@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { projectRoot } from '../../src/project-root';
 import { startOrigin } from '../helpers/origin';
 import { startGatewayProcess } from '../helpers/gateway-process';
-import { runProcess } from '../helpers/run-process';
+import { PROCESS_TIMEOUT_MS, runProcess } from '../helpers/run-process';
 
 // Runs the built CLI (npm test builds dist/ first), as a user would.
 const root = projectRoot(__dirname);
@@ -17,7 +17,7 @@ describe('third-party plugins on the command line', () => {
     ['throwing-module', /plugin 'broken-store' in \S+: loading index\.js failed: broken-store: cannot find the native binding/],
   ])('a plugin that fails to load (%s) stops start-up with one line and exit code 2', async (name, message) => {
     const dir = join(root, 'test/fixtures/plugins-bad', name);
-    const r = await runProcess(process.execPath, [bin, `-Dgateway.plugins.dir=${dir}`, noCluster, '-Drest.port=0'], { timeoutMs: 20_000 });
+    const r = await runProcess(process.execPath, [bin, `-Dgateway.plugins.dir=${dir}`, noCluster, '-Drest.port=0'], { timeoutMs: PROCESS_TIMEOUT_MS });
     expect(r.status).toBe(2);
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
@@ -28,13 +28,13 @@ describe('third-party plugins on the command line', () => {
 
   it('reads gateway.plugins.dir from the environment too', async () => {
     const env = { ...process.env, FLINK_GATEWAY_GATEWAY_PLUGINS_DIR: join(root, 'test/fixtures/plugins-bad/bad-version') };
-    const r = await runProcess(process.execPath, [bin, noCluster, '-Drest.port=0'], { env, timeoutMs: 20_000 });
+    const r = await runProcess(process.execPath, [bin, noCluster, '-Drest.port=0'], { env, timeoutMs: PROCESS_TIMEOUT_MS });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('declares contract version 2');
   });
 
   it('loads a good plugin directory: --help lists the plugin options', async () => {
-    const r = await runProcess(process.execPath, [bin, `-Dgateway.plugins.dir=${join(root, 'test/fixtures/plugins')}`, '--help'], { timeoutMs: 20_000 });
+    const r = await runProcess(process.execPath, [bin, `-Dgateway.plugins.dir=${join(root, 'test/fixtures/plugins')}`, '--help'], { timeoutMs: PROCESS_TIMEOUT_MS });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('fixture.root');
@@ -42,7 +42,7 @@ describe('third-party plugins on the command line', () => {
   });
 
   it('without a plugins directory, --help lists only the built-in plugins', async () => {
-    const r = await runProcess(process.execPath, [bin, '--help'], { timeoutMs: 20_000 });
+    const r = await runProcess(process.execPath, [bin, '--help'], { timeoutMs: PROCESS_TIMEOUT_MS });
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('gateway.artifacts.local-file.enabled');
     expect(r.stdout).not.toContain('fixture.root');

@@ -10,7 +10,7 @@ import supertest from 'supertest';
 import { composeGateway, type ComposedGateway } from '../../helpers/gateway';
 import { startOrigin, type Origin } from '../../helpers/origin';
 import { startGatewayProcess } from '../../helpers/gateway-process';
-import { runProcess } from '../../helpers/run-process';
+import { PROCESS_TIMEOUT_MS, runProcess } from '../../helpers/run-process';
 import { captureLogger as captureLog } from '../../helpers/token-fakes';
 
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
@@ -104,7 +104,7 @@ describe('bearer-token authentication', () => {
 
 describe('exposure rule and mutual TLS (the CLI)', () => {
   it('refuses to start on a non-loopback address with jar URIs on and no authentication', async () => {
-    const r = await runProcess(process.execPath, [bin, '-Drest.bind-address=0.0.0.0', '-Dweb.submit.jar-uri.enable=true', '-Dgateway.cluster.rest-url=http://127.0.0.1:9'], { timeoutMs: 20_000 });
+    const r = await runProcess(process.execPath, [bin, '-Drest.bind-address=0.0.0.0', '-Dweb.submit.jar-uri.enable=true', '-Dgateway.cluster.rest-url=http://127.0.0.1:9'], { timeoutMs: PROCESS_TIMEOUT_MS });
     expect(r.status).toBe(2);
     // The header line with the code, then the one problem.
     expect(r.stderr.trim().split('\n')).toHaveLength(2);
