@@ -30,8 +30,11 @@ interface Answer {
   retryAfter?: string;
 }
 
-/** One HTTP call with a bound: a gateway that does not answer within `timeoutMs` is a hang, and fails the test. */
-async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown, timeoutMs = 15_000): Promise<Answer> {
+/**
+ * One HTTP call with a bound: a gateway that does not answer within `timeoutMs` is a hang, and fails
+ * the test. The default is the gateway's longest timeout plus a generous minute for a busy machine.
+ */
+async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown, timeoutMs = RUN_TIMEOUT_MS + 60_000): Promise<Answer> {
   try {
     const res = await request(url, {
       method,
