@@ -4,7 +4,7 @@ import { JobManagerClient } from '../../../src/cluster/jobmanager-client';
 import { JobSubmitter } from '../../../src/submission/job-submitter';
 
 const JOB = '0123456789abcdef0123456789abcdef';
-/** What a standby JobManager answers GET /v1/jobs/:id with while the leader it forwards to is gone (Flink 2.1.3, seen in test/ha/failover.test.ts). */
+/** What a standby JobManager answers GET /v1/jobs/:id with while the leader it forwards to is gone (Flink 2.1.3, seen in the HA failover tests, test/ha/failover-suite.ts). */
 const UNREACHABLE = {
   errors: [
     'Internal server error.',
