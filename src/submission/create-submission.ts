@@ -11,6 +11,7 @@ import type { TokenManager } from '../plugin-kit/token-spi';
 import { jobSecretRule } from '../tokens/job-configuration';
 import { tokenOptions, watcherSettings } from '../tokens/token-options';
 import type { JobClaimBook } from './job-claims';
+import { ApplicationRuns } from './application-runs';
 import { JobRegistrations } from './job-registrations';
 import type { RegistrationStore } from './registration-store';
 import { RemoteJars } from './remote-jars';
@@ -65,10 +66,13 @@ export function createSubmission(o: {
   const defaults = config.getOptional(tokenOptions.clusterDefaultConfiguration) ?? {};
   const policy = config.get(tokenOptions.unregisteredJobs);
   const maxGraphBytes = config.get(tokenOptions.jobGraphMaxSize);
-  const unregistered = store ? new UnregisteredJobs({ policy, registrations, cluster, defaults, audit, log: logger.child({ component: 'unregistered-jobs' }), maxGraphBytes }) : undefined;
+  // Flink 2.3 applications: job ids as Flink derives them, later jobs registered, jars kept until the end.
+  const applications = o.resources.adopt(new ApplicationRuns({ cluster, registrations, intervalMs: config.get(tokenOptions.watchInterval), log: logger.child({ component: 'applications' }) }), (a) => a.close());
+  const unregistered = store ? new UnregisteredJobs({ policy, registrations, cluster, defaults, audit, log: logger.child({ component: 'unregistered-jobs' }), maxGraphBytes, applications }) : undefined;
   if (unregistered?.policy === 'ignore') tokenLog.warn('gateway.tokens.unregistered-jobs: ignore — jobs the gateway did not register run without delegation tokens (each is audited)');
   const runs = new RunService({
     cluster,
+    applications,
     claims: o.claims,
     jarUriEnabled: config.get(coreOptions.jarUriEnable),
     ...(o.remoteJars ? { remoteJars: new RemoteJars(o.artifacts.fetcher, handoff, o.artifacts.cache) } : {}),

@@ -24,6 +24,10 @@ export type RunRoute = 'run' | 'run-application';
 export interface Submission {
   jarId: string;
   jobId: string;
+  /** run-application: the application id chosen with the job id, when the request names none. */
+  applicationId?: string | undefined;
+  /** run-application without a job id: the application is submitted once it lists any job (its ids are Flink's). */
+  anyJob?: boolean | undefined;
   /** The body to send: the request's, with the job id and the forwarded configuration. */
   body: Readonly<Record<string, unknown>>;
   query: string;
@@ -108,7 +112,7 @@ export class JobSubmitter {
    * is noticed by the job watcher (it unregisters the job), not by this call.
    */
   private async runApplication(s: Submission, log: Logger): Promise<RunOutcome> {
-    const applicationid = typeof s.body.applicationId === 'string' ? s.body.applicationId : randomBytes(16).toString('hex');
+    const applicationid = typeof s.body.applicationId === 'string' ? s.body.applicationId : (s.applicationId ?? randomBytes(16).toString('hex'));
     const res = await this.cluster.json('POST', `/v1/jars/${encodeURIComponent(s.jarId)}/run-application${s.query}`, {
       body: { ...s.body, applicationId: applicationid },
       timeoutMs: this.cluster.runTimeoutMs(),
@@ -119,7 +123,7 @@ export class JobSubmitter {
       log.info({ jarId: s.jarId, applicationId: accepted }, 'application submitted');
       // main() runs after the 202 and reads the jar: a transient jar (a run by URI) may be deleted
       // only once the job is submitted (its jar then travels by the blob server), as after /run.
-      await this.untilApplicationSubmitted(accepted, s.jobId);
+      await this.untilApplicationSubmitted(accepted, s.anyJob ? undefined : s.jobId);
       return { jobid: s.jobId, applicationid: accepted };
     }
     // The JobManager has no such route (older than the version the gateway learnt): as Flink answers.
@@ -129,12 +133,12 @@ export class JobSubmitter {
   }
 
   /** Waits (bounded by the run timeout) until the application's job exists or the application ended. */
-  private async untilApplicationSubmitted(applicationId: string, jobId: string): Promise<void> {
+  private async untilApplicationSubmitted(applicationId: string, jobId: string | undefined): Promise<void> {
     const deadline = this.now() + this.cluster.runTimeoutMs();
     while (this.now() < deadline) {
       const r = await this.cluster.json('GET', `/v1/applications/${applicationId}`, { operation: 'application status' }).catch(() => undefined);
       const app = r?.status === 200 ? (r.body as { status?: string; jobs?: { jid?: string }[] }) : undefined;
-      if (app && (app.jobs?.some((j) => j.jid === jobId) || ['FINISHED', 'FAILED', 'CANCELED'].includes(String(app.status)))) return;
+      if (app && (app.jobs?.some((j) => jobId === undefined || j.jid === jobId) || ['FINISHED', 'FAILED', 'CANCELED'].includes(String(app.status)))) return;
       await new Promise((res) => setTimeout(res, 100));
     }
   }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock';
 import { type AuditLog, type AuditOutcome, type AuditSubject, outcomeOf } from '../audit/audit-log';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
+import type { ApplicationIds, ApplicationRuns } from './application-runs';
 import { GatewayError } from '../errors/gateway-error';
 import { redactUri } from '../plugin-kit/uri';
 import type { JarEntryPoints } from '../artifacts/jar-entry-points';
@@ -48,6 +49,8 @@ export interface RunServiceOptions {
   jarBudget?: JarBudgetLimits;
   /** gateway.policy.fetched-only.max-upload-size: in fetched-only mode an upload can only be a placeholder this small. */
   placeholderMaxBytes?: number;
+  /** Flink 2.3 applications: their job ids, later jobs and transient jars (application-runs.ts). */
+  applications?: ApplicationRuns;
   /** Counts submissions by source and outcome. */
   onSubmission?: (source: 'upload' | 'uri', outcome: 'accepted' | 'rejected' | 'failed' | 'deduplicated') => void;
 }
@@ -115,7 +118,8 @@ export class RunService {
   async run(r: RunRequest): Promise<{ outcome: RunOutcome; shared: boolean }> {
     const { jarId, request, query, log, caller, route = 'run' } = r;
     const t0 = performance.now();
-    const jobId = jobIdFor(request);
+    const ids = route === 'run-application' ? await this.opts.applications?.idsFor({ jobId: requestedJobId(request), applicationId: request.body.applicationId as string | undefined }) : undefined;
+    const jobId = ids?.jobId ?? jobIdFor(request);
     const jobLog = log.child({ jobId });
     const trace = this.traceFor(jarId, request, caller, query);
     const source = trace.source === 'uri' ? 'uri' : 'upload';
@@ -131,7 +135,7 @@ export class RunService {
         const claimed = await this.decide(jobId, principal, fingerprint, trace, jobLog);
         claim = claimed;
         if (claimed === 'conflict') throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
-        return { settled: this.flights.run(jobId, () => this.runOnce({ jarId, jobId, request, query, log: jobLog, trace, claim: claimed, caller, route })) };
+        return { settled: this.flights.run(jobId, () => this.runOnce({ jarId, jobId, applicationId: ids?.applicationId, idRule: ids?.rule, request, query, log: jobLog, trace, claim: claimed, caller, route })) };
       });
       result = await flight.settled;
     } catch (err) {
@@ -218,7 +222,11 @@ export class RunService {
 
   /** One run: the jar, the registration BEFORE the JobManager sees the job, the submission, the release. */
   private async runOnce(r: RunContext): Promise<RunOutcome> {
-    const jar = await this.resolveJar(r.jarId, r.request, r.log, r.trace, r.caller, r.jobId);
+    // An application whose job ids Flink chooses is sent without one (application-runs.ts).
+    const provisional = r.idRule === 'application';
+    const jar = await this.resolveJar(r.jarId, r.request, r.log, r.trace, r.caller, provisional ? undefined : r.jobId);
+    // An application's main() may load classes from the jar until the application ends.
+    let releasedByApplication = false;
     try {
       const registrar = this.opts.registrations;
       // A provider's refusal means the job never starts.
@@ -226,8 +234,12 @@ export class RunService {
       await registrar?.register(r.jobId, jar.configuration, r.log, r.caller?.principal ?? 'anonymous');
       if (registrar) r.trace.verdicts.tokens = 'registered';
       try {
-        const outcome = await this.submitter.submit(r.route, { jarId: jar.jarId, jobId: r.jobId, body: jar.body, query: r.query, claim: r.claim }, r.log);
+        const outcome = await this.submitter.submit(r.route, { jarId: jar.jarId, jobId: r.jobId, applicationId: r.applicationId, body: jar.body, query: r.query, claim: r.claim, anyJob: provisional }, r.log);
         registrar?.submitted(r.jobId);
+        if (outcome.applicationid && this.opts.applications) {
+          this.opts.applications.track({ applicationId: outcome.applicationid, configuration: jar.configuration, principal: r.caller?.principal ?? 'anonymous', release: jar.release, log: r.log, provisional });
+          releasedByApplication = true;
+        }
         return outcome;
       } catch (err) {
         // No answer (timeout, connection lost): the JobManager may have the job. Keep the
@@ -240,7 +252,7 @@ export class RunService {
         throw err;
       }
     } finally {
-      await jar.release();
+      if (!releasedByApplication) await jar.release();
     }
   }
 
@@ -508,6 +520,10 @@ export class RunService {
 interface RunContext {
   jarId: string;
   jobId: string;
+  /** run-application: the application id the gateway chose with the job id (application-runs.ts). */
+  applicationId: string | undefined;
+  /** How the job id came about (application-runs.ts); `application`: the JobManager gets none. */
+  idRule: ApplicationIds['rule'] | undefined;
   request: JarRequest;
   query: string;
   log: Logger;
@@ -522,8 +538,13 @@ interface RunContext {
  * Flink 2.x reads from $internal.pipeline.job-id, else a new one.
  */
 function jobIdFor(request: JarRequest): string {
+  return requestedJobId(request) ?? randomBytes(16).toString('hex');
+}
+
+/** The job id the request fixes: the body's, else the one Flink 2.x reads from $internal.pipeline.job-id. */
+function requestedJobId(request: JarRequest): string | undefined {
   const configured = request.flinkConfiguration[PIPELINE_JOB_ID_KEY]?.trim().toLowerCase();
-  return request.jobId ?? (configured && /^[0-9a-f]{32}$/.test(configured) ? configured : randomBytes(16).toString('hex'));
+  return request.jobId ?? (configured && /^[0-9a-f]{32}$/.test(configured) ? configured : undefined);
 }
 
 /** Flink's application-mode key for extra jars; the gateway makes it work for session-cluster runs by URI. */

@@ -4,6 +4,7 @@ import { type Clock, systemClock } from '../clock';
 import { GLOBALLY_TERMINAL, type JobDiscovery } from '../cluster/job-watcher';
 import type { JobManagerClient } from '../cluster/jobmanager-client';
 import { GatewayError } from '../errors/gateway-error';
+import type { ApplicationRuns } from './application-runs';
 import type { JobGraphSummary } from './job-graph/job-graph-reader';
 import { CLUSTER_DEFAULT_PRINCIPAL, type JobRegistrations } from './job-registrations';
 
@@ -25,6 +26,8 @@ export interface UnregisteredJobsOptions {
    * Unset: job graphs are not read (their jobs get the cluster default scope once accepted).
    */
   maxGraphBytes?: number;
+  /** Flink 2.3 applications the gateway submitted: a later job of one gets its application's registration. */
+  applications?: ApplicationRuns;
 }
 
 /**
@@ -128,6 +131,8 @@ export class UnregisteredJobs implements JobDiscovery {
       // A job graph submission that began before this job was seen may be the one that made it.
       if (oldestSubmission <= seen) continue;
       this.firstSeen.delete(jobId);
+      // A later job of an application submitted through the gateway is that application's.
+      if (await this.opts.applications?.adopt(jobId)) continue;
       await this.discovered(jobId, state);
     }
   }
