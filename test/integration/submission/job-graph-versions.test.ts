@@ -8,6 +8,7 @@ const wordCount = (version: string) => (version.startsWith('1.') ? wordCountJarF
 import { readJobGraph } from '../../../src/submission/job-graph/job-graph-reader';
 
 /**
+ * @lane jvm (each Flink line's own CLI runs).
  * The job graph reader on graphs that each supported Flink line's own client wrote: `flink run` of
  * its distribution against a recorder standing in for the JobManager. The JobGraph's fields changed
  * across the lines (2.0 added initialClientHeartbeatTimeout, 2.3 applicationId; 1.20's
