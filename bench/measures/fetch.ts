@@ -6,9 +6,11 @@ import { pipeline } from 'node:stream/promises';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { azurePlugin } from '../../fs-plugins/azure';
+import { gcsPlugin } from '../../fs-plugins/gcs';
 import { httpPlugin } from '../../fs-plugins/http';
 import { s3Plugin } from '../../fs-plugins/s3';
 import { makeSas, startAzurite, uploadBlob } from '../../test/servers/azurite';
+import { startFakeGcs } from '../../test/servers/fake-gcs';
 import { fixtureClient, putObject, startS3Server } from '../../test/servers/s3-server';
 import type { BenchEnv } from '../lib/env';
 import { BenchFetcher } from '../lib/fetcher';
@@ -174,16 +176,19 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
   });
 
   const origin = await env.origin();
-  const [s3, azurite] = await Promise.all([
+  const [s3, azurite, gcs] = await Promise.all([
     startS3Server({ keys: { [S3_KEY.accessKeyId]: S3_KEY.secretAccessKey }, buckets: ['bench'] }),
     startAzurite({ accounts: [AZ] }),
+    // fake-gcs-server (scripts/build-fake-gcs.sh), read without credentials over its plain http root.
+    startFakeGcs(),
   ]);
   track(s3.child);
   track(azurite.child);
-  const fetcher = new BenchFetcher(env.dir, [httpPlugin, s3Plugin, azurePlugin], {
-    'gateway.artifacts.allowed-schemes': 'http;https;s3;wasbs',
+  track(gcs.child);
+  const fetcher = new BenchFetcher(env.dir, [httpPlugin, s3Plugin, azurePlugin, gcsPlugin], {
+    'gateway.artifacts.allowed-schemes': 'http;https;s3;wasbs;gs',
     'user.artifacts.raw-http-enabled': 'true',
-    'gateway.artifacts.restricted-hosts.allowed': [origin.port, s3.port, azurite.port].map((p) => `127.0.0.1:${p}`).join(';'),
+    'gateway.artifacts.restricted-hosts.allowed': [origin.port, s3.port, azurite.port, gcs.port].map((p) => `127.0.0.1:${p}`).join(';'),
     'user.artifacts.max-size': '2 gb',
     // BENCH_FETCH_PARALLEL=<concurrency>[:<part size>] overrides the registry's defaults (1 = one stream).
     ...parallelOverride(),
@@ -193,14 +198,19 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
     's3.secret-key': S3_KEY.secretAccessKey,
     [`fs.azure.account.key.${AZ.name}.blob.core.windows.net`]: AZ.key,
     [`fs.azure.account.endpoint.${AZ.name}`]: azurite.blobUrl(AZ.name),
+    'fs.gs.storage.root.url': gcs.url,
+    'fs.gs.auth.type': 'UNAUTHENTICATED',
   });
   try {
     const started = performance.now();
-    await Promise.all([putObject(s3.url, S3_KEY, 'bench', jar.name, jar.path), uploadBlob(azurite, AZ, 'jars', jar.name, jar.path)]);
-    note(`uploaded the object to the S3 server and Azurite in ${Math.round(performance.now() - started)} ms`);
+    await gcs.createBucket('bench');
+    await Promise.all([putObject(s3.url, S3_KEY, 'bench', jar.name, jar.path), uploadBlob(azurite, AZ, 'jars', jar.name, jar.path), gcs.upload('bench', jar.name, jar.path)]);
+    note(`uploaded the object to the S3 server, Azurite and fake-gcs-server in ${Math.round(performance.now() - started)} ms`);
     const s3client = fixtureClient(s3.url, S3_KEY);
     const presigned = await getSignedUrl(s3client, new GetObjectCommand({ Bucket: 'bench', Key: jar.name }), { expiresIn: 3600 });
     s3client.destroy();
+    // The same object's media through the JSON API, as the gs:// plugin reads it (no credential on the emulator).
+    const gcsMedia = `${gcs.url}/storage/v1/b/bench/o/${encodeURIComponent(jar.name)}?alt=media`;
     const sas = `${azurite.blobUrl(AZ.name)}/jars/${jar.name}?${makeSas(AZ, { container: 'jars', blobName: jar.name, expiresOn: new Date(Date.now() + 3600_000) })}`;
 
     const cases = [
@@ -209,6 +219,7 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
       { name: 'fetch.azure-sas', uri: sas, curlUrl: sas, min: 0.8, store: 'Azurite blob (test/servers/azurite.ts)', plugin: 'http (SAS URL)' },
       { name: 'fetch.s3-native', md5: true, uri: `s3://bench/${jar.name}`, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver', plugin: 's3 (access key; anchor: curl on a presigned URL)' },
       { name: 'fetch.azure-native', md5: true, uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`, curlUrl: sas, min: 0.8, store: 'Azurite blob', plugin: 'azure (shared key; anchor: curl on a SAS URL)' },
+      { name: 'fetch.gcs', md5: true, uri: `gs://bench/${jar.name}`, curlUrl: gcsMedia, min: 0.8, store: 'fake-gcs-server (test/servers/fake-gcs.ts)', plugin: 'gcs (UNAUTHENTICATED on the emulator; anchor: curl on the JSON API media URL)' },
       // Pinned to the jar's SHA-256 (gateway.artifacts.job-jar.sha256): the pin vouches for the bytes, so the store's MD5 is not computed.
       { name: 'fetch.s3-native.pinned', pin: true, uri: `s3://bench/${jar.name}`, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver', plugin: 's3, pinned SHA-256 (anchor: curl on a presigned URL)' },
       { name: 'fetch.azure-native.pinned', pin: true, uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`, curlUrl: sas, min: 0.8, store: 'Azurite blob', plugin: 'azure, pinned SHA-256 (anchor: curl on a SAS URL)' },
@@ -304,6 +315,6 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
     }
   } finally {
     await fetcher.close();
-    await Promise.all([s3.stop(), azurite.stop(), stopChild(src.child)]);
+    await Promise.all([s3.stop(), azurite.stop(), gcs.stop(), stopChild(src.child)]);
   }
 }

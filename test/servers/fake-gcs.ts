@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createReadStream } from 'node:fs';
 import { request } from 'node:http';
@@ -17,6 +18,7 @@ export interface FakeGcs {
   /** The JSON API root, plain http: http://127.0.0.1:<port> */
   url: string;
   port: number;
+  child: ChildProcess;
   createBucket(name: string): Promise<void>;
   /** Uploads a Buffer, or a file by path (streamed); returns the object resource's generation, etag and md5Hash. */
   upload(bucket: string, name: string, body: Buffer | string): Promise<{ generation: string; etag: string; md5Hash?: string }>;
@@ -42,6 +44,7 @@ export async function startFakeGcs(): Promise<FakeGcs> {
     return {
       url,
       port,
+      child: server.child,
       async createBucket(name) {
         const res = await fetch(`${url}/storage/v1/b?project=test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
         if (res.status !== 200 && res.status !== 409) throw new Error(`fake-gcs: creating bucket ${name}: ${res.status} ${await res.text()}`);
