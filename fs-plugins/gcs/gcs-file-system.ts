@@ -32,7 +32,7 @@ type Headers = Record<string, string | string[]>;
  * `open` its media (`alt=media`), ranged and pinned to the generation `stat` saw
  * (`ifGenerationMatch`, and the answer's `x-goog-generation` held to it, for stores that ignore the
  * condition). Requests go to the storage root URL only — a URI names a bucket, never a host — through
- * the plugin kit's bulk client (ADR 0014); the token comes from the SDK's credential (credentials.ts).
+ * the plugin kit's bulk client (ADR 0035); the token comes from the SDK's credential (credentials.ts).
  */
 export class GcsFileSystem implements FileSystem {
   readonly supportsRange = true;

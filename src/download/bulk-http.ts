@@ -69,7 +69,7 @@ export interface BulkResponse {
  * An HTTP/1.1 client for one job: reading large object bodies with little CPU per byte. Node's
  * own clients (undici, node:http) read a socket into a fresh 64 KiB buffer per read and hand each
  * one through a parser and a stream, which costs several times a native client's CPU per byte
- * before the digest (ADR 0014 has the figures). This client reads the socket with `onread` straight into
+ * before the digest (ADR 0035). This client reads the socket with `onread` straight into
  * 1 MiB buffers, finds the framing itself (Content-Length, chunked, or close), and hands each
  * buffer on as one chunk (ADR 0035).
  *

@@ -5,7 +5,7 @@ import { Worker } from 'node:worker_threads';
  * (ADR 0035): the SHA-256 every fetch computes, and the store's MD5 when one is checked.
  *
  * On the download's own thread the digests capped a fast fetch: each costs more CPU per byte than
- * the rest of the download (socket to file), MD5 most (ADR 0020 and 0022 have the figures).
+ * the rest of the download (socket to file), MD5 most (ADR 0035).
  * On their own threads the digests run beside the download, and the download's thread only says
  * how far the file is written.
  *
