@@ -14,7 +14,7 @@ export { gcsOptions } from './options';
  * Credentials from the GCS connector's keys (`fs.gs.*`, Flink's `gs.*` mirror): a service-account key
  * file, an external-account file (workload identity federation), Application Default Credentials
  * (GOOGLE_APPLICATION_CREDENTIALS, then the metadata server: GKE Workload Identity, Compute Engine),
- * or none for public objects. `@google-cloud/storage` supplies the credential; reads go through the
+ * or none for public objects. `google-auth-library` supplies the credential; reads go through the
  * plugin kit's bulk client, every range pinned to the object's generation. No delegation-token
  * provider: see the plugin's README. Errors leave as `GW_FETCH_*`.
  */
