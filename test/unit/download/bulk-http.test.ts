@@ -68,7 +68,9 @@ async function rawServer(handler: Handler): Promise<RawOrigin> {
 }
 
 function client(opts: Partial<BulkHttpOptions> = {}): BulkHttpClient {
-  const c = new BulkHttpClient({ guard: permissive, connectTimeoutMs: 2000, readTimeoutMs: 2000, ...opts });
+  // Generous defaults, so a loaded machine's pauses never look like a stalled server; the timeout
+  // tests pass their own.
+  const c = new BulkHttpClient({ guard: permissive, connectTimeoutMs: 10_000, readTimeoutMs: 10_000, ...opts });
   cleanups.push(() => c.close());
   return c;
 }
@@ -721,11 +723,12 @@ describe('timeouts', () => {
       s.setNoDelay(true);
       s.write('HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n');
       for (const b of 'abcdef') {
-        await sleep(60);
+        await sleep(400);
         s.write(b);
       }
     });
-    const res = await get(client({ readTimeoutMs: 200 }), o);
+    // Six gaps of 400 ms outlast one 1500 ms timeout, while each gap leaves a loaded machine over 1 s of room.
+    const res = await get(client({ readTimeoutMs: 1500 }), o);
     const { data, chunks } = await readAll(res.body);
     expect(data.toString()).toBe('abcdef');
     expect(chunks.length).toBeGreaterThan(1);
