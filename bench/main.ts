@@ -52,7 +52,11 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const smoke = argv.includes('--smoke');
-  const only = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',').filter(Boolean);
+  const only = argv
+    .find((a) => a.startsWith('--only='))
+    ?.slice('--only='.length)
+    .split(',')
+    .filter(Boolean);
   for (const name of only ?? []) {
     if (!MEASURES[name]) {
       process.stderr.write(`unknown measure '${name}'\n${USAGE}\n`);
@@ -66,9 +70,20 @@ async function main(argv: string[]): Promise<number> {
   }
   copyServerScripts(root);
   const reps = Number(argv.find((a) => a.startsWith('--reps='))?.slice('--reps='.length) ?? 5);
-  const cases = argv.find((a) => a.startsWith('--cases='))?.slice('--cases='.length).split(',').filter(Boolean);
-  const plan: RunPlan = { ...(smoke ? { smoke, warmups: 0, reps: 1 } : { smoke, warmups: 1, reps: Math.max(1, reps) }), ...(cases ? { cases } : {}) };
-  note(`${smoke ? 'smoke' : 'full'} run on ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 1024 ** 3)} GiB RAM, Node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const cases = argv
+    .find((a) => a.startsWith('--cases='))
+    ?.slice('--cases='.length)
+    .split(',')
+    .filter(Boolean);
+  const plan: RunPlan = {
+    ...(smoke ? { smoke, warmups: 0, reps: 1 } : { smoke, warmups: 1, reps: Math.max(1, reps) }),
+    ...(cases ? { cases } : {}),
+  };
+  note(
+    `${smoke ? 'smoke' : 'full'} run on ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 1024 ** 3)} GiB RAM, Node ${process.version}, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   const env = new BenchEnv(root, smoke);
   let failed = 0;
   const stop = (signal: string) => {
@@ -93,7 +108,18 @@ async function main(argv: string[]): Promise<number> {
       } catch (err) {
         failed++;
         note(`measure '${name}' FAILED: ${(err as Error).stack ?? String(err)}`);
-        emit({ name: `${name}.error`, unit: 'n/a', gateway: null, anchor: null, ratio: null, ratioIs: 'n/a', target: null, met: null, smoke, params: { error: (err as Error).message } });
+        emit({
+          name: `${name}.error`,
+          unit: 'n/a',
+          gateway: null,
+          anchor: null,
+          ratio: null,
+          ratioIs: 'n/a',
+          target: null,
+          met: null,
+          smoke,
+          params: { error: (err as Error).message },
+        });
       }
       note(`measure '${name}' took ${Math.round((performance.now() - started) / 1000)} s`);
     }

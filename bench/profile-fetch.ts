@@ -29,7 +29,17 @@ import { MiB, summarize } from './lib/report';
  * the main thread, as curl does: no thread-pool hop at all; blocks the event loop per chunk), curl
  * (`curl -o`, wall time of the process, for comparison in the same session; its CPU is not counted).
  */
-const VARIANTS = ['fetcher', 'download', 'undici-file', 'undici-sha-file', 'undici-passthrough-sha-file', 'undici-fd', 'undici-sha-writev-1m', 'undici-sha-writesync', 'curl'] as const;
+const VARIANTS = [
+  'fetcher',
+  'download',
+  'undici-file',
+  'undici-sha-file',
+  'undici-passthrough-sha-file',
+  'undici-fd',
+  'undici-sha-writev-1m',
+  'undici-sha-writesync',
+  'curl',
+] as const;
 type Variant = (typeof VARIANTS)[number];
 
 function arg(name: string, def: string): string {
@@ -56,7 +66,10 @@ async function main(): Promise<void> {
   const jarDir = join(dir, 'jars');
   await mkdir(jarDir);
   await writePaddedJar(WORDCOUNT_JAR, join(jarDir, 'big.jar'), mb * MiB);
-  const origin = await startChild(process.execPath, [join(root, 'bench', 'servers', 'jar-origin.cjs'), jarDir], { ready: /JAR_ORIGIN_READY (\S+)/, timeoutMs: 15_000 });
+  const origin = await startChild(process.execPath, [join(root, 'bench', 'servers', 'jar-origin.cjs'), jarDir], {
+    ready: /JAR_ORIGIN_READY (\S+)/,
+    timeoutMs: 15_000,
+  });
   const url = `${origin.match[1]}/big.jar`;
   const fetcher = new BenchFetcher(dir, [httpPlugin], {
     'gateway.artifacts.allowed-schemes': 'http',

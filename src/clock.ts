@@ -68,7 +68,8 @@ export function setLongTimer(clock: Clock, fn: () => void, ms: number, maxStepMs
  * (`AbortError`, code `ABORT_ERR`, the signal's reason as its cause).
  */
 export function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
-  const aborted = () => Object.assign(new Error('The operation was aborted', { cause: signal?.reason }), { name: 'AbortError', code: 'ABORT_ERR' });
+  const aborted = () =>
+    Object.assign(new Error('The operation was aborted', { cause: signal?.reason }), { name: 'AbortError', code: 'ABORT_ERR' });
   return new Promise<void>((resolve, reject) => {
     if (signal?.aborted) {
       reject(aborted());
@@ -78,10 +79,14 @@ export function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise
       timer.cancel();
       reject(aborted());
     };
-    const timer = setLongTimer(clock, () => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
+    const timer = setLongTimer(
+      clock,
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      ms,
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

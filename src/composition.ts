@@ -43,7 +43,15 @@ export function createRegistry(plugins: readonly FsPluginDefinition[] = []): Opt
   const options = [coreOptions, artifactOptions, tokenOptions, haOptions, v8Options].flatMap((o) => Object.values(o));
   return new OptionsRegistry(
     [...options, ...plugins.flatMap((p) => p.options), ...providers.flatMap((p) => p.options)],
-    [...httpRules, ...clusterRules, ...artifactRules, ...tokenRules, ...haRules, ...plugins.flatMap((p) => p.rules ?? []), ...providers.flatMap((p) => p.rules ?? [])],
+    [
+      ...httpRules,
+      ...clusterRules,
+      ...artifactRules,
+      ...tokenRules,
+      ...haRules,
+      ...plugins.flatMap((p) => p.rules ?? []),
+      ...providers.flatMap((p) => p.rules ?? []),
+    ],
   );
 }
 
@@ -66,7 +74,13 @@ export interface Gateway {
  * Each resource joins `resources` as it is made, so a start-up that fails half-way releases what it
  * built (in reverse order), and `close` releases the same way.
  */
-export async function compose(config: Configuration, logger: Logger, plugins: readonly FsPluginDefinition[] = [], reload?: () => Configuration, tokenServices: TokenServices = {}): Promise<Gateway> {
+export async function compose(
+  config: Configuration,
+  logger: Logger,
+  plugins: readonly FsPluginDefinition[] = [],
+  reload?: () => Configuration,
+  tokenServices: TokenServices = {},
+): Promise<Gateway> {
   const resources = new AsyncDisposableStack();
   try {
     const storeDir = tokenStoreDir(config, config.get(artifactOptions.cacheDir));
@@ -75,7 +89,14 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
     const cluster = await createCluster({ config, logger, launch: tokens.launch, resources });
     const audit = resources.adopt(AuditLog.open(config.get(coreOptions.auditLog)), (a) => a.close());
     // The metrics are made once the features they count exist; these callbacks run only after start-up.
-    const artifacts = await createArtifacts({ config, logger, plugins, audit, onFetch: (...fetch) => metrics.observeFetch(...fetch), resources });
+    const artifacts = await createArtifacts({
+      config,
+      logger,
+      plugins,
+      audit,
+      onFetch: (...fetch) => metrics.observeFetch(...fetch),
+      resources,
+    });
     const onRejected: RejectedRecord = (kind, reason) => metrics.haRecordsRejected.inc({ kind, reason });
     const ha = await createHa({ config, logger, tokenLog: tokens.log, storeDir, onRejected, resources });
     const submission = createSubmission({
@@ -103,7 +124,18 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
       tokenProviders: () => tokens.tokens.status().providers,
       nextRenewal: () => tokens.tokens.status().nextRenewalAt,
     });
-    const http = createHttp({ config, logger, cluster, artifacts, submission, tokens: tokens.tokens, delivery: tokens.delivery, audit, metrics, haStatus: ha.status });
+    const http = createHttp({
+      config,
+      logger,
+      cluster,
+      artifacts,
+      submission,
+      tokens: tokens.tokens,
+      delivery: tokens.delivery,
+      audit,
+      metrics,
+      haStatus: ha.status,
+    });
     watchSecrets(config, reload, resources, [artifacts.reloadCredentials, (current) => http.reloadSecrets(current)]);
     await ha.start({ registrations, tokens: tokens.tokens, cluster: cluster.cluster, watcher: submission.watcher });
     const owned = resources.move();
@@ -122,7 +154,9 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
       },
     };
   } catch (err) {
-    await resources.disposeAsync().catch((cleanup: unknown) => logger.warn({ err: (cleanup as Error).message }, 'cleaning up after a failed start-up failed'));
+    await resources
+      .disposeAsync()
+      .catch((cleanup: unknown) => logger.warn({ err: (cleanup as Error).message }, 'cleaning up after a failed start-up failed'));
     throw err;
   }
 }
@@ -131,12 +165,19 @@ export async function compose(config: Configuration, logger: Logger, plugins: re
  * gateway.secrets.dir: on a change, each listener gets the reloaded configuration (read once per
  * change, on first use; a reload that fails is each listener's to report or ignore).
  */
-function watchSecrets(config: Configuration, reload: (() => Configuration) | undefined, resources: AsyncDisposableStack, listeners: ((current: () => Configuration, dir: string) => void)[]): void {
+function watchSecrets(
+  config: Configuration,
+  reload: (() => Configuration) | undefined,
+  resources: AsyncDisposableStack,
+  listeners: ((current: () => Configuration, dir: string) => void)[],
+): void {
   const dir = config.getOptional(coreOptions.secretsDir);
   if (!dir || !reload) return;
-  resources.defer(watchSecretsDir(dir, config.get(coreOptions.secretsPollInterval), () => {
-    let next: Configuration | undefined;
-    const current = () => (next ??= reload());
-    for (const listener of listeners) listener(current, dir);
-  }));
+  resources.defer(
+    watchSecretsDir(dir, config.get(coreOptions.secretsPollInterval), () => {
+      let next: Configuration | undefined;
+      const current = () => (next ??= reload());
+      for (const listener of listeners) listener(current, dir);
+    }),
+  );
 }

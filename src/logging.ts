@@ -18,8 +18,15 @@ export function createLogger(level: string, registry: OptionsRegistry, destinati
       base: { name: 'flink-jar-gateway' },
       redact: {
         paths: [
-          'req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'headers.cookie',
-          'headers["x-amz-security-token"]', 'headers["x-ms-authorization"]', '*.secret', '*.password', '*.token',
+          'req.headers.authorization',
+          'req.headers.cookie',
+          'headers.authorization',
+          'headers.cookie',
+          'headers["x-amz-security-token"]',
+          'headers["x-ms-authorization"]',
+          '*.secret',
+          '*.password',
+          '*.token',
         ],
         censor: CENSOR,
       },

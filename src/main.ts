@@ -64,15 +64,24 @@ export async function main(argv: readonly string[]): Promise<number> {
   const logger = createLogger(config.get(coreOptions.logLevel), registry);
   for (const n of config.notices) logger.warn({ key: n.key, source: n.source }, n.message);
   for (const key of warnings) {
-    logger.warn({ key }, 'a sensitive option was given with -D and is visible in the process list; use the config file or the environment instead');
+    logger.warn(
+      { key },
+      'a sensitive option was given with -D and is visible in the process list; use the config file or the environment instead',
+    );
   }
   let gateway: Gateway;
   try {
     // The built-in token providers (azure-blob, s3, oauth2), each inactive until configured.
-    gateway = await compose(config, logger, plugins, () => {
-      const reloaded = loadRaw(registry, args, process.env);
-      return registry.resolve(reloaded.raw, reloaded.cluster);
-    }, builtInTokenServices(config, logger, plugins));
+    gateway = await compose(
+      config,
+      logger,
+      plugins,
+      () => {
+        const reloaded = loadRaw(registry, args, process.env);
+        return registry.resolve(reloaded.raw, reloaded.cluster);
+      },
+      builtInTokenServices(config, logger, plugins),
+    );
   } catch (err) {
     // The registry checked the configuration before anything was built; what fails here is run
     // time (the embedded cluster, a provider's first call) unless a cause says otherwise.
@@ -94,7 +103,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   const addr = server.address() as AddressInfo;
   const url = `${server instanceof HttpsServer ? 'https' : 'http'}://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
   gateway.listening(addr, server instanceof HttpsServer);
-  logger.info({ url, jobManager: gateway.cluster.baseUrl, launched: config.getOptional(coreOptions.clusterRestUrl) === undefined }, 'flink-jar-gateway ready');
+  logger.info(
+    { url, jobManager: gateway.cluster.baseUrl, launched: config.getOptional(coreOptions.clusterRestUrl) === undefined },
+    'flink-jar-gateway ready',
+  );
   // One line on stdout for scripts and tests, independent of the log level.
   process.stdout.write(`GATEWAY_URL=${url}\n`);
 
@@ -135,7 +147,8 @@ function failed(err: unknown, fallback?: StartupCode): number {
   const code = startupCode(err, fallback);
   let e: unknown = err;
   // Print the ConfigError itself when it is a cause: its message is the list of problems.
-  while (code === 'GW_CONFIG_INVALID' && (e as { code?: string }).code !== code && (e as { cause?: unknown }).cause) e = (e as { cause?: unknown }).cause;
+  while (code === 'GW_CONFIG_INVALID' && (e as { code?: string }).code !== code && (e as { cause?: unknown }).cause)
+    e = (e as { cause?: unknown }).cause;
   process.stderr.write(`flink-jar-gateway: ${code}: ${e instanceof Error ? e.message : String(e)}\n`);
   return STARTUP_CODES[code].exit;
 }

@@ -75,9 +75,30 @@ export class Metrics {
     nextRenewal: () => string | undefined;
   }) {
     collectDefaultMetrics({ register: this.registry, prefix: 'flink_gateway_' });
-    new Gauge({ name: 'flink_gateway_fetch_queue_depth', help: 'Fetches waiting for a slot.', registers: [this.registry], collect() { this.set(gauges.fetchQueueDepth()); } });
-    new Gauge({ name: 'flink_gateway_cache_entries', help: 'URIs in the jar cache index.', registers: [this.registry], collect() { this.set(gauges.cacheEntries()); } });
-    new Gauge({ name: 'flink_gateway_registered_jobs', help: 'Jobs registered with the delegation-token manager.', registers: [this.registry], collect() { this.set(gauges.registeredJobs()); } });
+    new Gauge({
+      name: 'flink_gateway_fetch_queue_depth',
+      help: 'Fetches waiting for a slot.',
+      registers: [this.registry],
+      collect() {
+        this.set(gauges.fetchQueueDepth());
+      },
+    });
+    new Gauge({
+      name: 'flink_gateway_cache_entries',
+      help: 'URIs in the jar cache index.',
+      registers: [this.registry],
+      collect() {
+        this.set(gauges.cacheEntries());
+      },
+    });
+    new Gauge({
+      name: 'flink_gateway_registered_jobs',
+      help: 'Jobs registered with the delegation-token manager.',
+      registers: [this.registry],
+      collect() {
+        this.set(gauges.registeredJobs());
+      },
+    });
     new Gauge({
       name: 'flink_gateway_token_restore_pending',
       help: 'Running jobs a delegation-token provider refused to register again after a gateway restart; retried with backoff. Alert when above 0 for long.',
@@ -88,7 +109,7 @@ export class Metrics {
     });
     new Gauge({
       name: 'flink_gateway_token_provider_error',
-      help: '1 when the provider\'s last obtain failed, by provider.',
+      help: "1 when the provider's last obtain failed, by provider.",
       labelNames: ['provider'],
       registers: [this.registry],
       collect() {
@@ -101,12 +122,13 @@ export class Metrics {
       labelNames: ['provider'],
       registers: [this.registry],
       collect() {
-        for (const p of gauges.tokenProviders()) if (p.lastObtainAt) this.set({ provider: p.serviceName }, Date.parse(p.lastObtainAt) / 1000);
+        for (const p of gauges.tokenProviders())
+          if (p.lastObtainAt) this.set({ provider: p.serviceName }, Date.parse(p.lastObtainAt) / 1000);
       },
     });
     new Gauge({
       name: 'flink_gateway_token_valid_until_timestamp_seconds',
-      help: 'Expiry of each provider\'s current tokens (epoch seconds); absent when they do not expire.',
+      help: "Expiry of each provider's current tokens (epoch seconds); absent when they do not expire.",
       labelNames: ['provider'],
       registers: [this.registry],
       collect() {

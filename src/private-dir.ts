@@ -12,7 +12,9 @@ export function ensurePrivateDir(dir: string, what: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const problem = privateDirProblem(lstatSync(dir));
   if (problem !== undefined) {
-    throw new Error(`${what} ${dir} ${problem}; use a directory of the gateway's own user (created 0700 when missing) or fix it with chown/chmod`);
+    throw new Error(
+      `${what} ${dir} ${problem}; use a directory of the gateway's own user (created 0700 when missing) or fix it with chown/chmod`,
+    );
   }
 }
 
@@ -22,7 +24,8 @@ export function privateDirProblem(st: Stats, uid = process.getuid?.(), groups = 
   if (!st.isDirectory()) return 'is not a directory';
   if (uid !== undefined && st.uid !== uid) return `is owned by uid ${st.uid}, not the gateway's uid ${uid}`;
   if ((st.mode & 0o002) !== 0) return `is writable by every user (mode ${(st.mode & 0o7777).toString(8)})`;
-  if ((st.mode & 0o020) !== 0 && !groups.has(st.gid)) return `is writable by group ${st.gid}, which the gateway is not in (mode ${(st.mode & 0o7777).toString(8)})`;
+  if ((st.mode & 0o020) !== 0 && !groups.has(st.gid))
+    return `is writable by group ${st.gid}, which the gateway is not in (mode ${(st.mode & 0o7777).toString(8)})`;
   return undefined;
 }
 

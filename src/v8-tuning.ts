@@ -5,7 +5,10 @@ import { option, type OptionDef } from './config/types';
 /** Whether the gateway tunes V8 for itself (ADR 0035). */
 export const v8Options = {
   tuning: option({
-    key: 'gateway.v8-tuning.enabled', type: 'boolean', default: true, section: 'Process',
+    key: 'gateway.v8-tuning.enabled',
+    type: 'boolean',
+    default: true,
+    section: 'Process',
     description:
       "At start-up, set V8's collection flags for a process that moves large bodies (`--external-memory-accounted-in-global-limit`, `--heap-growing-percent=100`) and run a young-generation collection every 16 MiB of upload and pass-through body chunks. Node refuses these flags in NODE_OPTIONS, so the gateway sets them with `v8.setFlagsFromString` before it builds anything; a flag already on node's command line is not set again. `false` leaves V8's defaults: a 1 GiB upload then grows the process by more than 64 MiB.",
   }),

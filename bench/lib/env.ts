@@ -52,7 +52,10 @@ export class BenchEnv {
   private readonly gateways = new Map<string, Promise<GatewayProcess>>();
   private readonly cleanups: (() => Promise<void>)[] = [];
 
-  constructor(readonly root: string, readonly smoke: boolean) {
+  constructor(
+    readonly root: string,
+    readonly smoke: boolean,
+  ) {
     this.jarDir = join(this.dir, 'jars');
   }
 
@@ -144,7 +147,12 @@ export class BenchEnv {
           'gateway.upload.max-size': '2 gb',
           // BENCH_GATEWAY_OPTS="key=value;key=value": extra options for every gateway process
           // (e.g. gateway.artifacts.parallel-fetch.concurrency=1 to compare with one stream).
-          ...Object.fromEntries((process.env.BENCH_GATEWAY_OPTS ?? '').split(';').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+          ...Object.fromEntries(
+            (process.env.BENCH_GATEWAY_OPTS ?? '')
+              .split(';')
+              .filter(Boolean)
+              .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+          ),
           ...extra,
         });
         this.cleanups.push(async () => {
@@ -181,14 +189,20 @@ export function jarIdOf(body: unknown): string {
 }
 
 /** POST <base>/v1/jars/<jarId>/run for WordCount; returns the job id, or throws with Flink's answer. */
-export async function runJar(baseUrl: string, jarId: string, jobId: string, flinkConfiguration: Record<string, string> = {}): Promise<string> {
+export async function runJar(
+  baseUrl: string,
+  jarId: string,
+  jobId: string,
+  flinkConfiguration: Record<string, string> = {},
+): Promise<string> {
   const r = await json('POST', `${baseUrl}/v1/jars/${jarId}/run`, {
     entryClass: WORDCOUNT_CLASS,
     programArgsList: [],
     jobId,
     flinkConfiguration: { 'parallelism.default': '1', ...flinkConfiguration },
   });
-  if (r.status !== 200 || r.body.jobid !== jobId) throw new Error(`run on ${baseUrl} answered ${r.status}: ${JSON.stringify(r.body).slice(0, 500)}`);
+  if (r.status !== 200 || r.body.jobid !== jobId)
+    throw new Error(`run on ${baseUrl} answered ${r.status}: ${JSON.stringify(r.body).slice(0, 500)}`);
   return jobId;
 }
 

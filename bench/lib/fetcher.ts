@@ -37,7 +37,11 @@ export class BenchFetcher {
   );
   private n = 0;
 
-  constructor(private readonly scratchDir: string, pluginDefs: readonly FsPluginDefinition[], options: Record<string, string>) {
+  constructor(
+    private readonly scratchDir: string,
+    pluginDefs: readonly FsPluginDefinition[],
+    options: Record<string, string>,
+  ) {
     const raw = new Map<string, RawEntry>();
     for (const [k, v] of Object.entries(options)) raw.set(k, { value: v, source: 'bench' });
     this.config = createRegistry(pluginDefs).resolve(raw);
@@ -45,14 +49,22 @@ export class BenchFetcher {
       enabled: this.config.get(artifactOptions.disallowRestrictedHosts),
       allowed: this.config.get(artifactOptions.restrictedHostsAllowed),
     });
-    this.plugins = new PluginRegistry(pluginDefs, (p) => ({ config: this.config, log: this.log.child({ plugin: p.name }), guard, errors: fetchError }));
+    this.plugins = new PluginRegistry(pluginDefs, (p) => ({
+      config: this.config,
+      log: this.log.child({ plugin: p.name }),
+      guard,
+      errors: fetchError,
+    }));
   }
 
   /**
    * One fetch into a brand-new cache (so it is always a miss and always writes a new file), pinned
    * to `sha256` if given. Returns the wall time of `ArtifactFetcher.fetch` and what it produced.
    */
-  async fetchOnce(uri: string, sha256?: string): Promise<{ ms: number; size: number; sha256: string; read?: { parts: number; atOnce: number } | undefined }> {
+  async fetchOnce(
+    uri: string,
+    sha256?: string,
+  ): Promise<{ ms: number; size: number; sha256: string; read?: { parts: number; atOnce: number } | undefined }> {
     const dir = join(this.scratchDir, `fetch-cache-${this.n++}`);
     const cache = new JarCache(dir, 64 * 1024 ** 3, this.log);
     await cache.init();
@@ -92,7 +104,11 @@ export class BenchFetcher {
     const file = join(this.scratchDir, `download-${this.n++}.part`);
     try {
       const started = performance.now();
-      const r = await downloadTo(fs, url, file, { signal: AbortSignal.timeout(120_000), maxBytes: this.config.get(artifactOptions.maxSize), onProgress: () => undefined });
+      const r = await downloadTo(fs, url, file, {
+        signal: AbortSignal.timeout(120_000),
+        maxBytes: this.config.get(artifactOptions.maxSize),
+        onProgress: () => undefined,
+      });
       return { ms: performance.now() - started, size: r.size, sha256: r.sha256 };
     } finally {
       rmSync(file, { force: true });

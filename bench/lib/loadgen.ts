@@ -46,8 +46,7 @@ export async function fixedRate(url: string, ratePerSec: number, durationMs: num
             if (res.statusCode === 200) {
               latencies.push(end - sent);
               dueLatencies.push(end - due);
-            }
-            else errors++;
+            } else errors++;
           })
           .catch(() => {
             errors++;

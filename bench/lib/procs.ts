@@ -183,7 +183,10 @@ const CLK_TCK = 100; // Linux USER_HZ, what /proc/<pid>/stat counts in (getconf 
 function procTimes(pid: number | 'self'): { self: number; children: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name (field 2) may hold spaces; the fields after its closing ')' are fixed.
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
   // After ')': state(3) ppid(4) … utime(14) stime(15) cutime(16) cstime(17) → indices 11..14 here.
   return { self: (f[11]! + f[12]!) / CLK_TCK, children: (f[13]! + f[14]!) / CLK_TCK };
 }

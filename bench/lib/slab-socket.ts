@@ -181,15 +181,30 @@ export function slabConnector(opts: SlabConnectorOptions): buildConnector.connec
       } else callback(null, socket as unknown as Socket);
     };
     let wrapped: SlabSocket | undefined;
-    const timer = setTimeout(() => finish(Object.assign(new Error(`no connection within ${opts.connectTimeoutMs} ms`), { code: 'UND_ERR_CONNECT_TIMEOUT' }), null), opts.connectTimeoutMs);
+    const timer = setTimeout(
+      () => finish(Object.assign(new Error(`no connection within ${opts.connectTimeoutMs} ms`), { code: 'UND_ERR_CONNECT_TIMEOUT' }), null),
+      opts.connectTimeoutMs,
+    );
     try {
       const tls = options.protocol === 'https:';
-      const { port, lookup } = guardedConnection(opts.guard, { protocol: options.protocol, hostname: options.hostname, port: options.port });
+      const { port, lookup } = guardedConnection(opts.guard, {
+        protocol: options.protocol,
+        hostname: options.hostname,
+        port: options.port,
+      });
       const host = options.hostname.replace(/^\[|\]$/g, '');
       const target = new SlabSocket();
       wrapped = target;
       const onread = { buffer: () => target.buffer(), callback: (n: number, buf: Uint8Array) => target.onRead(n, buf) };
-      const tlsOptions: ConnectionOptions & { onread: typeof onread } = { host, port, lookup, onread, ALPNProtocols: ['http/1.1'], ...(isIP(host) === 0 ? { servername: options.servername ?? host } : {}), ...(opts.ca ? { ca: opts.ca } : {}) };
+      const tlsOptions: ConnectionOptions & { onread: typeof onread } = {
+        host,
+        port,
+        lookup,
+        onread,
+        ALPNProtocols: ['http/1.1'],
+        ...(isIP(host) === 0 ? { servername: options.servername ?? host } : {}),
+        ...(opts.ca ? { ca: opts.ca } : {}),
+      };
       const socket = tls ? tlsConnect(tlsOptions) : netConnect({ host, port, lookup, onread });
       target.attach(socket);
       socket.setNoDelay(true);

@@ -107,8 +107,11 @@ function mapError(err: Error, signal: AbortSignal): Error {
   if (isGatewayError(err) || err instanceof BulkHttpError) return err;
   const code = (err as { code?: string }).code ?? '';
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return new BulkHttpError('ERR_BULK_CONNECT_TIMEOUT', err.message, { cause: err });
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return new BulkHttpError('ERR_BULK_READ_TIMEOUT', 'no bytes from the server within the read timeout', { cause: err });
-  if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED') return new BulkHttpError('ERR_BULK_CLOSED', 'the connection closed', { cause: err });
-  if (code.startsWith('HPE_') || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || code === 'UND_ERR_INFO') return new BulkHttpError('ERR_BULK_PROTOCOL', 'the server sent a malformed response', { cause: err });
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
+    return new BulkHttpError('ERR_BULK_READ_TIMEOUT', 'no bytes from the server within the read timeout', { cause: err });
+  if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED')
+    return new BulkHttpError('ERR_BULK_CLOSED', 'the connection closed', { cause: err });
+  if (code.startsWith('HPE_') || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || code === 'UND_ERR_INFO')
+    return new BulkHttpError('ERR_BULK_PROTOCOL', 'the server sent a malformed response', { cause: err });
   return err;
 }

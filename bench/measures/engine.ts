@@ -55,7 +55,10 @@ interface Sample {
 export async function engineDecision(env: BenchEnv, plan: RunPlan): Promise<void> {
   const jar = await env.jar(plan.smoke ? 16 * MiB : 1024 * MiB);
   const origin = await env.origin();
-  const [s3, azurite] = await Promise.all([startS3Server({ keys: { [S3_KEY.accessKeyId]: S3_KEY.secretAccessKey }, buckets: ['engine'] }), startAzurite({ accounts: [AZ] })]);
+  const [s3, azurite] = await Promise.all([
+    startS3Server({ keys: { [S3_KEY.accessKeyId]: S3_KEY.secretAccessKey }, buckets: ['engine'] }),
+    startAzurite({ accounts: [AZ] }),
+  ]);
   track(s3.child);
   track(azurite.child);
   const options = {
@@ -110,15 +113,27 @@ export async function engineDecision(env: BenchEnv, plan: RunPlan): Promise<void
         for (const engine of order) {
           const s = await once(engine, uri);
           if (round_ >= plan.warmups) samples.get(engine)!.push(s);
-          note(`engine.${store} ${engine} round ${round_ + 1}: ${round(s.mibps, 0)} MiB/s, ${round(s.cpuPerGiB, 2)} CPU-s/GiB, RSS +${round(s.rssGrowthPerGiB, 1)} MiB/GiB`);
+          note(
+            `engine.${store} ${engine} round ${round_ + 1}: ${round(s.mibps, 0)} MiB/s, ${round(s.cpuPerGiB, 2)} CPU-s/GiB, RSS +${round(s.rssGrowthPerGiB, 1)} MiB/GiB`,
+          );
         }
       }
       const per = Object.fromEntries(
         ENGINES.map((e) => {
           const xs = samples.get(e)!;
-          return [e, { mibps: summarize(xs.map((x) => x.mibps)), cpuSecPerGiB: summarize(xs.map((x) => x.cpuPerGiB)), rssGrowthMiBPerGiB: summarize(xs.map((x) => x.rssGrowthPerGiB)) }];
+          return [
+            e,
+            {
+              mibps: summarize(xs.map((x) => x.mibps)),
+              cpuSecPerGiB: summarize(xs.map((x) => x.cpuPerGiB)),
+              rssGrowthMiBPerGiB: summarize(xs.map((x) => x.rssGrowthPerGiB)),
+            },
+          ];
         }),
-      ) as unknown as Record<Engine, { mibps: { median: number }; cpuSecPerGiB: { median: number }; rssGrowthMiBPerGiB: { median: number; max: number } }>;
+      ) as unknown as Record<
+        Engine,
+        { mibps: { median: number }; cpuSecPerGiB: { median: number }; rssGrowthMiBPerGiB: { median: number; max: number } }
+      >;
       const b = per['bulk-http'];
       const u = per['undici-slab'];
       const cpuRatio = round(u.cpuSecPerGiB.median / b.cpuSecPerGiB.median);
@@ -126,8 +141,16 @@ export async function engineDecision(env: BenchEnv, plan: RunPlan): Promise<void
       const within = cpuRatio <= 1.1 && mibpsRatio >= 0.9;
       const row = {
         store,
-        bulkHttp: { mibps: round(b.mibps.median, 0), cpuSecPerGiB: round(b.cpuSecPerGiB.median, 2), rssGrowthMiBPerGiBWorst: round(b.rssGrowthMiBPerGiB.max, 1) },
-        undiciSlab: { mibps: round(u.mibps.median, 0), cpuSecPerGiB: round(u.cpuSecPerGiB.median, 2), rssGrowthMiBPerGiBWorst: round(u.rssGrowthMiBPerGiB.max, 1) },
+        bulkHttp: {
+          mibps: round(b.mibps.median, 0),
+          cpuSecPerGiB: round(b.cpuSecPerGiB.median, 2),
+          rssGrowthMiBPerGiBWorst: round(b.rssGrowthMiBPerGiB.max, 1),
+        },
+        undiciSlab: {
+          mibps: round(u.mibps.median, 0),
+          cpuSecPerGiB: round(u.cpuSecPerGiB.median, 2),
+          rssGrowthMiBPerGiBWorst: round(u.rssGrowthMiBPerGiB.max, 1),
+        },
         undiciOverBulkCpu: cpuRatio,
         undiciOverBulkMiBps: mibpsRatio,
         within10Percent: judged(plan, true, within),
@@ -143,7 +166,15 @@ export async function engineDecision(env: BenchEnv, plan: RunPlan): Promise<void
         target: '≥ 0.9× bulk-http throughput and ≤ 1.1× its CPU per GiB',
         met: judged(plan, true, within),
         smoke: plan.smoke,
-        params: { bytes: jar.size, per, cpuRatio, memoryTarget: '≤ 64 MiB RSS growth per GiB moved', memoryMet: judged(plan, true, b.rssGrowthMiBPerGiB.max <= 64 && u.rssGrowthMiBPerGiB.max <= 64), reps: plan.reps, warmups: plan.warmups },
+        params: {
+          bytes: jar.size,
+          per,
+          cpuRatio,
+          memoryTarget: '≤ 64 MiB RSS growth per GiB moved',
+          memoryMet: judged(plan, true, b.rssGrowthMiBPerGiB.max <= 64 && u.rssGrowthMiBPerGiB.max <= 64),
+          reps: plan.reps,
+          warmups: plan.warmups,
+        },
       });
     }
     const allWithin = table.every((r) => r.within10Percent === true);
@@ -154,11 +185,20 @@ export async function engineDecision(env: BenchEnv, plan: RunPlan): Promise<void
       gateway: summarize(cpuRatios),
       anchor: null,
       ratio: round(Math.max(...cpuRatios)),
-      ratioIs: "undici-slab / bulk-http CPU per GiB, per store (gateway: over the stores; ratio: the worst); params.table is this run's engine.* lines",
+      ratioIs:
+        "undici-slab / bulk-http CPU per GiB, per store (gateway: over the stores; ratio: the worst); params.table is this run's engine.* lines",
       target: 'undici within 10 % of bulk-http (CPU per GiB and MiB/s) on every store → one engine (undici)',
       met: judged(plan, true, allWithin),
       smoke: plan.smoke,
-      params: { table, verdict: allWithin ? 'undici-slab is within 10 %: bulk-http can go' : 'bulk-http stays: undici-slab is not within 10 % on every store', v8Tuning: process.env.BENCH_V8_TUNING === 'off' ? 'off' : 'on', reps: plan.reps, warmups: plan.warmups },
+      params: {
+        table,
+        verdict: allWithin
+          ? 'undici-slab is within 10 %: bulk-http can go'
+          : 'bulk-http stays: undici-slab is not within 10 % on every store',
+        v8Tuning: process.env.BENCH_V8_TUNING === 'off' ? 'off' : 'on',
+        reps: plan.reps,
+        warmups: plan.warmups,
+      },
     });
   } finally {
     await Promise.all([...fetchers.values()].map((f) => f.close()));

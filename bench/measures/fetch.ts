@@ -26,7 +26,10 @@ function parallelOverride(): Record<string, string> {
   const v = process.env.BENCH_FETCH_PARALLEL;
   if (!v) return {};
   const [concurrency, partSize] = v.split(':');
-  return { 'gateway.artifacts.parallel-fetch.concurrency': concurrency!, ...(partSize ? { 'gateway.artifacts.parallel-fetch.part-size': partSize } : {}) };
+  return {
+    'gateway.artifacts.parallel-fetch.concurrency': concurrency!,
+    ...(partSize ? { 'gateway.artifacts.parallel-fetch.part-size': partSize } : {}),
+  };
 }
 
 /** One side of one round: throughput and the CPU it cost, per GiB moved. */
@@ -48,7 +51,12 @@ interface Sample {
  * CPU from the children's counters. Then `openssl dgst -sha256` of that file, so that curl's CPU plus
  * the digest's is the CPU a native client spends on the gateway's work (write the file, SHA-256 it).
  */
-async function curlDownload(env: BenchEnv, url: string, expected: { size: number; sha256: string }, withMd5: boolean): Promise<{ curl: Sample; withDigest: Sample; withMd5?: Sample }> {
+async function curlDownload(
+  env: BenchEnv,
+  url: string,
+  expected: { size: number; sha256: string },
+  withMd5: boolean,
+): Promise<{ curl: Sample; withDigest: Sample; withMd5?: Sample }> {
   const file = env.scratch('curl-out');
   try {
     const c0 = childrenCpuSeconds();
@@ -58,7 +66,8 @@ async function curlDownload(env: BenchEnv, url: string, expected: { size: number
     if (bytes !== expected.size) throw new Error(`curl got ${bytes} bytes, expected ${expected.size}`);
     const dgst = await runCommand('openssl', ['dgst', '-sha256', '-r', file], 60_000);
     const c2 = childrenCpuSeconds();
-    if (dgst.status !== 0 || !dgst.stdout.startsWith(expected.sha256)) throw new Error(`openssl dgst: ${dgst.stderr.trim() || dgst.stdout.trim()}`);
+    if (dgst.status !== 0 || !dgst.stdout.startsWith(expected.sha256))
+      throw new Error(`openssl dgst: ${dgst.stderr.trim() || dgst.stdout.trim()}`);
     const gib = expected.size / GiB;
     // The store checksum too (what the S3 and Azure plugins verify): MD5 of the same file.
     const md5 = withMd5 ? await runCommand('openssl', ['dgst', '-md5', '-r', file], 60_000) : undefined;
@@ -67,7 +76,9 @@ async function curlDownload(env: BenchEnv, url: string, expected: { size: number
     return {
       curl: { mibps: expected.size / MiB / secs!, cpuPerGiB: (c1 - c0) / gib },
       withDigest: { mibps: expected.size / MiB / (secs! + dgst.ms / 1000), cpuPerGiB: (c2 - c0) / gib },
-      ...(md5 !== undefined ? { withMd5: { mibps: expected.size / MiB / (secs! + (dgst.ms + md5.ms) / 1000), cpuPerGiB: (c3 - c0) / gib } } : {}),
+      ...(md5 !== undefined
+        ? { withMd5: { mibps: expected.size / MiB / (secs! + (dgst.ms + md5.ms) / 1000), cpuPerGiB: (c3 - c0) / gib } }
+        : {}),
     };
   } finally {
     rmSync(file, { force: true });
@@ -83,9 +94,14 @@ async function curlTeeDigest(env: BenchEnv, url: string, expected: { size: numbe
   const file = env.scratch('curl-tee-out');
   try {
     const c0 = childrenCpuSeconds();
-    const r = await runCommand('bash', ['-c', 'set -o pipefail; curl -sSf "$1" | tee "$2" | openssl dgst -sha256 -r', 'curl-tee-digest', url, file], 120_000);
+    const r = await runCommand(
+      'bash',
+      ['-c', 'set -o pipefail; curl -sSf "$1" | tee "$2" | openssl dgst -sha256 -r', 'curl-tee-digest', url, file],
+      120_000,
+    );
     const cpu = childrenCpuSeconds() - c0;
-    if (r.status !== 0 || !r.stdout.startsWith(expected.sha256)) throw new Error(`curl | tee | openssl dgst failed (${r.status}): ${r.stderr.trim()}`);
+    if (r.status !== 0 || !r.stdout.startsWith(expected.sha256))
+      throw new Error(`curl | tee | openssl dgst failed (${r.status}): ${r.stderr.trim()}`);
     return { mibps: expected.size / MiB / (r.ms / 1000), cpuPerGiB: cpu / (expected.size / GiB) };
   } finally {
     rmSync(file, { force: true });
@@ -133,7 +149,8 @@ async function storeToFile(env: BenchEnv, url: string, size: number): Promise<Sa
     } finally {
       closeSync(fd);
     }
-    if (!/^HTTP\/1\.1 200 /.test(head.toString('latin1'))) throw new Error(`store ceiling: the store answered ${JSON.stringify(head.toString('latin1'))}`);
+    if (!/^HTTP\/1\.1 200 /.test(head.toString('latin1')))
+      throw new Error(`store ceiling: the store answered ${JSON.stringify(head.toString('latin1'))}`);
     if (out.bytesWritten < size) throw new Error(`store ceiling: wrote ${out.bytesWritten} bytes, fewer than the object's ${size}`);
     return { mibps: size / MiB / (ms / 1000), cpuPerGiB: (ownCpuSeconds() - cpu0) / (size / GiB) };
   } finally {
@@ -153,7 +170,10 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
 
   // The ceiling first, on an otherwise idle machine; its sender stays up, so that each case measures
   // the ceiling again in its own rounds (see below).
-  const src = await startChild(process.execPath, [join(env.root, 'bench', 'servers', 'tcp-source.cjs'), String(size)], { ready: /TCP_SOURCE_READY (\d+)/, timeoutMs: 15_000 });
+  const src = await startChild(process.execPath, [join(env.root, 'bench', 'servers', 'tcp-source.cjs'), String(size)], {
+    ready: /TCP_SOURCE_READY (\d+)/,
+    timeoutMs: 15_000,
+  });
   track(src.child);
   const ceilingPort = Number(src.match[1]);
   const ceiling: Sample[] = [];
@@ -168,7 +188,8 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
     gateway: null,
     anchor: ceilingSummary,
     ratio: null,
-    ratioIs: "n/a (the anchor is the bare socket-to-file ceiling: node net client ← separate-process TCP sender, piped to a new file; measured here at the start, and again in every round of each case as information; each case's ceilingMet uses the socket-to-file ceiling from its own store, ADR 0035)",
+    ratioIs:
+      "n/a (the anchor is the bare socket-to-file ceiling: node net client ← separate-process TCP sender, piped to a new file; measured here at the start, and again in every round of each case as information; each case's ceilingMet uses the socket-to-file ceiling from its own store, ADR 0035)",
     target: null,
     met: null,
     smoke: plan.smoke,
@@ -204,7 +225,11 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
   try {
     const started = performance.now();
     await gcs.createBucket('bench');
-    await Promise.all([putObject(s3.url, S3_KEY, 'bench', jar.name, jar.path), uploadBlob(azurite, AZ, 'jars', jar.name, jar.path), gcs.upload('bench', jar.name, jar.path)]);
+    await Promise.all([
+      putObject(s3.url, S3_KEY, 'bench', jar.name, jar.path),
+      uploadBlob(azurite, AZ, 'jars', jar.name, jar.path),
+      gcs.upload('bench', jar.name, jar.path),
+    ]);
     note(`uploaded the object to the S3 server, Azurite and fake-gcs-server in ${Math.round(performance.now() - started)} ms`);
     const s3client = fixtureClient(s3.url, S3_KEY);
     const presigned = await getSignedUrl(s3client, new GetObjectCommand({ Bucket: 'bench', Key: jar.name }), { expiresIn: 3600 });
@@ -214,15 +239,76 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
     const sas = `${azurite.blobUrl(AZ.name)}/jars/${jar.name}?${makeSas(AZ, { container: 'jars', blobName: jar.name, expiresOn: new Date(Date.now() + 3600_000) })}`;
 
     const cases = [
-      { name: 'fetch.http', uri: `${origin.url}/${jar.name}`, curlUrl: `${origin.url}/${jar.name}`, min: 0.9, store: 'HTTP origin (bench/servers/jar-origin.cjs)', plugin: 'http' },
-      { name: 'fetch.s3-presigned', uri: presigned, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver with SigV4 checks (test/servers/s3-server.ts)', plugin: 'http (presigned URL)' },
-      { name: 'fetch.azure-sas', uri: sas, curlUrl: sas, min: 0.8, store: 'Azurite blob (test/servers/azurite.ts)', plugin: 'http (SAS URL)' },
-      { name: 'fetch.s3-native', md5: true, uri: `s3://bench/${jar.name}`, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver', plugin: 's3 (access key; anchor: curl on a presigned URL)' },
-      { name: 'fetch.azure-native', md5: true, uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`, curlUrl: sas, min: 0.8, store: 'Azurite blob', plugin: 'azure (shared key; anchor: curl on a SAS URL)' },
-      { name: 'fetch.gcs', md5: true, uri: `gs://bench/${jar.name}`, curlUrl: gcsMedia, min: 0.8, store: 'fake-gcs-server (test/servers/fake-gcs.ts)', plugin: 'gcs (UNAUTHENTICATED on the emulator; anchor: curl on the JSON API media URL)' },
+      {
+        name: 'fetch.http',
+        uri: `${origin.url}/${jar.name}`,
+        curlUrl: `${origin.url}/${jar.name}`,
+        min: 0.9,
+        store: 'HTTP origin (bench/servers/jar-origin.cjs)',
+        plugin: 'http',
+      },
+      {
+        name: 'fetch.s3-presigned',
+        uri: presigned,
+        curlUrl: presigned,
+        min: 0.8,
+        store: '@20minutes/s3rver with SigV4 checks (test/servers/s3-server.ts)',
+        plugin: 'http (presigned URL)',
+      },
+      {
+        name: 'fetch.azure-sas',
+        uri: sas,
+        curlUrl: sas,
+        min: 0.8,
+        store: 'Azurite blob (test/servers/azurite.ts)',
+        plugin: 'http (SAS URL)',
+      },
+      {
+        name: 'fetch.s3-native',
+        md5: true,
+        uri: `s3://bench/${jar.name}`,
+        curlUrl: presigned,
+        min: 0.8,
+        store: '@20minutes/s3rver',
+        plugin: 's3 (access key; anchor: curl on a presigned URL)',
+      },
+      {
+        name: 'fetch.azure-native',
+        md5: true,
+        uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`,
+        curlUrl: sas,
+        min: 0.8,
+        store: 'Azurite blob',
+        plugin: 'azure (shared key; anchor: curl on a SAS URL)',
+      },
+      {
+        name: 'fetch.gcs',
+        md5: true,
+        uri: `gs://bench/${jar.name}`,
+        curlUrl: gcsMedia,
+        min: 0.8,
+        store: 'fake-gcs-server (test/servers/fake-gcs.ts)',
+        plugin: 'gcs (UNAUTHENTICATED on the emulator; anchor: curl on the JSON API media URL)',
+      },
       // Pinned to the jar's SHA-256 (gateway.artifacts.job-jar.sha256): the pin vouches for the bytes, so the store's MD5 is not computed.
-      { name: 'fetch.s3-native.pinned', pin: true, uri: `s3://bench/${jar.name}`, curlUrl: presigned, min: 0.8, store: '@20minutes/s3rver', plugin: 's3, pinned SHA-256 (anchor: curl on a presigned URL)' },
-      { name: 'fetch.azure-native.pinned', pin: true, uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`, curlUrl: sas, min: 0.8, store: 'Azurite blob', plugin: 'azure, pinned SHA-256 (anchor: curl on a SAS URL)' },
+      {
+        name: 'fetch.s3-native.pinned',
+        pin: true,
+        uri: `s3://bench/${jar.name}`,
+        curlUrl: presigned,
+        min: 0.8,
+        store: '@20minutes/s3rver',
+        plugin: 's3, pinned SHA-256 (anchor: curl on a presigned URL)',
+      },
+      {
+        name: 'fetch.azure-native.pinned',
+        pin: true,
+        uri: `wasbs://jars@${AZ.name}.blob.core.windows.net/${jar.name}`,
+        curlUrl: sas,
+        min: 0.8,
+        store: 'Azurite blob',
+        plugin: 'azure, pinned SHA-256 (anchor: curl on a SAS URL)',
+      },
     ] as { name: string; uri: string; curlUrl: string; min: number; store: string; plugin: string; md5?: boolean; pin?: boolean }[];
     for (const c of cases.filter((x) => selected(plan, x.name))) {
       // The whole fetcher when it can fetch this URI; otherwise (say a HEAD it cannot do) the
@@ -249,7 +335,12 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
       // dgst, then the socket-to-file ceiling again: the machine's state drifts over a run (a
       // ceiling measured once, first, differed widely between full runs), so each case is held to
       // the ceiling of its own rounds.
-      const anchorOnce = async () => ({ ...(await curlDownload(env, c.curlUrl, expected, c.md5 === true)), tee: await curlTeeDigest(env, c.curlUrl, expected), ceiling: await socketToFile(env, ceilingPort, size), storeCeiling: await storeToFile(env, c.curlUrl, size) });
+      const anchorOnce = async () => ({
+        ...(await curlDownload(env, c.curlUrl, expected, c.md5 === true)),
+        tee: await curlTeeDigest(env, c.curlUrl, expected),
+        ceiling: await socketToFile(env, ceilingPort, size),
+        storeCeiling: await storeToFile(env, c.curlUrl, size),
+      });
       const { gateway, anchor } = await sideBySide(plan, c.name, gatewayOnce, anchorOnce);
       const g = summarize(gateway.map((x) => x.mibps));
       const a = summarize(anchor.map((x) => x.curl.mibps));
@@ -289,7 +380,8 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
           ...(fetcherError !== undefined ? { fetcherError } : {}),
           ceilingMiBps: caseCeiling.median,
           ceilingOfThisCase: caseCeiling,
-          ceilingIs: "node net client: one GET of the same URL on a raw socket to the case's own store, everything it sends piped to a new file (ADR 0035)",
+          ceilingIs:
+            "node net client: one GET of the same URL on a raw socket to the case's own store, everything it sends piped to a new file (ADR 0035)",
           ceilingCpuSecPerGiB: summarize(anchor.map((x) => x.storeCeiling.cpuPerGiB)),
           socketCeilingOfThisCase: socketCeiling,
           gatewayVsSocketCeiling: round(g.median / socketCeiling.median),
@@ -306,8 +398,16 @@ export async function fetchThroughput(env: BenchEnv, plan: RunPlan): Promise<voi
           cpuRatioIs: 'gateway / (curl -o + openssl dgst -sha256 of the file), CPU-s per GiB; lower is better',
           cpuTarget: '≤ 1.5× curl -o + openssl dgst',
           cpuMet: judged(plan, true, cpuRatio <= 1.5),
-          ...(cpu.curlPlusSha256PlusMd5 ? { cpuRatioSameWork: round(cpu.gateway.median / cpu.curlPlusSha256PlusMd5.median), cpuRatioSameWorkIs: 'gateway / (curl -o + openssl dgst -sha256 + openssl dgst -md5): the same work, the store checksum included (information)' } : {}),
-          ...(isObjectStore ? { stretch: '≥ 1.0× curl and ≥ 0.85× the ceiling', stretchMet: judged(plan, true, ratio >= 1 && vsCeiling >= 0.85) } : {}),
+          ...(cpu.curlPlusSha256PlusMd5
+            ? {
+                cpuRatioSameWork: round(cpu.gateway.median / cpu.curlPlusSha256PlusMd5.median),
+                cpuRatioSameWorkIs:
+                  'gateway / (curl -o + openssl dgst -sha256 + openssl dgst -md5): the same work, the store checksum included (information)',
+              }
+            : {}),
+          ...(isObjectStore
+            ? { stretch: '≥ 1.0× curl and ≥ 0.85× the ceiling', stretchMet: judged(plan, true, ratio >= 1 && vsCeiling >= 0.85) }
+            : {}),
           reps: plan.reps,
           warmups: plan.warmups,
         },

@@ -57,7 +57,11 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
   track(s3.child);
   const proxies: { child: import('node:child_process').ChildProcess; port: number }[] = [];
   const proxy = async (port: number) => {
-    const p = await startChild(process.execPath, [join(env.root, 'bench', 'servers', 'throttle-proxy.cjs'), `127.0.0.1:${port}`, String(capMiBps * MiB), String(rttMs)], { ready: /THROTTLE_PROXY_READY (\d+)/, timeoutMs: 15_000 });
+    const p = await startChild(
+      process.execPath,
+      [join(env.root, 'bench', 'servers', 'throttle-proxy.cjs'), `127.0.0.1:${port}`, String(capMiBps * MiB), String(rttMs)],
+      { ready: /THROTTLE_PROXY_READY (\d+)/, timeoutMs: 15_000 },
+    );
     const out = { child: p.child, port: Number(p.match[1]) };
     proxies.push(out);
     return out;
@@ -89,29 +93,43 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
       const p0 = processCpuSeconds(proxyPid);
       const r = await f.fetchOnce(uri, sha256);
       if (r.sha256 !== jar.sha256) throw new Error(`${uri}: wrong sha256`);
-      return { mibps: size / MiB / (r.ms / 1000), cpuPerGiB: (ownCpuSeconds() - cpu0) / (size / GiB), proxyCpuPerGiB: (processCpuSeconds(proxyPid) - p0) / (size / GiB) };
+      return {
+        mibps: size / MiB / (r.ms / 1000),
+        cpuPerGiB: (ownCpuSeconds() - cpu0) / (size / GiB),
+        proxyCpuPerGiB: (processCpuSeconds(proxyPid) - p0) / (size / GiB),
+      };
     };
-    const commandSide = (cmd: string, args: (file: string) => string[], proxyPid: number, envVars: NodeJS.ProcessEnv = {}) => async (): Promise<Sample> => {
-      const file = env.scratch('link-out');
-      try {
-        const c0 = childrenCpuSeconds();
-        const p0 = processCpuSeconds(proxyPid);
-        const saved = { ...process.env };
-        Object.assign(process.env, envVars);
-        let r: Awaited<ReturnType<typeof runCommand>>;
+    const commandSide =
+      (cmd: string, args: (file: string) => string[], proxyPid: number, envVars: NodeJS.ProcessEnv = {}) =>
+      async (): Promise<Sample> => {
+        const file = env.scratch('link-out');
         try {
-          r = await runCommand(cmd, args(file), 300_000);
+          const c0 = childrenCpuSeconds();
+          const p0 = processCpuSeconds(proxyPid);
+          const saved = { ...process.env };
+          Object.assign(process.env, envVars);
+          let r: Awaited<ReturnType<typeof runCommand>>;
+          try {
+            r = await runCommand(cmd, args(file), 300_000);
+          } finally {
+            for (const k of Object.keys(envVars)) if (saved[k] === undefined) delete process.env[k];
+            Object.assign(process.env, saved);
+          }
+          if (r.status !== 0) throw new Error(`${cmd} failed (${r.status}): ${r.stderr.trim().slice(0, 500)}`);
+          return {
+            mibps: size / MiB / (r.ms / 1000),
+            cpuPerGiB: (childrenCpuSeconds() - c0) / (size / GiB),
+            proxyCpuPerGiB: (processCpuSeconds(proxyPid) - p0) / (size / GiB),
+          };
         } finally {
-          for (const k of Object.keys(envVars)) if (saved[k] === undefined) delete process.env[k];
-          Object.assign(process.env, saved);
+          rmSync(file, { force: true });
         }
-        if (r.status !== 0) throw new Error(`${cmd} failed (${r.status}): ${r.stderr.trim().slice(0, 500)}`);
-        return { mibps: size / MiB / (r.ms / 1000), cpuPerGiB: (childrenCpuSeconds() - c0) / (size / GiB), proxyCpuPerGiB: (processCpuSeconds(proxyPid) - p0) / (size / GiB) };
-      } finally {
-        rmSync(file, { force: true });
-      }
-    };
-    const summaries = (xs: Sample[]) => ({ mibps: summarize(xs.map((x) => x.mibps)), cpuSecPerGiB: summarize(xs.map((x) => x.cpuPerGiB)), proxyCpuSecPerGiB: summarize(xs.map((x) => x.proxyCpuPerGiB)) });
+      };
+    const summaries = (xs: Sample[]) => ({
+      mibps: summarize(xs.map((x) => x.mibps)),
+      cpuSecPerGiB: summarize(xs.map((x) => x.cpuPerGiB)),
+      proxyCpuSecPerGiB: summarize(xs.map((x) => x.proxyCpuPerGiB)),
+    });
 
     // HTTP: the gateway (1, 4, 8 streams) against curl's one stream.
     if (selected(plan, 'fetch.link.http')) {
@@ -121,7 +139,12 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
       let curlSamples: Sample[] = [];
       for (const n of concurrencies) {
         // curl (one stream at the cap, the slowest side) takes turns with the default only.
-        const { gateway, anchor: a } = await sideBySide(plan, `fetch.link.http ×${n}`, gatewaySide(fetcherFor(n), uri, httpProxy.child.pid!), n === DEFAULT_CONCURRENCY ? anchor : async () => undefined);
+        const { gateway, anchor: a } = await sideBySide(
+          plan,
+          `fetch.link.http ×${n}`,
+          gatewaySide(fetcherFor(n), uri, httpProxy.child.pid!),
+          n === DEFAULT_CONCURRENCY ? anchor : async () => undefined,
+        );
         byConcurrency[String(n)] = summaries(gateway);
         if (n === DEFAULT_CONCURRENCY) curlSamples = a as Sample[];
       }
@@ -139,7 +162,14 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
         target: `≥ 0.9× ${best} × the per-connection cap (${limit} MiB/s)`,
         met: judged(plan, true, g.mibps.median >= 0.9 * limit),
         smoke: plan.smoke,
-        params: { bytes: size, link: { capMiBpsPerConnection: capMiBps, rttMs, simulation: 'bench/servers/throttle-proxy.cjs' }, gatewayByConcurrency: byConcurrency, curl: c, reps: plan.reps, warmups: plan.warmups },
+        params: {
+          bytes: size,
+          link: { capMiBpsPerConnection: capMiBps, rttMs, simulation: 'bench/servers/throttle-proxy.cjs' },
+          gatewayByConcurrency: byConcurrency,
+          curl: c,
+          reps: plan.reps,
+          warmups: plan.warmups,
+        },
       });
     }
 
@@ -150,33 +180,76 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
       const uri = `s3://bench/${jar.name}`;
       const cfg = join(env.dir, 'aws-config');
       writeFileSync(cfg, '[default]\nregion = us-east-1\ns3 =\n  addressing_style = path\n');
-      const awsEnv = { AWS_ACCESS_KEY_ID: S3_KEY.accessKeyId, AWS_SECRET_ACCESS_KEY: S3_KEY.secretAccessKey, AWS_CONFIG_FILE: cfg, AWS_SHARED_CREDENTIALS_FILE: join(env.dir, 'no-credentials'), AWS_DEFAULT_REGION: 'us-east-1' };
+      const awsEnv = {
+        AWS_ACCESS_KEY_ID: S3_KEY.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: S3_KEY.secretAccessKey,
+        AWS_CONFIG_FILE: cfg,
+        AWS_SHARED_CREDENTIALS_FILE: join(env.dir, 'no-credentials'),
+        AWS_DEFAULT_REGION: 'us-east-1',
+      };
       const byConcurrency: Record<string, ReturnType<typeof summaries>> = {};
       const anchors: Record<string, ReturnType<typeof summaries>> = {};
       const gwDefault = fetcherFor(DEFAULT_CONCURRENCY);
       let gwSamples: Sample[] = [];
       if (aws) {
-        const { gateway, anchor } = await sideBySide(plan, 'fetch.link.s3 vs aws s3 cp', gatewaySide(gwDefault, uri, s3Proxy.child.pid!), commandSide(aws, (file) => ['s3', 'cp', '--only-show-errors', '--endpoint-url', s3ProxyUrl, uri, file], s3Proxy.child.pid!, awsEnv));
+        const { gateway, anchor } = await sideBySide(
+          plan,
+          'fetch.link.s3 vs aws s3 cp',
+          gatewaySide(gwDefault, uri, s3Proxy.child.pid!),
+          commandSide(
+            aws,
+            (file) => ['s3', 'cp', '--only-show-errors', '--endpoint-url', s3ProxyUrl, uri, file],
+            s3Proxy.child.pid!,
+            awsEnv,
+          ),
+        );
         gwSamples = gwSamples.concat(gateway);
         anchors.awsCli = summaries(anchor);
       } else {
         note('fetch.link.s3: no aws in .tmp/venv (scripts/test-setup.sh installs awscli); the AWS CLI anchor is left out');
       }
       if (s5cmd) {
-        const { gateway, anchor } = await sideBySide(plan, 'fetch.link.s3 vs s5cmd', gatewaySide(gwDefault, uri, s3Proxy.child.pid!), commandSide(s5cmd, (file) => ['--endpoint-url', s3ProxyUrl, 'cp', uri, file], s3Proxy.child.pid!, awsEnv));
+        const { gateway, anchor } = await sideBySide(
+          plan,
+          'fetch.link.s3 vs s5cmd',
+          gatewaySide(gwDefault, uri, s3Proxy.child.pid!),
+          commandSide(s5cmd, (file) => ['--endpoint-url', s3ProxyUrl, 'cp', uri, file], s3Proxy.child.pid!, awsEnv),
+        );
         gwSamples = gwSamples.concat(gateway);
         anchors.s5cmd = summaries(anchor);
       } else {
         note('fetch.link.s3: no s5cmd in .tmp/venv; that anchor is left out');
       }
-      if (gwSamples.length === 0) gwSamples = (await sideBySide(plan, `fetch.link.s3 ×${DEFAULT_CONCURRENCY}`, gatewaySide(gwDefault, uri, s3Proxy.child.pid!), async () => undefined)).gateway;
+      if (gwSamples.length === 0)
+        gwSamples = (
+          await sideBySide(
+            plan,
+            `fetch.link.s3 ×${DEFAULT_CONCURRENCY}`,
+            gatewaySide(gwDefault, uri, s3Proxy.child.pid!),
+            async () => undefined,
+          )
+        ).gateway;
       byConcurrency[String(DEFAULT_CONCURRENCY)] = summaries(gwSamples);
       for (const n of concurrencies.filter((x) => x !== DEFAULT_CONCURRENCY)) {
-        const { gateway } = await sideBySide(plan, `fetch.link.s3 ×${n}`, gatewaySide(fetcherFor(n), uri, s3Proxy.child.pid!), async () => undefined);
+        const { gateway } = await sideBySide(
+          plan,
+          `fetch.link.s3 ×${n}`,
+          gatewaySide(fetcherFor(n), uri, s3Proxy.child.pid!),
+          async () => undefined,
+        );
         byConcurrency[String(n)] = summaries(gateway);
       }
       // Pinned to the jar's SHA-256: the store's MD5 is not computed (ADR 0017). Information.
-      const pinned = summaries((await sideBySide(plan, `fetch.link.s3 ×${DEFAULT_CONCURRENCY} pinned`, gatewaySide(gwDefault, uri, s3Proxy.child.pid!, jar.sha256), async () => undefined)).gateway);
+      const pinned = summaries(
+        (
+          await sideBySide(
+            plan,
+            `fetch.link.s3 ×${DEFAULT_CONCURRENCY} pinned`,
+            gatewaySide(gwDefault, uri, s3Proxy.child.pid!, jar.sha256),
+            async () => undefined,
+          )
+        ).gateway,
+      );
       const g = byConcurrency[String(DEFAULT_CONCURRENCY)]!;
       const a = anchors.awsCli ?? anchors.s5cmd;
       emit({
@@ -187,13 +260,23 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
         ratio: a ? round(g.mibps.median / a.mibps.median) : null,
         ratioIs: `gateway (${DEFAULT_CONCURRENCY} ranged requests, the default) / ${anchors.awsCli ? 'aws s3 cp (its default 10 requests)' : 's5cmd'}; higher is better`,
         target: `≥ 1.0× the AWS CLI, ≥ 0.9× s5cmd, ≥ 0.9× ${DEFAULT_CONCURRENCY} × the per-connection cap`,
-        met: judged(plan, a !== undefined, (anchors.awsCli === undefined || g.mibps.median >= anchors.awsCli.mibps.median) && (anchors.s5cmd === undefined || g.mibps.median >= 0.9 * anchors.s5cmd.mibps.median) && g.mibps.median >= 0.9 * DEFAULT_CONCURRENCY * capMiBps),
+        met: judged(
+          plan,
+          a !== undefined,
+          (anchors.awsCli === undefined || g.mibps.median >= anchors.awsCli.mibps.median) &&
+            (anchors.s5cmd === undefined || g.mibps.median >= 0.9 * anchors.s5cmd.mibps.median) &&
+            g.mibps.median >= 0.9 * DEFAULT_CONCURRENCY * capMiBps,
+        ),
         smoke: plan.smoke,
         params: {
           bytes: size,
           link: { capMiBpsPerConnection: capMiBps, rttMs, simulation: 'bench/servers/throttle-proxy.cjs' },
           gatewayByConcurrency: byConcurrency,
-          gatewayPinned: { ...pinned, vsCap: round(pinned.mibps.median / (DEFAULT_CONCURRENCY * capMiBps)), is: `${DEFAULT_CONCURRENCY} ranged requests, pinned SHA-256 (no store MD5)` },
+          gatewayPinned: {
+            ...pinned,
+            vsCap: round(pinned.mibps.median / (DEFAULT_CONCURRENCY * capMiBps)),
+            is: `${DEFAULT_CONCURRENCY} ranged requests, pinned SHA-256 (no store MD5)`,
+          },
           anchors,
           reps: plan.reps,
           warmups: plan.warmups,
@@ -217,22 +300,51 @@ export async function linkThroughput(env: BenchEnv, plan: RunPlan): Promise<void
  * operator's two-hop in Java (test/java-client TwoHop: download with Java through the same link,
  * upload with Flink's RestClient, run, delete), timed inside one warm JVM.
  */
-async function submitOnLink(env: BenchEnv, plan: RunPlan, proxyUrl: string, jar: { name: string; size: number }, link: { capMiBps: number; rttMs: number }): Promise<void> {
+async function submitOnLink(
+  env: BenchEnv,
+  plan: RunPlan,
+  proxyUrl: string,
+  jar: { name: string; size: number },
+  link: { capMiBps: number; rttMs: number },
+): Promise<void> {
   const flink = await env.flink();
   const allowed = { 'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${(await env.origin()).port};${new URL(proxyUrl).host}` };
-  const [shared, upload] = await Promise.all([env.gateway('link-shared', 'shared-dir', allowed), env.gateway('link-upload', 'upload', allowed)]);
+  const [shared, upload] = await Promise.all([
+    env.gateway('link-shared', 'shared-dir', allowed),
+    env.gateway('link-upload', 'upload', allowed),
+  ]);
   const dir = buildJavaClient('2.1');
   note('submit.link: Java two-hop starting');
   const java = await runCommand(
     'java',
-    ['-cp', `${dir}/compat.jar:${dir}/lib/*`, 'dev.flinkjargateway.compat.TwoHop', '--url', flink.restUrl, '--jar-url', `${proxyUrl}/${jar.name}`, '--entry-class', WORDCOUNT_CLASS, '--warmups', String(plan.warmups), '--reps', String(plan.reps)],
+    [
+      '-cp',
+      `${dir}/compat.jar:${dir}/lib/*`,
+      'dev.flinkjargateway.compat.TwoHop',
+      '--url',
+      flink.restUrl,
+      '--jar-url',
+      `${proxyUrl}/${jar.name}`,
+      '--entry-class',
+      WORDCOUNT_CLASS,
+      '--warmups',
+      String(plan.warmups),
+      '--reps',
+      String(plan.reps),
+    ],
     900_000,
   );
   if (java.status !== 0) throw new Error(`TwoHop failed (${java.status}): ${java.stderr.trim().slice(-1000)}`);
   const runs = (JSON.parse(java.stdout) as { runs: Record<string, number>[] }).runs;
-  const anchorRuns: Timed[] = runs.map((r) => ({ ms: r.totalMs!, phases: { download: r.downloadMs!, upload: r.uploadMs!, run: r.runMs!, delete: r.deleteMs! } }));
+  const anchorRuns: Timed[] = runs.map((r) => ({
+    ms: r.totalMs!,
+    phases: { download: r.downloadMs!, upload: r.uploadMs!, run: r.runMs!, delete: r.deleteMs! },
+  }));
   const a = summarize(anchorRuns.map((r) => r.ms));
-  for (const [mode, gw] of [['shared-dir', shared], ['upload', upload]] as const) {
+  for (const [mode, gw] of [
+    ['shared-dir', shared],
+    ['upload', upload],
+  ] as const) {
     const results: Timed[] = [];
     for (let r = 0; r < plan.warmups + plan.reps; r++) {
       const t = await byUri(flink, gw, `${proxyUrl}/link-${mode}/${r}-${randomBytes(4).toString('hex')}/${jar.name}`);
@@ -247,7 +359,8 @@ async function submitOnLink(env: BenchEnv, plan: RunPlan, proxyUrl: string, jar:
       gateway: g,
       anchor: a,
       ratio,
-      ratioIs: 'gateway/anchor (time; lower is better); anchor = the operator two-hop in Java: download through the link, upload with Flink RestClient, run, delete',
+      ratioIs:
+        'gateway/anchor (time; lower is better); anchor = the operator two-hop in Java: download through the link, upload with Flink RestClient, run, delete',
       target: '≤ 0.4× the Java two-hop',
       met: judged(plan, true, ratio <= 0.4),
       smoke: plan.smoke,

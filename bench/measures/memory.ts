@@ -16,9 +16,24 @@ interface MemoryCase {
 
 const CASES: MemoryCase[] = [
   { name: 'memory.rss-growth.1GiB', handoff: 'upload', via: 'uri', what: 'run by URI: fetch to disk, stream to /v1/jars/upload, run' },
-  { name: 'memory.rss-growth.1GiB.shared-dir', handoff: 'shared-dir', via: 'uri', what: "run by URI: fetch to disk, link into the JobManager's jar directory, run" },
-  { name: 'memory.rss-growth.1GiB.jar-upload', handoff: 'upload', via: 'upload', what: 'POST /jars/upload (curl -F): spooled, hashed, checked and streamed on to the JobManager' },
-  { name: 'memory.rss-growth.1GiB.jar-upload.shared-dir', handoff: 'shared-dir', via: 'upload', what: "POST /jars/upload (curl -F): spooled, hashed, checked and linked into the JobManager's jar directory" },
+  {
+    name: 'memory.rss-growth.1GiB.shared-dir',
+    handoff: 'shared-dir',
+    via: 'uri',
+    what: "run by URI: fetch to disk, link into the JobManager's jar directory, run",
+  },
+  {
+    name: 'memory.rss-growth.1GiB.jar-upload',
+    handoff: 'upload',
+    via: 'upload',
+    what: 'POST /jars/upload (curl -F): spooled, hashed, checked and streamed on to the JobManager',
+  },
+  {
+    name: 'memory.rss-growth.1GiB.jar-upload.shared-dir',
+    handoff: 'shared-dir',
+    via: 'upload',
+    what: "POST /jars/upload (curl -F): spooled, hashed, checked and linked into the JobManager's jar directory",
+  },
   {
     name: 'memory.rss-growth.1GiB.job-graph',
     handoff: 'upload',
@@ -50,16 +65,38 @@ export async function rssGrowth(env: BenchEnv, plan: RunPlan): Promise<void> {
     const moveOnce = async (jar: BenchJar, r: number): Promise<() => Promise<void>> => {
       if (placeholder !== undefined) {
         const jobId = newJobId();
-        await runJar(gw.url, placeholder, jobId, { 'user.artifacts.job-jar': `${origin.url}/rss/${r}-${randomBytes(4).toString('hex')}/${jar.name}` });
+        await runJar(gw.url, placeholder, jobId, {
+          'user.artifacts.job-jar': `${origin.url}/rss/${r}-${randomBytes(4).toString('hex')}/${jar.name}`,
+        });
         return () => settle(flink, jobId);
       }
       if (c.via === 'job-graph') {
         const graph = env.scratch('job-graph.bin');
         writeFileSync(graph, NOT_A_JOB_GRAPH);
         const request = JSON.stringify({ jobGraphFileName: 'job.graph', jobJarFileNames: [jar.name], jobArtifactFileNames: [] });
-        const sent = await curl(['-sS', '-X', 'POST', '-H', 'Expect:', '-o', '/dev/null', '-w', '%{http_code} %{size_upload}', '-F', `request=${request};type=application/json`, '-F', `file_0=@${graph};filename=job.graph`, '-F', `file_1=@${jar.path};filename=${jar.name}`, `${gw.url}/v1/jobs`]);
+        const sent = await curl([
+          '-sS',
+          '-X',
+          'POST',
+          '-H',
+          'Expect:',
+          '-o',
+          '/dev/null',
+          '-w',
+          '%{http_code} %{size_upload}',
+          '-F',
+          `request=${request};type=application/json`,
+          '-F',
+          `file_0=@${graph};filename=job.graph`,
+          '-F',
+          `file_1=@${jar.path};filename=${jar.name}`,
+          `${gw.url}/v1/jobs`,
+        ]);
         const [status, uploaded] = sent.stdout.trim().split(' ').map(Number);
-        if (!(uploaded! >= jar.size) || status === 200 || status === 202) throw new Error(`POST /v1/jobs answered ${status} after ${uploaded} bytes; expected the JobManager to read it all and refuse the graph`);
+        if (!(uploaded! >= jar.size) || status === 200 || status === 202)
+          throw new Error(
+            `POST /v1/jobs answered ${status} after ${uploaded} bytes; expected the JobManager to read it all and refuse the graph`,
+          );
         return async () => rmSync(graph, { force: true });
       }
       const up = await curl(['-f', '-sS', '-X', 'POST', '-H', 'Expect:', '-F', `jarfile=@${jar.path}`, `${gw.url}/v1/jars/upload`]);
@@ -100,7 +137,9 @@ export async function rssGrowth(env: BenchEnv, plan: RunPlan): Promise<void> {
         perRequest.push((peak - before) / MiB);
         baselines.push(before / MiB);
         await after();
-        note(`${c.name}: rep ${r + 1}/${plan.reps}: before ${round(before / MiB, 1)} MiB, peak ${round(peak / MiB, 1)} MiB (idle ${round(idle / MiB, 1)} MiB)`);
+        note(
+          `${c.name}: rep ${r + 1}/${plan.reps}: before ${round(before / MiB, 1)} MiB, peak ${round(peak / MiB, 1)} MiB (idle ${round(idle / MiB, 1)} MiB)`,
+        );
       }
       const g = summarize(growth);
       emit({
@@ -109,7 +148,8 @@ export async function rssGrowth(env: BenchEnv, plan: RunPlan): Promise<void> {
         gateway: g,
         anchor: null,
         ratio: null,
-        ratioIs: 'n/a (absolute target, judged on the worst repetition); growth = peak RSS during the request − idle RSS after the warm-up, before the first large jar',
+        ratioIs:
+          'n/a (absolute target, judged on the worst repetition); growth = peak RSS during the request − idle RSS after the warm-up, before the first large jar',
         target: '≤ 64 MiB peak RSS growth',
         met: judged(plan, true, g.max <= 64),
         smoke: plan.smoke,
@@ -119,7 +159,9 @@ export async function rssGrowth(env: BenchEnv, plan: RunPlan): Promise<void> {
           via: c.via,
           path: c.what,
           idleRssMiB: round(idle / MiB, 1),
-          peakSource: hwmReset ? 'VmHWM reset through clear_refs before each request, and VmRSS sampled every 10 ms' : 'VmRSS sampled every 10 ms (clear_refs refused)',
+          peakSource: hwmReset
+            ? 'VmHWM reset through clear_refs before each request, and VmRSS sampled every 10 ms'
+            : 'VmRSS sampled every 10 ms (clear_refs refused)',
           perRequestGrowthMiB: summarize(perRequest),
           rssBeforeEachMiB: summarize(baselines),
           warmups: 1,

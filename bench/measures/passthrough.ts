@@ -23,7 +23,10 @@ export async function passThrough(env: BenchEnv, plan: RunPlan): Promise<void> {
   const gw = await env.gateway('shared', 'shared-dir');
   const rate = plan.smoke ? 50 : 200;
   const durationMs = plan.smoke ? 1000 : 4000;
-  for (const [label, path] of [['overview', '/v1/overview'], ['jobs-overview', '/v1/jobs/overview']] as const) {
+  for (const [label, path] of [
+    ['overview', '/v1/overview'],
+    ['jobs-overview', '/v1/jobs/overview'],
+  ] as const) {
     const { gateway, anchor } = await sideBySide<RateResult>(
       plan,
       `pass-through ${path}`,
@@ -31,9 +34,15 @@ export async function passThrough(env: BenchEnv, plan: RunPlan): Promise<void> {
       () => fixedRate(`${flink.restUrl}${path}`, rate, durationMs),
     );
     const errors = { gateway: gateway.reduce((n, r) => n + r.errors, 0), anchor: anchor.reduce((n, r) => n + r.errors, 0) };
-    if (errors.gateway + errors.anchor > 0) note(`pass-through ${path}: ${errors.gateway} gateway / ${errors.anchor} direct requests failed`);
-    const sat = plan.smoke ? undefined : { gateway: await saturation(`${gw.url}${path}`), direct: await saturation(`${flink.restUrl}${path}`) };
-    for (const [p, limit] of [['p50', 1], ['p99', 5]] as const) {
+    if (errors.gateway + errors.anchor > 0)
+      note(`pass-through ${path}: ${errors.gateway} gateway / ${errors.anchor} direct requests failed`);
+    const sat = plan.smoke
+      ? undefined
+      : { gateway: await saturation(`${gw.url}${path}`), direct: await saturation(`${flink.restUrl}${path}`) };
+    for (const [p, limit] of [
+      ['p50', 1],
+      ['p99', 5],
+    ] as const) {
       const g = summarize(gateway.map((r) => r[p]));
       const a = summarize(anchor.map((r) => r[p]));
       const added = round(g.median - a.median);
@@ -56,7 +65,9 @@ export async function passThrough(env: BenchEnv, plan: RunPlan): Promise<void> {
           requestsPerRep: Math.round((rate * durationMs) / 1000),
           errors,
           fromDueTime: { gateway: summarize(gateway.map((r) => r[dueKey])).median, anchor: summarize(anchor.map((r) => r[dueKey])).median },
-          ...(sat ? { saturationRps: sat, saturationNote: 'wrk -t1 -c8 -d3s; information only (2 cores shared by JVM, gateway and wrk)' } : {}),
+          ...(sat
+            ? { saturationRps: sat, saturationNote: 'wrk -t1 -c8 -d3s; information only (2 cores shared by JVM, gateway and wrk)' }
+            : {}),
           reps: plan.reps,
           warmups: plan.warmups,
         },

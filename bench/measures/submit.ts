@@ -16,7 +16,18 @@ async function twoHop(env: BenchEnv, flink: Flink, url: string, jar: BenchJar): 
   const jobId = newJobId();
   try {
     const down = await curl(['-f', '-o', file, '-w', '%{time_total}', url]);
-    const up = await curl(['-f', '-X', 'POST', '-H', 'Expect:', '-F', `jarfile=@${file};filename=${jar.name}`, '-w', '\n%{time_total}', `${flink.restUrl}/v1/jars/upload`]);
+    const up = await curl([
+      '-f',
+      '-X',
+      'POST',
+      '-H',
+      'Expect:',
+      '-F',
+      `jarfile=@${file};filename=${jar.name}`,
+      '-w',
+      '\n%{time_total}',
+      `${flink.restUrl}/v1/jars/upload`,
+    ]);
     const [body, upSecs] = up.stdout.trim().split('\n');
     const jarId = jarIdOf(JSON.parse(body!));
     const t0 = performance.now();
@@ -90,13 +101,24 @@ export async function submitLatency(env: BenchEnv, plan: RunPlan): Promise<void>
   const flink = await env.flink();
   const origin = await env.origin();
   const [shared, upload] = await Promise.all([env.gateway('shared', 'shared-dir'), env.gateway('upload', 'upload')]);
-  const sizes = plan.smoke ? [{ label: '50MB', pad: 4 * MiB }, { label: '200MB', pad: 8 * MiB }] : [{ label: '50MB', pad: 50 * MiB }, { label: '200MB', pad: 200 * MiB }];
+  const sizes = plan.smoke
+    ? [
+        { label: '50MB', pad: 4 * MiB },
+        { label: '200MB', pad: 8 * MiB },
+      ]
+    : [
+        { label: '50MB', pad: 50 * MiB },
+        { label: '200MB', pad: 200 * MiB },
+      ];
   for (const { label, pad } of sizes) {
     const jar = await env.jar(pad);
     const sides: { key: 'anchor' | 'shared-dir' | 'upload'; run: (r: number) => Promise<Timed> }[] = [
       { key: 'anchor', run: () => twoHop(env, flink, `${origin.url}/${jar.name}`, jar) },
       // A new URI each time: a cache miss, so every run fetches.
-      { key: 'shared-dir', run: (r) => byUri(flink, shared, `${origin.url}/submit-shared/${r}-${randomBytes(4).toString('hex')}/${jar.name}`) },
+      {
+        key: 'shared-dir',
+        run: (r) => byUri(flink, shared, `${origin.url}/submit-shared/${r}-${randomBytes(4).toString('hex')}/${jar.name}`),
+      },
       { key: 'upload', run: (r) => byUri(flink, upload, `${origin.url}/submit-upload/${r}-${randomBytes(4).toString('hex')}/${jar.name}`) },
     ];
     const results: Record<string, Timed[]> = { anchor: [], 'shared-dir': [], upload: [] };
@@ -198,7 +220,8 @@ export async function resubmit(env: BenchEnv, plan: RunPlan): Promise<void> {
       gateway: g,
       anchor: a,
       ratio,
-      ratioIs: 'gateway/anchor (time; lower is better); gateway = run by URI (cached) through the gateway, anchor = run of an uploaded jar id on the JobManager',
+      ratioIs:
+        'gateway/anchor (time; lower is better); gateway = run by URI (cached) through the gateway, anchor = run of an uploaded jar id on the JobManager',
       target: '≤ 1.1× a direct run of an uploaded jar id',
       met: judged(plan, true, ratio <= 1.1),
       smoke: plan.smoke,

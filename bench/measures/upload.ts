@@ -15,9 +15,19 @@ interface UploadRun {
  * curl -F of one jar to <base>/v1/jars/upload; MiB/s from curl's time_total; the jar is deleted
  * after (outside the CPU counts).
  */
-async function curlUpload(base: string, deleteVia: string, path: string, size: number, pids: { gateway?: number; jobManager: number }): Promise<UploadRun> {
+async function curlUpload(
+  base: string,
+  deleteVia: string,
+  path: string,
+  size: number,
+  pids: { gateway?: number; jobManager: number },
+): Promise<UploadRun> {
   const gib = size / 1024 ** 3;
-  const before = { gateway: pids.gateway ? processCpuSeconds(pids.gateway) : 0, jobManager: processCpuSeconds(pids.jobManager), curl: childrenCpuSeconds() };
+  const before = {
+    gateway: pids.gateway ? processCpuSeconds(pids.gateway) : 0,
+    jobManager: processCpuSeconds(pids.jobManager),
+    curl: childrenCpuSeconds(),
+  };
   const threadsBefore = pids.gateway ? threadCpuSeconds(pids.gateway) : {};
   const r = await curl(['-f', '-X', 'POST', '-H', 'Expect:', '-F', `jarfile=@${path}`, '-w', '\n%{time_total}', `${base}/v1/jars/upload`]);
   const cpu = {
@@ -25,7 +35,11 @@ async function curlUpload(base: string, deleteVia: string, path: string, size: n
     jobManager: round((processCpuSeconds(pids.jobManager) - before.jobManager) / gib),
     curl: round((childrenCpuSeconds() - before.curl) / gib),
   };
-  const gatewayThreads = pids.gateway ? Object.fromEntries(Object.entries(threadCpuSeconds(pids.gateway)).map(([name, s]) => [name, round((s - (threadsBefore[name] ?? 0)) / gib)])) : undefined;
+  const gatewayThreads = pids.gateway
+    ? Object.fromEntries(
+        Object.entries(threadCpuSeconds(pids.gateway)).map(([name, s]) => [name, round((s - (threadsBefore[name] ?? 0)) / gib)]),
+      )
+    : undefined;
   const [body, secs] = r.stdout.trim().split('\n');
   await deleteJar(deleteVia, jarIdOf(JSON.parse(body!)));
   return { mibPerSec: size / MiB / Number(secs), cpu, ...(gatewayThreads ? { gatewayThreads } : {}) };
@@ -36,7 +50,9 @@ const medianOf = (runs: UploadRun[], key: keyof UploadRun['cpu']) => summarize(r
 /** Median CPU-s per GiB of each gateway thread name over the runs (0 in a run where it did not show). */
 function threadMedians(runs: UploadRun[]): Record<string, number> {
   const names = [...new Set(runs.flatMap((r) => Object.keys(r.gatewayThreads ?? {})))].sort();
-  return Object.fromEntries(names.map((n) => [n, summarize(runs.map((r) => r.gatewayThreads?.[n] ?? 0)).median]).filter(([, v]) => (v as number) > 0));
+  return Object.fromEntries(
+    names.map((n) => [n, summarize(runs.map((r) => r.gatewayThreads?.[n] ?? 0)).median]).filter(([, v]) => (v as number) > 0),
+  );
 }
 
 /**

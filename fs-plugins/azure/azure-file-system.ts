@@ -1,9 +1,25 @@
 import type { Readable } from 'node:stream';
 import { isIP } from 'node:net';
-import { ContainerClient, newPipeline, type BlobClient, type IHttpClient, type Pipeline, type StoragePipelineOptions } from '@azure/storage-blob';
+import {
+  ContainerClient,
+  newPipeline,
+  type BlobClient,
+  type IHttpClient,
+  type Pipeline,
+  type StoragePipelineOptions,
+} from '@azure/storage-blob';
 import type { TokenCredential } from '@azure/identity';
 import type { Logger } from 'pino';
-import { BulkHttpClient, fetchError, redactUri, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject, type PluginContext } from '../../src/plugin-kit';
+import {
+  BulkHttpClient,
+  fetchError,
+  redactUri,
+  type FileSystem,
+  type ObjectStat,
+  type OpenOptions,
+  type OpenedObject,
+  type PluginContext,
+} from '../../src/plugin-kit';
 import { defaultBlobEndpoint, isAzureStorageHost, parseAzureUri, type AzureBlobLocation } from './azure-uri';
 import { lazyDefaultCredential, resolveAzureAuth, type AzureAuth } from './credentials';
 import { translateAzureError, translateStreamError } from './errors';
@@ -42,7 +58,10 @@ export class AzureFileSystem implements FileSystem {
   private readonly oauth = new Map<string, OAuthIdentity>();
   private readonly log: Logger;
 
-  constructor(private readonly ctx: PluginContext, defaultCredential: () => TokenCredential = lazyDefaultCredential()) {
+  constructor(
+    private readonly ctx: PluginContext,
+    defaultCredential: () => TokenCredential = lazyDefaultCredential(),
+  ) {
     this.bulk = new BulkHttpClient({ guard: ctx.guard, ca: ctx.ca, connectTimeoutMs: CONNECT_TIMEOUT_MS, readTimeoutMs: READ_TIMEOUT_MS });
     this.transport = bulkTransport(this.bulk);
     this.defaultCredential = defaultCredential;
@@ -56,7 +75,8 @@ export class AzureFileSystem implements FileSystem {
       // Blob storage serves ranges of every blob; each is pinned by If-Match on the ETag (or the version).
       const stat: ObjectStat = { ...toStat(p.contentLength, p.etag, p.versionId, p.lastModified), pinnedRanges: true };
       // The stored Content-MD5 still checks the whole blob when it is read in ranges.
-      if (p.contentMD5 && p.contentMD5.length === 16) stat.integrity = { algorithm: 'md5', expected: Buffer.from(p.contentMD5).toString('hex') };
+      if (p.contentMD5 && p.contentMD5.length === 16)
+        stat.integrity = { algorithm: 'md5', expected: Buffer.from(p.contentMD5).toString('hex') };
       return stat;
     } catch (err) {
       throw translateAzureError(err, uri, signal);
@@ -72,7 +92,11 @@ export class AzureFileSystem implements FileSystem {
       const blob = pin?.version !== undefined ? current.withVersion(pin.version) : current;
       const count = range === undefined ? undefined : range.end - range.start + 1;
       const conditions = pin?.version === undefined && pin?.etag !== undefined ? { ifMatch: `"${pin.etag}"` } : undefined;
-      const res = await blob.download(range?.start ?? 0, count, { abortSignal: signal, maxRetryRequests: MAX_STREAM_RETRIES, ...(conditions ? { conditions } : {}) });
+      const res = await blob.download(range?.start ?? 0, count, {
+        abortSignal: signal,
+        maxRetryRequests: MAX_STREAM_RETRIES,
+        ...(conditions ? { conditions } : {}),
+      });
       body = res.readableStreamBody;
       const total = totalFromContentRange(res.contentRange) ?? res.contentLength;
       stat = toStat(total, res.etag, res.versionId, res.lastModified);
@@ -99,8 +123,10 @@ export class AzureFileSystem implements FileSystem {
   private guardStream(body: Readable, uri: URL, signal: AbortSignal): Readable {
     const destroy = body.destroy.bind(body);
     // Not `instanceof Error`: an AbortSignal's default reason is a DOMException, from another realm under jest.
-    const reason = (): Error => (typeof signal.reason === 'object' && signal.reason !== null ? (signal.reason as Error) : new Error('aborted'));
-    body.destroy = (err?: Error) => destroy(err === undefined || err === null ? err : signal.aborted ? reason() : translateStreamError(err, uri, signal));
+    const reason = (): Error =>
+      typeof signal.reason === 'object' && signal.reason !== null ? (signal.reason as Error) : new Error('aborted');
+    body.destroy = (err?: Error) =>
+      destroy(err === undefined || err === null ? err : signal.aborted ? reason() : translateStreamError(err, uri, signal));
     const onAbort = () => destroy(reason());
     if (signal.aborted) onAbort();
     else {
@@ -119,7 +145,11 @@ export class AzureFileSystem implements FileSystem {
     if (isIP(endpoint.hostname.replace(/^\[|\]$/g, ''))) this.ctx.guard.checkHost(endpoint.hostname, port);
     const auth = resolveAzureAuth(this.ctx.config, location, this.defaultCredential, (hosts) => this.oauthFor(hosts));
     if ((auth.kind === 'default-azure-credential' || auth.kind === 'oauth') && endpoint.protocol !== 'https:') {
-      throw fetchError.denied(uri, 'azure', `${auth.kind === 'oauth' ? 'the account uses OAuth' : 'no fs.azure.account.key or fs.azure.sas option for this container'}, and an Azure identity token is only sent over https (endpoint ${redactUri(endpoint)})`);
+      throw fetchError.denied(
+        uri,
+        'azure',
+        `${auth.kind === 'oauth' ? 'the account uses OAuth' : 'no fs.azure.account.key or fs.azure.sas option for this container'}, and an Azure identity token is only sent over https (endpoint ${redactUri(endpoint)})`,
+      );
     }
     const base = endpoint.href.replace(/\/+$/, '');
     const containerUrl = `${base}/${encodeURIComponent(location.container)}${auth.kind === 'sas' ? `?${auth.sas}` : ''}`;
@@ -180,13 +210,26 @@ export class AzureFileSystem implements FileSystem {
       };
       pipeline = newPipeline(auth.credential, options);
       this.pipelines.set(id, pipeline);
-      this.log.debug({ account: location.account, endpoint: redactUri(base), auth: auth.kind, configKey: auth.kind === 'default-azure-credential' ? undefined : auth.configKey }, 'azure pipeline created');
+      this.log.debug(
+        {
+          account: location.account,
+          endpoint: redactUri(base),
+          auth: auth.kind,
+          configKey: auth.kind === 'default-azure-credential' ? undefined : auth.configKey,
+        },
+        'azure pipeline created',
+      );
     }
     return pipeline;
   }
 }
 
-function toStat(size: number | undefined, etag: string | undefined, version: string | undefined, lastModified: Date | undefined): ObjectStat {
+function toStat(
+  size: number | undefined,
+  etag: string | undefined,
+  version: string | undefined,
+  lastModified: Date | undefined,
+): ObjectStat {
   const stat: ObjectStat = {};
   if (size !== undefined) stat.size = size;
   if (etag !== undefined) stat.etag = etag.replace(/^(?:W\/)?"|"$/g, '');

@@ -71,9 +71,7 @@ export function isAzureStorageHost(host: string): boolean {
 
 /** The hosts under which credentials for `location` may be configured: the URI's host first, then its twin. */
 export function credentialHosts(location: AzureBlobLocation): string[] {
-  const twin = location.uriHost.includes('.blob.')
-    ? location.uriHost.replace('.blob.', '.dfs.')
-    : location.blobHost;
+  const twin = location.uriHost.includes('.blob.') ? location.uriHost.replace('.blob.', '.dfs.') : location.blobHost;
   return twin === location.uriHost ? [location.uriHost] : [location.uriHost, twin];
 }
 

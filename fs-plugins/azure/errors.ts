@@ -39,7 +39,11 @@ function guardRefusal(err: SdkErrorShape): GatewayError {
   try {
     const u = new URL(err.request?.url ?? '');
     const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
-    return new GatewayError('GW_FETCH_RESTRICTED_HOST', { uri: `${u.hostname}:${port}`, address: 'a restricted address', hostPort: `${u.hostname}:${port}` });
+    return new GatewayError('GW_FETCH_RESTRICTED_HOST', {
+      uri: `${u.hostname}:${port}`,
+      address: 'a restricted address',
+      hostPort: `${u.hostname}:${port}`,
+    });
   } catch {
     return new GatewayError('GW_FETCH_RESTRICTED_HOST', { uri: '<unknown>', address: 'a restricted address', hostPort: '<host>:<port>' });
   }

@@ -8,7 +8,13 @@ export { AzureFileSystem } from './azure-file-system';
 export { parseAzureUri, defaultBlobEndpoint, type AzureBlobLocation } from './azure-uri';
 export { lazyDefaultCredential, resolveAzureAuth, type AzureAuth } from './credentials';
 export { azureOptions } from './options';
-export { AZURE_BLOB_JOB_CONTAINERS_KEY, AzureBlobDelegationTokenProvider, azureBlobProviderOptions, type AzureBlobProviderDeps, type AzureBlobTokens } from './token-provider';
+export {
+  AZURE_BLOB_JOB_CONTAINERS_KEY,
+  AzureBlobDelegationTokenProvider,
+  azureBlobProviderOptions,
+  type AzureBlobProviderDeps,
+  type AzureBlobTokens,
+} from './token-provider';
 
 /**
  * Azure Blob Storage: `wasbs://container@account.blob.core.windows.net/path/app.jar`, `wasb://`,

@@ -1,6 +1,12 @@
 import { Agent as HttpsAgent } from 'node:https';
 import { isIP } from 'node:net';
-import { ClientSecretCredential, ManagedIdentityCredential, WorkloadIdentityCredential, type TokenCredential, type TokenCredentialOptions } from '@azure/identity';
+import {
+  ClientSecretCredential,
+  ManagedIdentityCredential,
+  WorkloadIdentityCredential,
+  type TokenCredential,
+  type TokenCredentialOptions,
+} from '@azure/identity';
 import { trustedCa, type ConfigRule, type Configuration, type ConnectGuard, type OptionDef } from '../../src/plugin-kit';
 
 const section = 'Azure Blob Storage (wasbs://, abfss://)';
@@ -11,29 +17,70 @@ const section = 'Azure Blob Storage (wasbs://, abfss://)';
  * the .blob. twin also read): the account's own key wins.
  */
 const OAUTH_SETTINGS = {
-  authType: { suffix: 'fs.azure.account.auth.type', sensitive: false, description: 'How ABFS authenticates: SharedKey (the account key, default), SAS, or OAuth (then fs.azure.account.oauth.provider.type chooses the identity). Custom is refused at start-up.' },
+  authType: {
+    suffix: 'fs.azure.account.auth.type',
+    sensitive: false,
+    description:
+      'How ABFS authenticates: SharedKey (the account key, default), SAS, or OAuth (then fs.azure.account.oauth.provider.type chooses the identity). Custom is refused at start-up.',
+  },
   providerType: {
-    suffix: 'fs.azure.account.oauth.provider.type', sensitive: false,
+    suffix: 'fs.azure.account.oauth.provider.type',
+    sensitive: false,
     description:
       'With auth.type OAuth, the identity: org.apache.hadoop.fs.azurebfs.oauth2.ClientCredsTokenProvider (service principal secret → ClientSecretCredential), ' +
       '…MsiTokenProvider (managed identity → ManagedIdentityCredential), …WorkloadIdentityTokenProvider (federated token file → WorkloadIdentityCredential). Others fail start-up.',
   },
-  clientId: { suffix: 'fs.azure.account.oauth2.client.id', sensitive: false, description: 'Application (client) id of the service principal, the user-assigned managed identity or the workload identity. Default for workload identity: AZURE_CLIENT_ID.' },
-  clientSecret: { suffix: 'fs.azure.account.oauth2.client.secret', sensitive: true, description: 'Client secret of the service principal (ClientCredsTokenProvider). Sent only to the client.endpoint host.' },
-  clientEndpoint: { suffix: 'fs.azure.account.oauth2.client.endpoint', sensitive: false, description: 'Token endpoint of the tenant, https://login.microsoftonline.com/<tenant>/oauth2/token (or …/oauth2/v2.0/token): its origin is the authority host, its first path segment the tenant.' },
-  msiTenant: { suffix: 'fs.azure.account.oauth2.msi.tenant', sensitive: false, description: 'Tenant id for workload identity (default AZURE_TENANT_ID); ignored by managed identity, which has its tenant.' },
-  msiAuthority: { suffix: 'fs.azure.account.oauth2.msi.authority', sensitive: false, description: 'Authority host for workload identity, e.g. https://login.microsoftonline.com/ (default AZURE_AUTHORITY_HOST, then the public cloud).' },
-  tokenFile: { suffix: 'fs.azure.account.oauth2.token.file', sensitive: false, description: 'Federated token file for workload identity (default AZURE_FEDERATED_TOKEN_FILE, as the Azure Workload Identity webhook injects it).' },
+  clientId: {
+    suffix: 'fs.azure.account.oauth2.client.id',
+    sensitive: false,
+    description:
+      'Application (client) id of the service principal, the user-assigned managed identity or the workload identity. Default for workload identity: AZURE_CLIENT_ID.',
+  },
+  clientSecret: {
+    suffix: 'fs.azure.account.oauth2.client.secret',
+    sensitive: true,
+    description: 'Client secret of the service principal (ClientCredsTokenProvider). Sent only to the client.endpoint host.',
+  },
+  clientEndpoint: {
+    suffix: 'fs.azure.account.oauth2.client.endpoint',
+    sensitive: false,
+    description:
+      'Token endpoint of the tenant, https://login.microsoftonline.com/<tenant>/oauth2/token (or …/oauth2/v2.0/token): its origin is the authority host, its first path segment the tenant.',
+  },
+  msiTenant: {
+    suffix: 'fs.azure.account.oauth2.msi.tenant',
+    sensitive: false,
+    description: 'Tenant id for workload identity (default AZURE_TENANT_ID); ignored by managed identity, which has its tenant.',
+  },
+  msiAuthority: {
+    suffix: 'fs.azure.account.oauth2.msi.authority',
+    sensitive: false,
+    description:
+      'Authority host for workload identity, e.g. https://login.microsoftonline.com/ (default AZURE_AUTHORITY_HOST, then the public cloud).',
+  },
+  tokenFile: {
+    suffix: 'fs.azure.account.oauth2.token.file',
+    sensitive: false,
+    description:
+      'Federated token file for workload identity (default AZURE_FEDERATED_TOKEN_FILE, as the Azure Workload Identity webhook injects it).',
+  },
 } as const;
 
 type OAuthName = keyof typeof OAUTH_SETTINGS;
 
 // The token endpoint is an https URL (a `url` option, checked by the registry); the rest are text.
-const typeOf = (suffix: string): Pick<OptionDef, 'type' | 'protocols'> => (suffix === OAUTH_SETTINGS.clientEndpoint.suffix ? { type: 'url', protocols: ['https:'] } : { type: 'string' });
+const typeOf = (suffix: string): Pick<OptionDef, 'type' | 'protocols'> =>
+  suffix === OAUTH_SETTINGS.clientEndpoint.suffix ? { type: 'url', protocols: ['https:'] } : { type: 'string' };
 
 export const oauthOptions: OptionDef[] = Object.values(OAUTH_SETTINGS).flatMap((s): OptionDef[] => [
   { key: s.suffix, ...typeOf(s.suffix), section, description: s.description, ...(s.sensitive ? { sensitive: true } : {}) } as OptionDef,
-  { key: `${s.suffix}.<account-host>`, ...typeOf(s.suffix), section, description: `Per-account form of ${s.suffix}, e.g. ${s.suffix}.myacct.dfs.core.windows.net; wins over the global key.`, ...(s.sensitive ? { sensitive: true } : {}) } as OptionDef,
+  {
+    key: `${s.suffix}.<account-host>`,
+    ...typeOf(s.suffix),
+    section,
+    description: `Per-account form of ${s.suffix}, e.g. ${s.suffix}.myacct.dfs.core.windows.net; wins over the global key.`,
+    ...(s.sensitive ? { sensitive: true } : {}),
+  } as OptionDef,
 ]);
 
 const PROVIDERS: Readonly<Record<string, 'client-secret' | 'managed-identity' | 'workload-identity'>> = {
@@ -93,7 +140,13 @@ function transport(deps: OAuthDeps, authority: URL | undefined): TokenCredential
   if (authority === undefined) return deps.ca !== undefined ? { tlsOptions: { ca: trustedCa(deps.ca) } } : {};
   const port = Number(authority.port || 443);
   if (isIP(authority.hostname.replace(/^\[|\]$/g, ''))) deps.guard.checkHost(authority.hostname, port);
-  return { agent: new HttpsAgent({ keepAlive: true, lookup: deps.guard.lookupFor(port), ...(deps.ca !== undefined ? { ca: trustedCa(deps.ca) } : {}) }) };
+  return {
+    agent: new HttpsAgent({
+      keepAlive: true,
+      lookup: deps.guard.lookupFor(port),
+      ...(deps.ca !== undefined ? { ca: trustedCa(deps.ca) } : {}),
+    }),
+  };
 }
 
 /**
@@ -109,7 +162,11 @@ export function oauthIdentity(config: Configuration, hosts: readonly string[], d
   const configKey = provider?.key ?? read(config, 'authType', hosts)?.key ?? OAUTH_SETTINGS.authType.suffix;
   const clientId = read(config, 'clientId', hosts)?.value;
   if (kind === 'managed-identity') {
-    return { kind, configKey, credential: new ManagedIdentityCredential({ ...(clientId !== undefined ? { clientId } : {}), ...transport(deps, undefined) }) };
+    return {
+      kind,
+      configKey,
+      credential: new ManagedIdentityCredential({ ...(clientId !== undefined ? { clientId } : {}), ...transport(deps, undefined) }),
+    };
   }
   if (kind === 'workload-identity') {
     const authority = read(config, 'msiAuthority', hosts)?.value ?? env.AZURE_AUTHORITY_HOST;
@@ -129,10 +186,15 @@ export function oauthIdentity(config: Configuration, hosts: readonly string[], d
   if (kind !== 'client-secret') throw new Error(`unsupported ${configKey}`); // refused at start-up
   const endpoint = read(config, 'clientEndpoint', hosts);
   const secret = read(config, 'clientSecret', hosts);
-  if (endpoint === undefined || secret === undefined || clientId === undefined) throw new Error('ClientCredsTokenProvider needs client.id, client.secret and client.endpoint'); // refused at start-up
+  if (endpoint === undefined || secret === undefined || clientId === undefined)
+    throw new Error('ClientCredsTokenProvider needs client.id, client.secret and client.endpoint'); // refused at start-up
   const { authorityHost, tenantId } = parseClientEndpoint(endpoint.value);
   // The configured endpoint is the authority: no metadata lookup elsewhere (instance discovery) is made.
-  const credential = new ClientSecretCredential(tenantId, clientId, secret.value, { authorityHost: authorityHost.href, disableInstanceDiscovery: true, ...transport(deps, authorityHost) });
+  const credential = new ClientSecretCredential(tenantId, clientId, secret.value, {
+    authorityHost: authorityHost.href,
+    disableInstanceDiscovery: true,
+    ...transport(deps, authorityHost),
+  });
   return { kind, configKey: secret.key, credential };
 }
 
@@ -158,18 +220,28 @@ export const azureOAuthRules: readonly ConfigRule[] = [
         const hosts = host === '' ? [] : [host];
         const type = read(config, 'authType', hosts);
         if (type !== undefined && !['sharedkey', 'sas', 'oauth'].includes(type.value.toLowerCase())) {
-          out.push({ key: type.key, message: `'${type.value}' is not supported by the gateway (SharedKey, SAS or OAuth; a Custom token provider is a Java class it cannot load)` });
+          out.push({
+            key: type.key,
+            message: `'${type.value}' is not supported by the gateway (SharedKey, SAS or OAuth; a Custom token provider is a Java class it cannot load)`,
+          });
           continue;
         }
         if (type?.value.toLowerCase() !== 'oauth') continue;
         const provider = read(config, 'providerType', hosts);
         if (provider !== undefined && PROVIDERS[provider.value] === undefined) {
-          out.push({ key: provider.key, message: `names ${provider.value}, which has no counterpart in the gateway; supported: ${Object.keys(PROVIDERS).join(', ')}` });
+          out.push({
+            key: provider.key,
+            message: `names ${provider.value}, which has no counterpart in the gateway; supported: ${Object.keys(PROVIDERS).join(', ')}`,
+          });
           continue;
         }
         if (provider === undefined || PROVIDERS[provider.value] === 'client-secret') {
           for (const name of ['clientId', 'clientSecret', 'clientEndpoint'] as const) {
-            if (read(config, name, hosts) === undefined) out.push({ key: host === '' ? OAUTH_SETTINGS[name].suffix : `${OAUTH_SETTINGS[name].suffix}.${host}`, message: `is needed for OAuth with ClientCredsTokenProvider (${host || 'global settings'})` });
+            if (read(config, name, hosts) === undefined)
+              out.push({
+                key: host === '' ? OAUTH_SETTINGS[name].suffix : `${OAUTH_SETTINGS[name].suffix}.${host}`,
+                message: `is needed for OAuth with ClientCredsTokenProvider (${host || 'global settings'})`,
+              });
           }
           const endpoint = read(config, 'clientEndpoint', hosts);
           if (endpoint !== undefined) {
@@ -188,10 +260,22 @@ export const azureOAuthRules: readonly ConfigRule[] = [
 
 /** ABFS keys that change how an account is authenticated but that the gateway does not act on. */
 const UNSUPPORTED_ABFS: readonly [RegExp, string][] = [
-  [/^fs\.azure\.account\.oauth2\.msi\.endpoint(?:\..+)?$/, 'managed identity uses the endpoint the Azure SDK finds (IMDS, or IDENTITY_ENDPOINT on App Service / Arc)'],
-  [/^fs\.azure\.account\.oauth2\.(?:refresh\.token|user\.name|user\.password)(?:\..+)?$/, 'refresh-token and user-password OAuth are not supported; use a service principal, managed identity or workload identity'],
-  [/^fs\.azure\.sas\.token\.provider\.type(?:\..+)?$/, 'a SAS token provider is a Java class the gateway cannot load; set fs.azure.sas.<container>.<account-host> instead'],
-  [/^fs\.azure\.account\.keyprovider(?:\..+)?$/, 'a key provider is a Java class the gateway cannot load; set fs.azure.account.key.<account-host> (e.g. from gateway.secrets.dir)'],
+  [
+    /^fs\.azure\.account\.oauth2\.msi\.endpoint(?:\..+)?$/,
+    'managed identity uses the endpoint the Azure SDK finds (IMDS, or IDENTITY_ENDPOINT on App Service / Arc)',
+  ],
+  [
+    /^fs\.azure\.account\.oauth2\.(?:refresh\.token|user\.name|user\.password)(?:\..+)?$/,
+    'refresh-token and user-password OAuth are not supported; use a service principal, managed identity or workload identity',
+  ],
+  [
+    /^fs\.azure\.sas\.token\.provider\.type(?:\..+)?$/,
+    'a SAS token provider is a Java class the gateway cannot load; set fs.azure.sas.<container>.<account-host> instead',
+  ],
+  [
+    /^fs\.azure\.account\.keyprovider(?:\..+)?$/,
+    'a key provider is a Java class the gateway cannot load; set fs.azure.account.key.<account-host> (e.g. from gateway.secrets.dir)',
+  ],
   [/^fs\.azure\.account\.oauth\.provider\.type(?:\..+)?$/, ''],
 ];
 
@@ -200,7 +284,8 @@ export const azureWarnings: readonly ConfigRule[] = [
   {
     keys: [],
     severity: 'warning',
-    description: 'an ABFS authentication key the gateway recognises but does not act on (MSI endpoint override, refresh-token or user-password OAuth, SAS token or key provider classes); OAuth provider settings while the account\'s auth type is not OAuth.',
+    description:
+      "an ABFS authentication key the gateway recognises but does not act on (MSI endpoint override, refresh-token or user-password OAuth, SAS token or key provider classes); OAuth provider settings while the account's auth type is not OAuth.",
     check(config) {
       const out: { key: string; message: string }[] = [];
       for (const key of config.keys()) {
@@ -209,7 +294,8 @@ export const azureWarnings: readonly ConfigRule[] = [
         if (hit[1] !== '') out.push({ key, message: `recognised ABFS key, not supported by the gateway's fetch and ignored: ${hit[1]}` });
         else {
           const host = key.slice(OAUTH_SETTINGS.providerType.suffix.length + 1);
-          if (!usesOAuth(config, host === '' ? [] : [host])) out.push({ key, message: 'ignored: the account\'s fs.azure.account.auth.type is not OAuth' });
+          if (!usesOAuth(config, host === '' ? [] : [host]))
+            out.push({ key, message: "ignored: the account's fs.azure.account.auth.type is not OAuth" });
         }
       }
       return out;

@@ -9,28 +9,50 @@ const section = 'Azure Blob Storage (wasbs://, abfss://)';
  */
 export const azureOptions = {
   accountKeyBlob: {
-    key: 'fs.azure.account.key.<account>.blob.core.windows.net', type: 'string', sensitive: true, section,
-    description: 'Shared key (base64) of the storage account <account>, used for wasbs://, wasb://, abfss:// and abfs:// URIs of that account.',
+    key: 'fs.azure.account.key.<account>.blob.core.windows.net',
+    type: 'string',
+    sensitive: true,
+    section,
+    description:
+      'Shared key (base64) of the storage account <account>, used for wasbs://, wasb://, abfss:// and abfs:// URIs of that account.',
   },
   accountKeyDfs: {
-    key: 'fs.azure.account.key.<account>.dfs.core.windows.net', type: 'string', sensitive: true, section,
+    key: 'fs.azure.account.key.<account>.dfs.core.windows.net',
+    type: 'string',
+    sensitive: true,
+    section,
     description: 'The same shared key under its ABFS (.dfs.) name; either name works for either scheme.',
   },
   accountKeyOtherCloud: {
-    key: 'fs.azure.account.key.<account-host>', type: 'string', sensitive: true, section,
-    description: 'Shared key for an account in another Azure cloud, keyed by the account host, e.g. fs.azure.account.key.myacct.blob.core.chinacloudapi.cn.',
+    key: 'fs.azure.account.key.<account-host>',
+    type: 'string',
+    sensitive: true,
+    section,
+    description:
+      'Shared key for an account in another Azure cloud, keyed by the account host, e.g. fs.azure.account.key.myacct.blob.core.chinacloudapi.cn.',
   },
   containerSas: {
-    key: 'fs.azure.sas.<container>.<account>.blob.core.windows.net', type: 'string', sensitive: true, section,
-    description: 'SAS token (the query string without the leading "?") for one container, used when no account key is set. Needs read permission (sp=r) on the blobs.',
+    key: 'fs.azure.sas.<container>.<account>.blob.core.windows.net',
+    type: 'string',
+    sensitive: true,
+    section,
+    description:
+      'SAS token (the query string without the leading "?") for one container, used when no account key is set. Needs read permission (sp=r) on the blobs.',
   },
   containerSasOtherCloud: {
-    key: 'fs.azure.sas.<container>.<account-host>', type: 'string', sensitive: true, section,
-    description: 'Container SAS for an account in another Azure cloud or under its .dfs. host, e.g. fs.azure.sas.jars.myacct.dfs.core.windows.net.',
+    key: 'fs.azure.sas.<container>.<account-host>',
+    type: 'string',
+    sensitive: true,
+    section,
+    description:
+      'Container SAS for an account in another Azure cloud or under its .dfs. host, e.g. fs.azure.sas.jars.myacct.dfs.core.windows.net.',
   },
   accountEndpoint: {
-    key: 'fs.azure.account.endpoint.<account>', type: 'url', section,
-    description: 'Blob service endpoint that replaces https://<account>.blob.<cloud suffix> for the account, path-style for emulators and private proxies, e.g. http://127.0.0.1:10000/<account> (Azurite). List its host:port in gateway.artifacts.restricted-hosts.allowed when it is a private address.',
+    key: 'fs.azure.account.endpoint.<account>',
+    type: 'url',
+    section,
+    description:
+      'Blob service endpoint that replaces https://<account>.blob.<cloud suffix> for the account, path-style for emulators and private proxies, e.g. http://127.0.0.1:10000/<account> (Azurite). List its host:port in gateway.artifacts.restricted-hosts.allowed when it is a private address.',
   },
 } satisfies Record<string, OptionDef>;
 

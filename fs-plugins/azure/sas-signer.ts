@@ -45,7 +45,10 @@ export class AccountKeySasSigner implements SasSigner {
     return {
       expiresOn,
       signContainer: (containerName) =>
-        generateBlobSASQueryParameters({ containerName, permissions: this.c.permissions, startsOn, expiresOn, protocol }, this.credential).toString(),
+        generateBlobSASQueryParameters(
+          { containerName, permissions: this.c.permissions, startsOn, expiresOn, protocol },
+          this.credential,
+        ).toString(),
     };
   }
 

@@ -42,7 +42,7 @@ export const azureBlobProviderOptionDefs = {
     section: SECTION,
     description:
       '`account-key`: service SAS signed locally with `account-key`. `user-delegation`: user-delegation SAS, signed with a key the ' +
-      'gateway\'s Microsoft Entra identity (DefaultAzureCredential: workload identity, managed identity, service principal ' +
+      "gateway's Microsoft Entra identity (DefaultAzureCredential: workload identity, managed identity, service principal " +
       'environment) obtains from the account on every cycle; needs an https endpoint and a role with ' +
       '`generateUserDelegationKey`, and no account key.',
   },
@@ -84,7 +84,7 @@ export const azureBlobProviderOptionDefs = {
     min: 60_000,
     section: SECTION,
     description:
-      'Lifetime of each SAS from the time it is signed; renewal happens at the manager\'s ratio of it. At most 7 days with ' +
+      "Lifetime of each SAS from the time it is signed; renewal happens at the manager's ratio of it. At most 7 days with " +
       '`auth: user-delegation`.',
   },
   permissions: {
@@ -103,7 +103,10 @@ export const azureBlobProviderOptions: OptionDef[] = Object.values(azureBlobProv
 /** What each `auth` mode needs, checked with every other option at start-up. */
 export const azureBlobProviderRules: readonly ConfigRule[] = [
   {
-    ...allOrNoneRule([azureBlobProviderOptionDefs.accountName, azureBlobProviderOptionDefs.accountKey], 'the account and its shared key, with auth: account-key'),
+    ...allOrNoneRule(
+      [azureBlobProviderOptionDefs.accountName, azureBlobProviderOptionDefs.accountKey],
+      'the account and its shared key, with auth: account-key',
+    ),
     check(config) {
       const d = azureBlobProviderOptionDefs;
       if (config.get(d.auth) !== 'account-key') return [];
@@ -111,15 +114,24 @@ export const azureBlobProviderRules: readonly ConfigRule[] = [
     },
   },
   {
-    keys: [azureBlobProviderOptionDefs.auth.key, azureBlobProviderOptionDefs.accountName.key, azureBlobProviderOptionDefs.accountKey.key, azureBlobProviderOptionDefs.sasLifetime.key, azureBlobProviderOptionDefs.endpoint.key],
+    keys: [
+      azureBlobProviderOptionDefs.auth.key,
+      azureBlobProviderOptionDefs.accountName.key,
+      azureBlobProviderOptionDefs.accountKey.key,
+      azureBlobProviderOptionDefs.sasLifetime.key,
+      azureBlobProviderOptionDefs.endpoint.key,
+    ],
     description: 'user-delegation needs account-name and an https endpoint, no account-key, and a SAS lifetime of at most 7 days.',
     check(config) {
       const d = azureBlobProviderOptionDefs;
       if (config.get(d.auth) !== 'user-delegation') return [];
       const problems: { key: string; message: string }[] = [];
-      if ((config.getOptional(d.accountName) ?? '') === '') problems.push({ key: d.accountName.key, message: `is required with ${d.auth.key}: user-delegation` });
-      if ((config.getOptional(d.accountKey) ?? '') !== '') problems.push({ key: d.accountKey.key, message: `is not used with ${d.auth.key}: user-delegation; remove it` });
-      if (config.get(d.sasLifetime) > SEVEN_DAYS_MS) problems.push({ key: d.sasLifetime.key, message: 'is above 7 days, the longest a user delegation key lives' });
+      if ((config.getOptional(d.accountName) ?? '') === '')
+        problems.push({ key: d.accountName.key, message: `is required with ${d.auth.key}: user-delegation` });
+      if ((config.getOptional(d.accountKey) ?? '') !== '')
+        problems.push({ key: d.accountKey.key, message: `is not used with ${d.auth.key}: user-delegation; remove it` });
+      if (config.get(d.sasLifetime) > SEVEN_DAYS_MS)
+        problems.push({ key: d.sasLifetime.key, message: 'is above 7 days, the longest a user delegation key lives' });
       const endpoint = config.getOptional(d.endpoint);
       if (endpoint !== undefined && new URL(endpoint).protocol !== 'https:') {
         problems.push({ key: d.endpoint.key, message: 'must be https with user-delegation (the bearer token and the key travel on it)' });
@@ -260,7 +272,10 @@ function accountKeySettings(o: AzureOptions): Settings {
   const accountName = o.accountName!;
   const credential = new StorageSharedKeyCredential(accountName, o.accountKey!);
   const endpoint = endpointOf(o, accountName);
-  return { ...common(o, accountName, endpoint), signer: new AccountKeySasSigner({ accountName, endpoint, permissions: permissionsOf(o) }, credential) };
+  return {
+    ...common(o, accountName, endpoint),
+    signer: new AccountKeySasSigner({ accountName, endpoint, permissions: permissionsOf(o) }, credential),
+  };
 }
 
 function userDelegationSettings(o: AzureOptions, deps: AzureBlobProviderDeps): Settings {

@@ -3,7 +3,15 @@ import { open, realpath } from 'node:fs/promises';
 import { isAbsolute, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { GatewayError, fetchError, redactUri, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/plugin-kit';
+import {
+  GatewayError,
+  fetchError,
+  redactUri,
+  type FileSystem,
+  type ObjectStat,
+  type OpenOptions,
+  type OpenedObject,
+} from '../../src/plugin-kit';
 
 /** An allowed directory as configured and with its symbolic links resolved. */
 export interface AllowedDir {

@@ -6,13 +6,20 @@ const SECTION = 'Remote jars: local files (development only)';
 
 export const fileOptions = {
   enabled: {
-    key: 'gateway.artifacts.local-file.enabled', deprecatedKeys: ['user.artifacts.local-file.enabled'], type: 'boolean', default: false, section: SECTION,
+    key: 'gateway.artifacts.local-file.enabled',
+    deprecatedKeys: ['user.artifacts.local-file.enabled'],
+    type: 'boolean',
+    default: false,
+    section: SECTION,
     description:
-      'Accept file:// jar URIs, read from the gateway\'s own filesystem. For development only: it lets whoever can ' +
+      "Accept file:// jar URIs, read from the gateway's own filesystem. For development only: it lets whoever can " +
       'submit a job read any jar under gateway.artifacts.local-file.allowed-dirs.',
   } satisfies OptionDef<'boolean'>,
   allowedDirs: {
-    key: 'gateway.artifacts.local-file.allowed-dirs', deprecatedKeys: ['user.artifacts.local-file.allowed-dirs'], type: 'list', section: SECTION,
+    key: 'gateway.artifacts.local-file.allowed-dirs',
+    deprecatedKeys: ['user.artifacts.local-file.allowed-dirs'],
+    type: 'list',
+    section: SECTION,
     check: (dirs: string[]) => dirs.filter((d) => !isAbsolute(d)).map((d) => `'${d}' is not an absolute path`),
     description:
       'Absolute directories (;-separated) that file:// URIs may read from; required when local files are enabled. ' +

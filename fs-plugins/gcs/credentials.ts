@@ -23,7 +23,9 @@ export type AuthHeaders = Record<string, string>;
 /** The part of google-auth-library's client the plugin uses (its type is the SDK's, not exported by it). */
 interface AuthClientLike {
   getRequestHeaders(url?: string): Promise<Headers | Record<string, string>>;
-  transporter?: { interceptors?: { request: { add(i: { resolved?: (o: GaxiosOptionsLike) => Promise<GaxiosOptionsLike> | GaxiosOptionsLike }): void } } };
+  transporter?: {
+    interceptors?: { request: { add(i: { resolved?: (o: GaxiosOptionsLike) => Promise<GaxiosOptionsLike> | GaxiosOptionsLike }): void } };
+  };
 }
 interface GaxiosOptionsLike {
   url?: string | URL;
@@ -63,7 +65,9 @@ export class GcsCredentials {
   ) {
     this.kind = authType(config);
     this.dispatcher = new Agent({ connect: guardedConnector(deps.guard, { ca: deps.ca, timeoutMs: TOKEN_CONNECT_TIMEOUT_MS }) });
-    this.configKey = (setting(config, 'authType') ?? (this.kind === 'SERVICE_ACCOUNT_JSON_KEYFILE' ? setting(config, 'keyFile') : undefined))?.key;
+    this.configKey = (
+      setting(config, 'authType') ?? (this.kind === 'SERVICE_ACCOUNT_JSON_KEYFILE' ? setting(config, 'keyFile') : undefined)
+    )?.key;
   }
 
   /** The headers for one request; the SDK caches the token and renews it before it expires. */
@@ -71,7 +75,12 @@ export class GcsCredentials {
     if (this.kind === 'UNAUTHENTICATED') return {};
     if (this.kind === 'COMPUTE_ENGINE' && this.env.GOOGLE_APPLICATION_CREDENTIALS) {
       // ADC would take the file first: fetching with other credentials than the configured ones is worse than failing.
-      throw Object.assign(new Error('fs.gs.auth.type is COMPUTE_ENGINE, but GOOGLE_APPLICATION_CREDENTIALS is set and Application Default Credentials would use that file; unset it or use APPLICATION_DEFAULT'), { code: 'GCS_AUTH_CONFLICT' });
+      throw Object.assign(
+        new Error(
+          'fs.gs.auth.type is COMPUTE_ENGINE, but GOOGLE_APPLICATION_CREDENTIALS is set and Application Default Credentials would use that file; unset it or use APPLICATION_DEFAULT',
+        ),
+        { code: 'GCS_AUTH_CONFLICT' },
+      );
     }
     this.client ??= this.build().catch((err: unknown) => {
       this.client = undefined; // a key file fixed on disk is read again on the next fetch
@@ -79,7 +88,10 @@ export class GcsCredentials {
     });
     const h = await (await this.client).getRequestHeaders();
     const out: AuthHeaders = {};
-    const entries = typeof (h as Headers).forEach === 'function' && typeof (h as Headers).get === 'function' ? [...(h as Headers).entries()] : Object.entries(h);
+    const entries =
+      typeof (h as Headers).forEach === 'function' && typeof (h as Headers).get === 'function'
+        ? [...(h as Headers).entries()]
+        : Object.entries(h);
     for (const [name, value] of entries) if (/^(authorization|x-goog-user-project)$/i.test(name)) out[name.toLowerCase()] = String(value);
     return out;
   }
@@ -98,16 +110,26 @@ export class GcsCredentials {
       // The Java connector sends the assertion to the key's token_uri; google-auth-library always to Google's.
       tokenUrl ??= key.token_uri;
       const keyId = typeof key.private_key_id === 'string' ? key.private_key_id : undefined;
-      client = new JWT({ email: key.client_email, key: key.private_key, scopes: READ_ONLY_SCOPES, ...(keyId !== undefined ? { keyId } : {}) }) as unknown as AuthClientLike;
+      client = new JWT({
+        email: key.client_email,
+        key: key.private_key,
+        scopes: READ_ONLY_SCOPES,
+        ...(keyId !== undefined ? { keyId } : {}),
+      }) as unknown as AuthClientLike;
     } else {
       // ADC reads GOOGLE_APPLICATION_CREDENTIALS itself; a service-account key there sends its assertion to its token_uri, as in Java.
-      if (this.kind === 'APPLICATION_DEFAULT' && this.env.GOOGLE_APPLICATION_CREDENTIALS) tokenUrl ??= adcTokenUri(this.env.GOOGLE_APPLICATION_CREDENTIALS);
-      client = (await new GoogleAuth({ scopes: READ_ONLY_SCOPES, ...(projectId !== undefined ? { projectId } : {}) }).getClient()) as unknown as AuthClientLike;
+      if (this.kind === 'APPLICATION_DEFAULT' && this.env.GOOGLE_APPLICATION_CREDENTIALS)
+        tokenUrl ??= adcTokenUri(this.env.GOOGLE_APPLICATION_CREDENTIALS);
+      client = (await new GoogleAuth({
+        scopes: READ_ONLY_SCOPES,
+        ...(projectId !== undefined ? { projectId } : {}),
+      }).getClient()) as unknown as AuthClientLike;
     }
     const target = tokenUrl !== undefined && tokenUrl !== GOOGLE_TOKEN_URL ? new URL(tokenUrl) : undefined;
     // gaxios would fetch through node-fetch with an agent of its choosing (a proxy from HTTPS_PROXY
     // bypasses any guard); every token request goes through the guarded dispatcher instead.
-    const fetchImplementation = (input: unknown, init: Record<string, unknown>) => undiciFetch(String(input), { ...init, dispatcher: this.dispatcher } as Parameters<typeof undiciFetch>[1]);
+    const fetchImplementation = (input: unknown, init: Record<string, unknown>) =>
+      undiciFetch(String(input), { ...init, dispatcher: this.dispatcher } as Parameters<typeof undiciFetch>[1]);
     client.transporter?.interceptors?.request.add({
       resolved: (opts) => {
         const url = new URL(String(opts.url));
@@ -119,7 +141,6 @@ export class GcsCredentials {
     });
     return client;
   }
-
 }
 
 /** The token_uri of the service-account key ADC will read from GOOGLE_APPLICATION_CREDENTIALS, if it is one. */

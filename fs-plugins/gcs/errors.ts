@@ -25,7 +25,8 @@ export function errorReason(body: string): string | undefined {
  */
 export function translateStatus(uri: URL, status: number, reason: string | undefined, pinned: boolean): GatewayError {
   const detail = reason !== undefined ? `${status} ${reason}` : `${status}`;
-  if (status === 412 || (pinned && status === 404)) return fetchError.changed(uri, `${detail}: the object's generation is no longer the one pinned`);
+  if (status === 412 || (pinned && status === 404))
+    return fetchError.changed(uri, `${detail}: the object's generation is no longer the one pinned`);
   if (status === 404) return fetchError.notFound(uri, detail);
   if (status === 401 || status === 403) return fetchError.denied(uri, 'gcs', detail);
   if (status === 416) return fetchError.invalid(uri, `the byte range is not satisfiable (${detail})`);
@@ -52,7 +53,11 @@ export function translateAuthError(err: unknown, uri: URL, signal: AbortSignal):
   if (direct) return direct;
   for (const e of errorChain(err)) {
     if ((e as { code?: unknown }).code === 'GW_FETCH_RESTRICTED_HOST') {
-      return new GatewayError('GW_FETCH_RESTRICTED_HOST', { uri: '<token endpoint>', address: 'a restricted address', hostPort: 'the token endpoint' });
+      return new GatewayError('GW_FETCH_RESTRICTED_HOST', {
+        uri: '<token endpoint>',
+        address: 'a restricted address',
+        hostPort: 'the token endpoint',
+      });
     }
   }
   const e = (typeof err === 'object' && err !== null ? err : {}) as AuthErrorShape;
@@ -65,7 +70,8 @@ export function translateAuthError(err: unknown, uri: URL, signal: AbortSignal):
       'no Google credentials: none configured (fs.gs.auth.service.account.json.keyfile) and Application Default Credentials found none (GOOGLE_APPLICATION_CREDENTIALS, the metadata server / GKE Workload Identity)',
     );
   }
-  if (e.code === 'ENOENT' || e.code === 'EACCES' || /credentials file|is not JSON|no client_email/.test(message)) return fetchError.denied(uri, 'gcs', `the GCS credentials file cannot be used: ${message}`);
+  if (e.code === 'ENOENT' || e.code === 'EACCES' || /credentials file|is not JSON|no client_email/.test(message))
+    return fetchError.denied(uri, 'gcs', `the GCS credentials file cannot be used: ${message}`);
   const status = typeof e.status === 'number' ? e.status : typeof e.response?.status === 'number' ? e.response.status : undefined;
   const data = e.response?.data as { error?: unknown } | undefined;
   const oauth = typeof data?.error === 'string' && /^[a-z_]{1,40}$/.test(data.error) ? data.error : undefined;
@@ -83,7 +89,8 @@ export function translateTransportError(err: unknown, uri: URL, signal: AbortSig
   const direct = findGatewayError(err);
   if (direct) return direct;
   const code = specificErrorCode(err);
-  if (code === 'ERR_BULK_READ_TIMEOUT') return fetchError.unavailable(uri, 'timed out (no data from Cloud Storage within the read timeout)');
+  if (code === 'ERR_BULK_READ_TIMEOUT')
+    return fetchError.unavailable(uri, 'timed out (no data from Cloud Storage within the read timeout)');
   if (code === 'ERR_BULK_CONNECT_TIMEOUT') return fetchError.unavailable(uri, 'timed out connecting to Cloud Storage');
   if (code === 'ERR_BULK_PROTOCOL' || code === 'ERR_BULK_CLOSED') return fetchError.unavailable(uri, (err as Error).message);
   return fetchError.unavailable(uri, code !== undefined && /^[A-Z0-9_]{2,40}$/.test(code) ? code : 'request failed');

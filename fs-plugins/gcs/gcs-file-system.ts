@@ -1,7 +1,18 @@
 import type { Readable } from 'node:stream';
 import { isIP } from 'node:net';
 import type { Logger } from 'pino';
-import { BulkHttpClient, discardBody, fetchError, redactUri, type BulkResponse, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject, type PluginContext } from '../../src/plugin-kit';
+import {
+  BulkHttpClient,
+  discardBody,
+  fetchError,
+  redactUri,
+  type BulkResponse,
+  type FileSystem,
+  type ObjectStat,
+  type OpenOptions,
+  type OpenedObject,
+  type PluginContext,
+} from '../../src/plugin-kit';
 import { GcsCredentials, type AuthHeaders } from './credentials';
 import { abortReason, errorReason, translateAuthError, translateStatus, translateTransportError } from './errors';
 import { parseGcsUri, type GcsLocation } from './gcs-uri';
@@ -42,11 +53,19 @@ export class GcsFileSystem implements FileSystem {
   private readonly log: Logger;
 
   constructor(private readonly ctx: PluginContext) {
-    this.bulk = new BulkHttpClient({ guard: ctx.guard, ...(ctx.ca !== undefined ? { ca: ctx.ca } : {}), connectTimeoutMs: CONNECT_TIMEOUT_MS, readTimeoutMs: READ_TIMEOUT_MS });
+    this.bulk = new BulkHttpClient({
+      guard: ctx.guard,
+      ...(ctx.ca !== undefined ? { ca: ctx.ca } : {}),
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+      readTimeoutMs: READ_TIMEOUT_MS,
+    });
     this.credentials = new GcsCredentials(ctx.config, { guard: ctx.guard, ...(ctx.ca !== undefined ? { ca: ctx.ca } : {}) });
     this.root = new URL(setting(ctx.config, 'rootUrl')?.value ?? DEFAULT_ROOT_URL);
     this.log = ctx.log.child({ plugin: 'gcs' });
-    this.log.debug({ root: redactUri(this.root), auth: this.credentials.kind, configKey: this.credentials.configKey }, 'gcs file system created');
+    this.log.debug(
+      { root: redactUri(this.root), auth: this.credentials.kind, configKey: this.credentials.configKey },
+      'gcs file system created',
+    );
   }
 
   async stat(uri: URL, signal: AbortSignal): Promise<ObjectStat> {
@@ -95,7 +114,10 @@ export class GcsFileSystem implements FileSystem {
     }
     const stat = statOfHeaders(headers);
     // A store that ignores the precondition still names the generation it sent: hold it to the pin.
-    if ((pin?.version !== undefined && stat.version !== pin.version) || (pin?.version === undefined && pin?.etag !== undefined && stat.etag !== pin.etag)) {
+    if (
+      (pin?.version !== undefined && stat.version !== pin.version) ||
+      (pin?.version === undefined && pin?.etag !== undefined && stat.etag !== pin.etag)
+    ) {
       await discardBody(res.body);
       throw fetchError.changed(uri, 'Cloud Storage sent another generation than the one pinned');
     }
@@ -115,7 +137,8 @@ export class GcsFileSystem implements FileSystem {
     if (signal.aborted) throw abortReason(signal);
     const location = parseGcsUri(uri);
     // Node connects to IP literals without a lookup, so the bulk client's guarded lookup never sees them.
-    if (isIP(this.root.hostname.replace(/^\[|\]$/g, ''))) this.ctx.guard.checkHost(this.root.hostname, Number(this.root.port || (this.root.protocol === 'https:' ? 443 : 80)));
+    if (isIP(this.root.hostname.replace(/^\[|\]$/g, '')))
+      this.ctx.guard.checkHost(this.root.hostname, Number(this.root.port || (this.root.protocol === 'https:' ? 443 : 80)));
     return location;
   }
 
@@ -123,7 +146,11 @@ export class GcsFileSystem implements FileSystem {
   private async send(uri: URL, location: GcsLocation, query: string, extra: AuthHeaders, signal: AbortSignal): Promise<BulkResponse> {
     // Checked before a token is asked for: a token that could not be used is not obtained either.
     if (this.credentials.kind !== 'UNAUTHENTICATED' && this.root.protocol !== 'https:') {
-      throw fetchError.denied(uri, 'gcs', `a Google access token is only sent over https (fs.gs.storage.root.url is ${redactUri(this.root)}); use https, or fs.gs.auth.type UNAUTHENTICATED for an emulator`);
+      throw fetchError.denied(
+        uri,
+        'gcs',
+        `a Google access token is only sent over https (fs.gs.storage.root.url is ${redactUri(this.root)}); use https, or fs.gs.auth.type UNAUTHENTICATED for an emulator`,
+      );
     }
     let auth: AuthHeaders;
     try {
@@ -134,7 +161,13 @@ export class GcsFileSystem implements FileSystem {
     const base = this.root.pathname.replace(/\/+$/, '');
     const path = `${base}/storage/v1/b/${encodeURIComponent(location.bucket)}/o/${encodeURIComponent(location.object)}${query ? `?${query}` : ''}`;
     try {
-      return await this.bulk.request({ origin: new URL(this.root.origin), path, method: 'GET', headers: { ...auth, ...extra, 'user-agent': 'flink-jar-gateway' }, signal });
+      return await this.bulk.request({
+        origin: new URL(this.root.origin),
+        path,
+        method: 'GET',
+        headers: { ...auth, ...extra, 'user-agent': 'flink-jar-gateway' },
+        signal,
+      });
     } catch (err) {
       throw translateTransportError(err, uri, signal);
     }
@@ -147,7 +180,10 @@ export class GcsFileSystem implements FileSystem {
  */
 function refuseTranscoded(uri: URL, encoding: string | undefined): void {
   if (encoding !== undefined && /gzip/i.test(encoding)) {
-    throw fetchError.invalid(uri, 'the object is stored with Content-Encoding: gzip, which Cloud Storage transcodes; upload the jar without a Content-Encoding');
+    throw fetchError.invalid(
+      uri,
+      'the object is stored with Content-Encoding: gzip, which Cloud Storage transcodes; upload the jar without a Content-Encoding',
+    );
   }
 }
 
@@ -176,7 +212,10 @@ function hashOf(headers: Headers, algorithm: 'md5'): string | undefined {
 
 function statOfHeaders(headers: Headers): ObjectStat {
   const stat: ObjectStat = {};
-  const total = /\/(\d+)\s*$/.exec(header(headers, 'content-range') ?? '')?.[1] ?? header(headers, 'x-goog-stored-content-length') ?? header(headers, 'content-length');
+  const total =
+    /\/(\d+)\s*$/.exec(header(headers, 'content-range') ?? '')?.[1] ??
+    header(headers, 'x-goog-stored-content-length') ??
+    header(headers, 'content-length');
   const size = Number(total);
   if (total !== undefined && Number.isSafeInteger(size) && size >= 0) stat.size = size;
   const etag = header(headers, 'etag')?.replace(/^(?:W\/)?"|"$/g, '');

@@ -17,12 +17,19 @@ const BUCKET = /^[a-z0-9](?:[a-z0-9._-]{1,220}[a-z0-9])$/;
  */
 export function parseGcsUri(uri: URL): GcsLocation {
   if (uri.username || uri.password) throw fetchError.invalid(uri, 'gs:// URIs carry no credentials; configure fs.gs.auth.* on the gateway');
-  if (uri.port) throw fetchError.invalid(uri, 'a gs:// URI names a bucket, not host:port; set fs.gs.storage.root.url for an emulator or private endpoint');
+  if (uri.port)
+    throw fetchError.invalid(
+      uri,
+      'a gs:// URI names a bucket, not host:port; set fs.gs.storage.root.url for an emulator or private endpoint',
+    );
   const bucket = uri.hostname;
   if (bucket === '') throw fetchError.invalid(uri, 'the bucket is missing (expected gs://<bucket>/<object>)');
   // Cloud Storage also refuses dotted-decimal IP addresses and names starting with "goog".
   if (!BUCKET.test(bucket) || bucket.includes('..') || /^\d{1,3}(?:\.\d{1,3}){3}$/.test(bucket) || bucket.startsWith('goog')) {
-    throw fetchError.invalid(uri, `'${bucket}' is not a valid Cloud Storage bucket name (lower-case letters, digits, '.', '-' and '_', starting and ending with a letter or digit)`);
+    throw fetchError.invalid(
+      uri,
+      `'${bucket}' is not a valid Cloud Storage bucket name (lower-case letters, digits, '.', '-' and '_', starting and ending with a letter or digit)`,
+    );
   }
   let object: string;
   try {

@@ -21,10 +21,14 @@ const SETTINGS = {
       'WORKLOAD_IDENTITY_FEDERATION_CREDENTIAL_CONFIG_FILE stop start-up (an external-account file named by GOOGLE_APPLICATION_CREDENTIALS works through APPLICATION_DEFAULT).',
   },
   keyFile: {
-    names: ['fs.gs.auth.service.account.json.keyfile', 'gs.auth.service.account.json.keyfile', 'google.cloud.auth.service.account.json.keyfile'],
+    names: [
+      'fs.gs.auth.service.account.json.keyfile',
+      'gs.auth.service.account.json.keyfile',
+      'google.cloud.auth.service.account.json.keyfile',
+    ],
     type: 'string',
     description:
-      'Path of a service-account JSON key file. Its private key signs a token request sent only to the token endpoint (fs.gs.token.server.url, else the file\'s token_uri, ' +
+      "Path of a service-account JSON key file. Its private key signs a token request sent only to the token endpoint (fs.gs.token.server.url, else the file's token_uri, " +
       'else https://oauth2.googleapis.com/token); the access token goes only to the storage root URL. Checked at start-up (readable, a service_account key).',
   },
   projectId: {
@@ -42,7 +46,8 @@ const SETTINGS = {
   tokenServerUrl: {
     names: ['fs.gs.token.server.url', 'gs.token.server.url'],
     type: 'url',
-    description: 'Token endpoint for a service-account key, default the key file\'s token_uri, else https://oauth2.googleapis.com/token. https only; it passes the restricted-host guard like the store.',
+    description:
+      "Token endpoint for a service-account key, default the key file's token_uri, else https://oauth2.googleapis.com/token. https only; it passes the restricted-host guard like the store.",
   },
 } as const;
 
@@ -55,7 +60,10 @@ export const gcsOptions: readonly OptionDef[] = Object.values(SETTINGS).flatMap(
       type: s.type,
       section,
       ...(s.type === 'url' && s === SETTINGS.tokenServerUrl ? { protocols: ['https:'] } : {}),
-      description: i === 0 ? s.description : `Another name of ${s.names[0]} (${i === 1 ? 'Flink\'s gs. mirror of the connector key' : 'the GCS connector 2.x name'}).`,
+      description:
+        i === 0
+          ? s.description
+          : `Another name of ${s.names[0]} (${i === 1 ? "Flink's gs. mirror of the connector key" : 'the GCS connector 2.x name'}).`,
     }),
   ),
 );
@@ -101,11 +109,13 @@ export function readCredentialsFile(path: string): ServiceAccountKey {
     throw new Error(`${path} ${code !== undefined ? `cannot be read (${code})` : 'is not JSON'}`);
   }
   const o = (typeof json === 'object' && json !== null ? json : {}) as Record<string, unknown>;
-  if (o.type !== 'service_account') throw new Error(`${path} is not a service-account key file (its "type" is ${JSON.stringify(o.type ?? null)})`);
+  if (o.type !== 'service_account')
+    throw new Error(`${path} is not a service-account key file (its "type" is ${JSON.stringify(o.type ?? null)})`);
   if (typeof o.client_email !== 'string' || typeof o.private_key !== 'string') {
     throw new Error(`${path} has no client_email or private_key`);
   }
-  if (o.token_uri !== undefined && (typeof o.token_uri !== 'string' || !/^https:\/\//.test(o.token_uri))) throw new Error(`${path} has a token_uri that is not an https URL`);
+  if (o.token_uri !== undefined && (typeof o.token_uri !== 'string' || !/^https:\/\//.test(o.token_uri)))
+    throw new Error(`${path} has a token_uri that is not an https URL`);
   return o as ServiceAccountKey;
 }
 
@@ -113,13 +123,18 @@ export function readCredentialsFile(path: string): ServiceAccountKey {
 export const gcsRules: readonly ConfigRule[] = [
   {
     keys: gcsOptions.map((o) => o.key),
-    description: 'the fs.gs.* and gs.* names of one GCS setting agree; fs.gs.auth.type is one the gateway can act on, with the file it needs.',
+    description:
+      'the fs.gs.* and gs.* names of one GCS setting agree; fs.gs.auth.type is one the gateway can act on, with the file it needs.',
     check(config) {
       const out: { key: string; message: string }[] = [];
       for (const s of Object.values(SETTINGS)) {
-        const set = s.names.map((key) => ({ key, value: config.value(key) })).filter((e) => typeof e.value === 'string' && e.value.trim() !== '');
+        const set = s.names
+          .map((key) => ({ key, value: config.value(key) }))
+          .filter((e) => typeof e.value === 'string' && e.value.trim() !== '');
         const first = set[0];
-        for (const e of set.slice(1)) if (first !== undefined && String(e.value).trim() !== String(first.value).trim()) out.push({ key: e.key, message: `disagrees with ${first.key}, another name of the same GCS setting; set one` });
+        for (const e of set.slice(1))
+          if (first !== undefined && String(e.value).trim() !== String(first.value).trim())
+            out.push({ key: e.key, message: `disagrees with ${first.key}, another name of the same GCS setting; set one` });
       }
       const type = setting(config, 'authType');
       if (type !== undefined && !(AUTH_TYPES as readonly string[]).includes(type.value.toUpperCase())) {
@@ -131,7 +146,10 @@ export const gcsRules: readonly ConfigRule[] = [
       }
       const kind = authType(config);
       if (kind === 'SERVICE_ACCOUNT_JSON_KEYFILE' && setting(config, 'keyFile') === undefined) {
-        out.push({ key: type?.key ?? SETTINGS.authType.names[0], message: `SERVICE_ACCOUNT_JSON_KEYFILE needs ${SETTINGS.keyFile.names[0]}` });
+        out.push({
+          key: type?.key ?? SETTINGS.authType.names[0],
+          message: `SERVICE_ACCOUNT_JSON_KEYFILE needs ${SETTINGS.keyFile.names[0]}`,
+        });
       }
       return out;
     },
@@ -160,12 +178,12 @@ export const gcsWarnings: readonly ConfigRule[] = [
     severity: 'warning',
     description:
       'a Google Cloud Storage key (gs.*, fs.gs.*, google.cloud.*) the gateway does not act on: writer and sink settings, proxies, requester pays, customer-supplied encryption, ' +
-      'impersonation, timeouts and retries (the gateway\'s own user.artifacts.* limits apply).',
+      "impersonation, timeouts and retries (the gateway's own user.artifacts.* limits apply).",
     check(config) {
       const out: { key: string; message: string }[] = [];
       for (const key of config.keys()) {
         if (gcsKeys.has(key) || !/^(?:gs|fs\.gs|google\.cloud)\./.test(key)) continue;
-        out.push({ key, message: 'recognised Google Cloud Storage key, not supported by the gateway\'s gs:// fetch and ignored' });
+        out.push({ key, message: "recognised Google Cloud Storage key, not supported by the gateway's gs:// fetch and ignored" });
       }
       return out;
     },

@@ -33,7 +33,11 @@ export function translateError(err: unknown, ctx: TranslateContext): unknown {
     case 'UND_ERR_CONNECT_TIMEOUT':
     case 'ERR_BULK_CONNECT_TIMEOUT':
     case 'ETIMEDOUT':
-      return fetchError.unavailable(ctx.uri, `no connection within ${ctx.connectTimeoutMs} ms, gateway.artifacts.http.connect-timeout`, err);
+      return fetchError.unavailable(
+        ctx.uri,
+        `no connection within ${ctx.connectTimeoutMs} ms, gateway.artifacts.http.connect-timeout`,
+        err,
+      );
   }
   if (code !== undefined && isTlsCode(code)) {
     return fetchError.unavailable(ctx.uri, `TLS: ${code}; if the server uses a private CA, set gateway.artifacts.ca-bundle`, err);
@@ -53,4 +57,3 @@ function isTlsCode(code: string): boolean {
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : '';
 }
-

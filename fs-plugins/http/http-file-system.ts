@@ -1,4 +1,17 @@
-import { type BulkHttpClient, GatewayError, discardBody, fetchError, gatewayVersion, isGatewayError, redactUri, type ConnectGuard, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/plugin-kit';
+import {
+  type BulkHttpClient,
+  GatewayError,
+  discardBody,
+  fetchError,
+  gatewayVersion,
+  isGatewayError,
+  redactUri,
+  type ConnectGuard,
+  type FileSystem,
+  type ObjectStat,
+  type OpenOptions,
+  type OpenedObject,
+} from '../../src/plugin-kit';
 import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -116,14 +129,18 @@ export class HttpFileSystem implements FileSystem {
       await this.checkTarget(uri, current, signal);
       // Credentials configured for the jar URI go to its origin only, never to where it redirects.
       // Some artifact repositories refuse requests without a User-Agent; a configured one wins.
-      const headers: Record<string, string> = { ...(current.origin === uri.origin && headersAllowed(uri, settings.headerHosts) ? settings.headers : {}), ...extra };
+      const headers: Record<string, string> = {
+        ...(current.origin === uri.origin && headersAllowed(uri, settings.headerHosts) ? settings.headers : {}),
+        ...extra,
+      };
       if (!Object.keys(headers).some((k) => k.toLowerCase() === 'user-agent')) headers['user-agent'] = USER_AGENT;
       let res: HttpResponse;
       try {
         const { bulk, dispatcher } = this.deps;
-        res = bulk !== undefined
-          ? await bulk.request({ origin: new URL(current.origin), path: `${current.pathname}${current.search}`, method, headers, signal })
-          : await request(current, { dispatcher, method, headers, signal });
+        res =
+          bulk !== undefined
+            ? await bulk.request({ origin: new URL(current.origin), path: `${current.pathname}${current.search}`, method, headers, signal })
+            : await request(current, { dispatcher, method, headers, signal });
       } catch (err) {
         throw this.translate(uri, err, signal);
       }
@@ -154,9 +171,10 @@ export class HttpFileSystem implements FileSystem {
     if (isRedirect) guard.checkRedirect?.(uri, target);
     const scheme = target.protocol.slice(0, -1);
     if (scheme !== 'https' && !(scheme === 'http' && settings.rawHttpEnabled)) {
-      const hint = scheme === 'http'
-        ? `${isRedirect ? `${redactUri(uri)} redirected to plain http; ` : ''}set user.artifacts.raw-http-enabled: true to allow plain http`
-        : `${redactUri(uri)} redirected to it; the HTTP plugin follows redirects to https${settings.rawHttpEnabled ? ' and http' : ''} only`;
+      const hint =
+        scheme === 'http'
+          ? `${isRedirect ? `${redactUri(uri)} redirected to plain http; ` : ''}set user.artifacts.raw-http-enabled: true to allow plain http`
+          : `${redactUri(uri)} redirected to it; the HTTP plugin follows redirects to https${settings.rawHttpEnabled ? ' and http' : ''} only`;
       throw new GatewayError('GW_FETCH_SCHEME_UNSUPPORTED', {
         scheme,
         uri: redactUri(target),
@@ -165,7 +183,10 @@ export class HttpFileSystem implements FileSystem {
       });
     }
     if (target.username !== '' || target.password !== '') {
-      throw fetchError.invalid(target, 'credentials in the URI are not sent; put them in user.artifacts.http-headers (for example Authorization:Basic <base64>)');
+      throw fetchError.invalid(
+        target,
+        'credentials in the URI are not sent; put them in user.artifacts.http-headers (for example Authorization:Basic <base64>)',
+      );
     }
     const port = Number(target.port) || (scheme === 'https' ? 443 : 80);
     guard.checkHost(target.hostname, port); // IP literals; names are checked when they are resolved
@@ -182,7 +203,12 @@ export class HttpFileSystem implements FileSystem {
         // The target cannot be checked here. Fail closed while the guard is on; when it is off the proxy
         // may well be the only resolver (a common corporate set-up), so let it try.
         if (!this.deps.guard.enabled) return resolve();
-        reject(fetchError.unavailable(uri, `cannot resolve ${host} to check it against gateway.artifacts.disallow-restricted-hosts (${err.code ?? 'lookup failed'})`));
+        reject(
+          fetchError.unavailable(
+            uri,
+            `cannot resolve ${host} to check it against gateway.artifacts.disallow-restricted-hosts (${err.code ?? 'lookup failed'})`,
+          ),
+        );
       });
     });
   }
@@ -226,7 +252,10 @@ function statOf(res: HttpResponse): ObjectStat {
   const h = res.headers;
   const size = res.statusCode === 206 ? contentRange(h['content-range'])?.total : Number(first(h['content-length']) ?? NaN);
   if (size !== undefined && Number.isSafeInteger(size) && size >= 0) stat.size = size;
-  const etag = first(h.etag)?.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
+  const etag = first(h.etag)
+    ?.trim()
+    .replace(/^W\//, '')
+    .replace(/^"(.*)"$/, '$1');
   if (etag) stat.etag = etag;
   const lastModified = Date.parse(first(h['last-modified']) ?? '');
   if (Number.isFinite(lastModified)) stat.lastModified = lastModified;

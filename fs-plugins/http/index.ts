@@ -16,7 +16,10 @@ export function createHttpFileSystem(ctx: PluginContext, env: NodeJS.ProcessEnv 
   const settings = {
     rawHttpEnabled: config.get(httpOptions.rawHttpEnabled),
     headers,
-    headerHosts: config.get(httpOptions.headersHosts).map((h) => h.trim().toLowerCase()).filter(Boolean),
+    headerHosts: config
+      .get(httpOptions.headersHosts)
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
     maxRedirects: config.get(httpOptions.maxRedirects),
     connectTimeoutMs: config.get(httpOptions.connectTimeout),
     readTimeoutMs: config.get(httpOptions.readTimeout),
@@ -28,7 +31,11 @@ export function createHttpFileSystem(ctx: PluginContext, env: NodeJS.ProcessEnv 
   if (hasProxy(proxy)) {
     // redactUri drops the proxy's userinfo (its credentials).
     log.info(
-      { httpsProxy: proxy.httpsProxy && redactUri(proxy.httpsProxy), httpProxy: proxy.httpProxy && redactUri(proxy.httpProxy), noProxy: proxy.noProxy },
+      {
+        httpsProxy: proxy.httpsProxy && redactUri(proxy.httpsProxy),
+        httpProxy: proxy.httpProxy && redactUri(proxy.httpProxy),
+        noProxy: proxy.noProxy,
+      },
       'HTTP(S) jar downloads go through a proxy',
     );
   }
@@ -40,7 +47,9 @@ export function createHttpFileSystem(ctx: PluginContext, env: NodeJS.ProcessEnv 
     proxy,
   });
   // Without a proxy, the bulk client (ADR 0035); undici serves proxied requests.
-  const bulk = hasProxy(proxy) ? undefined : new BulkHttpClient({ guard, ca, connectTimeoutMs: settings.connectTimeoutMs, readTimeoutMs: settings.readTimeoutMs });
+  const bulk = hasProxy(proxy)
+    ? undefined
+    : new BulkHttpClient({ guard, ca, connectTimeoutMs: settings.connectTimeoutMs, readTimeoutMs: settings.readTimeoutMs });
   return new HttpFileSystem({ dispatcher, ...(bulk ? { bulk } : {}), guard, settings, log, checkTargetsBeforeProxy: hasProxy(proxy) });
 }
 

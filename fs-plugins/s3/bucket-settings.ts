@@ -48,7 +48,8 @@ export function parseEndpointText(text: string, ssl: boolean): URL {
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `${ssl ? 'https' : 'http'}://${text}`;
   const url = new URL(withScheme.replace(/\/+$/, ''));
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`must be http:// or https://, not ${url.protocol}//`);
-  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') throw new Error('must be a plain host[:port] or URL, without user info, query or fragment');
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '')
+    throw new Error('must be a plain host[:port] or URL, without user info, query or fragment');
   return url;
 }
 
@@ -137,7 +138,11 @@ export class S3Settings {
   /** What signs AssumeRole: its own provider list, else the static keys, else the default chain. */
   private roleBase(bucket: string | undefined): CredentialSource[] {
     const classes = this.providerList('roleBaseProvider', bucket);
-    if (classes !== undefined) return this.chain(classes.filter((c) => PROVIDER_CLASSES[c] !== 'assumed-role'), bucket);
+    if (classes !== undefined)
+      return this.chain(
+        classes.filter((c) => PROVIDER_CLASSES[c] !== 'assumed-role'),
+        bucket,
+      );
     const pair = this.staticPair(bucket);
     return pair ? [pair] : [{ kind: 'default-chain' }];
   }
@@ -149,7 +154,15 @@ export class S3Settings {
    */
   staticPair(bucket?: string): Extract<CredentialSource, { kind: 'static' }> | undefined {
     const scopes: [string, string, string][] = [
-      ...(bucket !== undefined ? [[`fs.s3a.bucket.${bucket}.access.key`, `fs.s3a.bucket.${bucket}.secret.key`, `fs.s3a.bucket.${bucket}.session.token`] as [string, string, string]] : []),
+      ...(bucket !== undefined
+        ? [
+            [`fs.s3a.bucket.${bucket}.access.key`, `fs.s3a.bucket.${bucket}.secret.key`, `fs.s3a.bucket.${bucket}.session.token`] as [
+              string,
+              string,
+              string,
+            ],
+          ]
+        : []),
       ['fs.s3a.access.key', 'fs.s3a.secret.key', 'fs.s3a.session.token'],
       ['s3.access-key', 's3.secret-key', 's3.session.token'],
     ];

@@ -46,7 +46,11 @@ function link(source: CredentialSource, sts: StsTarget, deps: CredentialDeps): A
   const webIdentity = () => webIdentityAssumer(sts, deps);
   switch (source.kind) {
     case 'static': {
-      const identity: AwsCredentialIdentity = { accessKeyId: source.accessKeyId, secretAccessKey: source.secretAccessKey, ...(source.sessionToken !== undefined ? { sessionToken: source.sessionToken } : {}) };
+      const identity: AwsCredentialIdentity = {
+        accessKeyId: source.accessKeyId,
+        secretAccessKey: source.secretAccessKey,
+        ...(source.sessionToken !== undefined ? { sessionToken: source.sessionToken } : {}),
+      };
       return async () => identity;
     }
     case 'env':
@@ -65,7 +69,12 @@ function link(source: CredentialSource, sts: StsTarget, deps: CredentialDeps): A
       // The chain's web identity step (IRSA) exchanges its token at the configured STS too.
       return defaultProvider({ roleAssumerWithWebIdentity: webIdentity() });
     case 'assumed-role':
-      return assumedRole(source.role, source.base.length === 1 ? link(source.base[0]!, sts, deps) : firstThatAnswers(source.base.map((b) => link(b, sts, deps))), sts, deps);
+      return assumedRole(
+        source.role,
+        source.base.length === 1 ? link(source.base[0]!, sts, deps) : firstThatAnswers(source.base.map((b) => link(b, sts, deps))),
+        sts,
+        deps,
+      );
     case 'anonymous':
       throw new Error('an anonymous link has no credentials');
   }
@@ -91,28 +100,60 @@ function stsClient(sts: StsTarget, deps: CredentialDeps, credentials?: AwsCreden
 /** What `fromTokenFile` calls with the token it read (re-read on every renewal: the kubelet rotates it). */
 function webIdentityAssumer(sts: StsTarget, deps: CredentialDeps) {
   let client: Sts | undefined;
-  return async (params: { RoleArn: string; RoleSessionName: string; WebIdentityToken: string; DurationSeconds?: number }): Promise<AwsCredentialIdentity> => {
+  return async (params: {
+    RoleArn: string;
+    RoleSessionName: string;
+    WebIdentityToken: string;
+    DurationSeconds?: number;
+  }): Promise<AwsCredentialIdentity> => {
     client ??= stsClient(sts, deps);
-    const c = await client.assumeRoleWithWebIdentity(params.RoleArn, params.RoleSessionName, params.WebIdentityToken, params.DurationSeconds);
-    return { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, sessionToken: c.sessionToken, expiration: new Date(c.expiration) };
+    const c = await client.assumeRoleWithWebIdentity(
+      params.RoleArn,
+      params.RoleSessionName,
+      params.WebIdentityToken,
+      params.DurationSeconds,
+    );
+    return {
+      accessKeyId: c.accessKeyId,
+      secretAccessKey: c.secretAccessKey,
+      sessionToken: c.sessionToken,
+      expiration: new Date(c.expiration),
+    };
   };
 }
 
 /** AssumeRole signed with `base`, renewed before it ends; concurrent callers share one call. */
-function assumedRole(role: AssumedRoleSpec, base: AwsCredentialIdentityProvider, sts: StsTarget, deps: CredentialDeps): AwsCredentialIdentityProvider {
+function assumedRole(
+  role: AssumedRoleSpec,
+  base: AwsCredentialIdentityProvider,
+  sts: StsTarget,
+  deps: CredentialDeps,
+): AwsCredentialIdentityProvider {
   let client: Sts | undefined;
   let current: AwsCredentialIdentity | undefined;
   let pending: Promise<AwsCredentialIdentity> | undefined;
-  const fresh = () => current !== undefined && (current.expiration === undefined || current.expiration.getTime() - Date.now() > RENEW_BEFORE_MS);
+  const fresh = () =>
+    current !== undefined && (current.expiration === undefined || current.expiration.getTime() - Date.now() > RENEW_BEFORE_MS);
   return async () => {
     if (fresh()) return current!;
     pending ??= (async () => {
       try {
         client ??= stsClient(sts, deps, base);
-        const extras = { ...(role.externalId !== undefined ? { externalId: role.externalId } : {}), ...(role.policy !== undefined ? { policy: role.policy } : {}) };
+        const extras = {
+          ...(role.externalId !== undefined ? { externalId: role.externalId } : {}),
+          ...(role.policy !== undefined ? { policy: role.policy } : {}),
+        };
         const c = await client.assumeRole(role.arn, role.sessionName, role.durationSeconds, extras);
-        current = { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, sessionToken: c.sessionToken, expiration: new Date(c.expiration) };
-        deps.log.info({ roleArn: role.arn, sessionName: role.sessionName, expiration: current.expiration?.toISOString() }, 's3 assumed role');
+        current = {
+          accessKeyId: c.accessKeyId,
+          secretAccessKey: c.secretAccessKey,
+          sessionToken: c.sessionToken,
+          expiration: new Date(c.expiration),
+        };
+        deps.log.info(
+          { roleArn: role.arn, sessionName: role.sessionName, expiration: current.expiration?.toISOString() },
+          's3 assumed role',
+        );
         return current;
       } finally {
         pending = undefined;

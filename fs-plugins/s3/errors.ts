@@ -4,7 +4,15 @@ import { fetchError, findGatewayError, specificErrorCode } from '../../src/plugi
 // failure only has the status (name 'NotFound', 'Forbidden' or even 'Unknown'): the status decides
 // first, the name only refines.
 const NOT_FOUND = new Set(['NoSuchKey', 'NoSuchBucket', 'NoSuchVersion', 'NotFound']);
-const DENIED = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'Forbidden', 'ExpiredToken', 'InvalidToken', 'AllAccessDisabled']);
+const DENIED = new Set([
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'AccessDenied',
+  'Forbidden',
+  'ExpiredToken',
+  'InvalidToken',
+  'AllAccessDisabled',
+]);
 const INVALID = new Set(['InvalidBucketName', 'InvalidArgument', 'KeyTooLongError']);
 
 interface SdkLikeError {
@@ -47,7 +55,9 @@ export function translateS3Error(err: unknown, uri: URL, signal: AbortSignal): E
     // call, the endpoint and AWS's code, never a credential. AWS refusing is "denied"; no answer is transient.
     const stsStatus = (err as { status?: number }).status;
     const message = (err as Error).message;
-    return stsStatus !== undefined && stsStatus >= 400 && stsStatus < 500 ? fetchError.denied(uri, 's3', message) : fetchError.unavailable(uri, message);
+    return stsStatus !== undefined && stsStatus >= 400 && stsStatus < 500
+      ? fetchError.denied(uri, 's3', message)
+      : fetchError.unavailable(uri, message);
   }
   if (name === 'CredentialsProviderError') {
     return fetchError.denied(uri, 's3', 'no credentials: none configured and the AWS default credential chain found none');
@@ -57,10 +67,17 @@ export function translateS3Error(err: unknown, uri: URL, signal: AbortSignal): E
   if (status === 400 && name !== undefined && INVALID.has(name)) {
     return fetchError.invalid(uri, `the store rejected the request (${label(status, name)})`);
   }
-  if (name === 'TimeoutError' || code === 'ETIMEDOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'ERR_BULK_READ_TIMEOUT') {
+  if (
+    name === 'TimeoutError' ||
+    code === 'ETIMEDOUT' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT' ||
+    code === 'ERR_BULK_READ_TIMEOUT'
+  ) {
     return fetchError.unavailable(uri, 'timed out (no data from the store within the socket timeout)');
   }
-  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ERR_BULK_CONNECT_TIMEOUT') return fetchError.unavailable(uri, 'timed out connecting to the store');
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ERR_BULK_CONNECT_TIMEOUT')
+    return fetchError.unavailable(uri, 'timed out connecting to the store');
   if (status !== undefined) return fetchError.unavailable(uri, label(status, name));
   // The bulk client's own messages name no request detail.
   if (code === 'ERR_BULK_PROTOCOL' || code === 'ERR_BULK_CLOSED') return fetchError.unavailable(uri, (err as Error).message);

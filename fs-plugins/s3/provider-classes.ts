@@ -55,8 +55,10 @@ export const PROVIDER_CLASSES: Readonly<Record<string, ProviderKind>> = {
 
 /** Why a known Java class has no counterpart here (shown in the start-up error). */
 const NO_COUNTERPART: Readonly<Record<string, string>> = {
-  'com.amazonaws.auth.SystemPropertiesCredentialsProvider': 'it reads Java system properties, which a Node process does not have; use the static keys or the environment provider',
-  'software.amazon.awssdk.auth.credentials.SystemPropertyCredentialsProvider': 'it reads Java system properties, which a Node process does not have; use the static keys or the environment provider',
+  'com.amazonaws.auth.SystemPropertiesCredentialsProvider':
+    'it reads Java system properties, which a Node process does not have; use the static keys or the environment provider',
+  'software.amazon.awssdk.auth.credentials.SystemPropertyCredentialsProvider':
+    'it reads Java system properties, which a Node process does not have; use the static keys or the environment provider',
 };
 
 /** The class names of a provider list as Hadoop reads it: comma- or newline-separated, blanks ignored. */
@@ -70,6 +72,8 @@ export function providerClasses(text: string): string[] {
 /** What is wrong with one class name, or undefined when it maps to a provider. */
 export function unsupportedProvider(className: string): string | undefined {
   if (PROVIDER_CLASSES[className] !== undefined) return undefined;
-  const why = NO_COUNTERPART[className] ?? 'the gateway is not a JVM and cannot load a Java class; it maps only the AWS SDK\'s and Hadoop\'s own providers';
+  const why =
+    NO_COUNTERPART[className] ??
+    "the gateway is not a JVM and cannot load a Java class; it maps only the AWS SDK's and Hadoop's own providers";
   return `names ${className}, which has no counterpart in the gateway: ${why}. Supported: ${Object.keys(PROVIDER_CLASSES).join(', ')}`;
 }

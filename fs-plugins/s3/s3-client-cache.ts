@@ -40,7 +40,11 @@ export class S3ClientCache {
       client = this.create(target);
       this.clients.set(id, client);
       this.deps.log.debug(
-        { endpoint: target.endpoint?.origin ?? 'aws', region: target.region ?? '(default chain)', credentials: target.credentials.map(describe).join(', ') },
+        {
+          endpoint: target.endpoint?.origin ?? 'aws',
+          region: target.region ?? '(default chain)',
+          credentials: target.credentials.map(describe).join(', '),
+        },
         's3 client created',
       );
     }
@@ -78,7 +82,12 @@ export class S3ClientCache {
     if (target.endpoint) config.endpoint = target.endpoint.href.replace(/\/$/, '');
     // Without credential settings the SDK uses its default provider chain (env, SSO, web identity /
     // IRSA, profile files, process, ECS / EKS pod identity, EC2 metadata), refreshing what expires.
-    const credentials = buildCredentials(target.credentials, target.sts, { guard: this.deps.guard, log: this.deps.log, stsClients: this.stsClients, ca: this.deps.ca });
+    const credentials = buildCredentials(target.credentials, target.sts, {
+      guard: this.deps.guard,
+      log: this.deps.log,
+      stsClients: this.stsClients,
+      ca: this.deps.ca,
+    });
     // Hadoop's anonymous provider: requests go unsigned (public buckets).
     if (credentials === 'anonymous') config.signer = { sign: async (request) => request };
     else if (credentials !== undefined) config.credentials = credentials;
@@ -115,5 +124,7 @@ function cacheKey(t: BucketTarget): string {
 
 /** A link of a chain for the log: its kind, and the role it assumes (no secret). */
 function describe(source: BucketTarget['credentials'][number]): string {
-  return source.kind === 'assumed-role' ? `assumed-role ${source.role.arn} (base: ${source.base.map(describe).join(', ') || 'none'})` : source.kind;
+  return source.kind === 'assumed-role'
+    ? `assumed-role ${source.role.arn} (base: ${source.base.map(describe).join(', ') || 'none'})`
+    : source.kind;
 }

@@ -1,7 +1,17 @@
 import type { Readable } from 'node:stream';
 import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Logger } from 'pino';
-import { BulkHttpClient, discardBody, fetchError, type BulkResponse, type ConnectGuard, type FileSystem, type ObjectStat, type OpenOptions, type OpenedObject } from '../../src/plugin-kit';
+import {
+  BulkHttpClient,
+  discardBody,
+  fetchError,
+  type BulkResponse,
+  type ConnectGuard,
+  type FileSystem,
+  type ObjectStat,
+  type OpenOptions,
+  type OpenedObject,
+} from '../../src/plugin-kit';
 import { abortReason, translateS3Error } from './errors';
 import { CONNECT_TIMEOUT_MS, READ_TIMEOUT_MS } from './timeouts';
 import type { BucketTarget, S3Settings } from './bucket-settings';
@@ -43,7 +53,12 @@ export class S3FileSystem implements FileSystem {
 
   constructor(private readonly deps: S3FileSystemDeps) {
     this.clients = new S3ClientCache({ guard: deps.guard, log: deps.log, ca: deps.ca });
-    this.bulk = new BulkHttpClient({ guard: deps.guard, ca: deps.ca, connectTimeoutMs: CONNECT_TIMEOUT_MS, readTimeoutMs: READ_TIMEOUT_MS });
+    this.bulk = new BulkHttpClient({
+      guard: deps.guard,
+      ca: deps.ca,
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+      readTimeoutMs: READ_TIMEOUT_MS,
+    });
   }
 
   async stat(uri: URL, signal: AbortSignal): Promise<ObjectStat> {
@@ -57,11 +72,13 @@ export class S3FileSystem implements FileSystem {
       // S3 serves ranges of every object; each is pinned to the version, or to the ETag.
       const stat: ObjectStat = { ...toStat(out), pinnedRanges: true };
       // The whole-object MD5 check survives a parallel ranged read: the ETag is a property of the object.
-      const integrity = storeChecksum(out) ?? etagIntegrity({
-        etag: out.ETag,
-        'x-amz-server-side-encryption': out.ServerSideEncryption,
-        'x-amz-server-side-encryption-customer-algorithm': out.SSECustomerAlgorithm,
-      });
+      const integrity =
+        storeChecksum(out) ??
+        etagIntegrity({
+          etag: out.ETag,
+          'x-amz-server-side-encryption': out.ServerSideEncryption,
+          'x-amz-server-side-encryption-customer-algorithm': out.SSECustomerAlgorithm,
+        });
       if (integrity) stat.integrity = integrity;
       return stat;
     } catch (err) {
@@ -112,7 +129,14 @@ export class S3FileSystem implements FileSystem {
       // AWS S3 answers a request signed for another region than the bucket's with its region:
       // sign again for that one, as the SDK's followRegionRedirects does.
       const bucketRegion = header(headers, 'x-amz-bucket-region');
-      if (!target.endpoint && attempt === 0 && bucketRegion && /^[a-z0-9-]{1,32}$/.test(bucketRegion) && bucketRegion !== target.region && (status === 301 || status === 307 || status === 400)) {
+      if (
+        !target.endpoint &&
+        attempt === 0 &&
+        bucketRegion &&
+        /^[a-z0-9-]{1,32}$/.test(bucketRegion) &&
+        bucketRegion !== target.region &&
+        (status === 301 || status === 307 || status === 400)
+      ) {
         target = { ...target, region: bucketRegion };
         client = this.clients.get(target);
         continue;
@@ -164,7 +188,11 @@ function storeChecksum(out: HeadLike): ObjectStat['integrity'] {
 function etagIntegrity(headers: Headers): ObjectStat['integrity'] {
   const etag = header(headers, 'etag')?.replace(/^(W\/)?"|"$/g, '');
   if (!etag || !/^[0-9a-f]{32}$/i.test(etag)) return undefined;
-  if (header(headers, 'x-amz-server-side-encryption-customer-algorithm') || header(headers, 'x-amz-server-side-encryption')?.startsWith('aws:kms')) return undefined;
+  if (
+    header(headers, 'x-amz-server-side-encryption-customer-algorithm') ||
+    header(headers, 'x-amz-server-side-encryption')?.startsWith('aws:kms')
+  )
+    return undefined;
   return { algorithm: 'md5', expected: etag.toLowerCase() };
 }
 

@@ -60,74 +60,106 @@ function s3aSetting(spec: SettingSpec): S3aSetting {
 /** The S3A settings the plugin reads besides its original `s3.*` options. */
 export const s3a = {
   accessKey: s3aSetting({
-    suffix: 'access.key', type: 'string', sensitive: true, flinkKeys: ['s3.access-key'],
+    suffix: 'access.key',
+    type: 'string',
+    sensitive: true,
+    flinkKeys: ['s3.access-key'],
     declaredElsewhere: ['s3.access-key', 'fs.s3a.bucket.<bucket>.access.key'],
-    description: 'Access key id (static credentials, Hadoop\'s SimpleAWSCredentialsProvider).',
+    description: "Access key id (static credentials, Hadoop's SimpleAWSCredentialsProvider).",
   }),
   secretKey: s3aSetting({
-    suffix: 'secret.key', type: 'string', sensitive: true, flinkKeys: ['s3.secret-key'],
+    suffix: 'secret.key',
+    type: 'string',
+    sensitive: true,
+    flinkKeys: ['s3.secret-key'],
     declaredElsewhere: ['s3.secret-key', 'fs.s3a.bucket.<bucket>.secret.key'],
     description: 'Secret access key paired with the access key id.',
   }),
   sessionToken: s3aSetting({
-    suffix: 'session.token', type: 'string', sensitive: true,
-    description: 'Session token that goes with a temporary access key pair (Hadoop\'s TemporaryAWSCredentialsProvider).',
+    suffix: 'session.token',
+    type: 'string',
+    sensitive: true,
+    description: "Session token that goes with a temporary access key pair (Hadoop's TemporaryAWSCredentialsProvider).",
   }),
   endpoint: s3aSetting({
-    suffix: 'endpoint', type: 'string', declaredElsewhere: ['s3.endpoint', 'fs.s3a.bucket.<bucket>.endpoint'],
-    description: 'Endpoint of the store: a URL, or a bare host[:port] as Hadoop allows (https unless fs.s3a.connection.ssl.enabled is false).',
+    suffix: 'endpoint',
+    type: 'string',
+    declaredElsewhere: ['s3.endpoint', 'fs.s3a.bucket.<bucket>.endpoint'],
+    description:
+      'Endpoint of the store: a URL, or a bare host[:port] as Hadoop allows (https unless fs.s3a.connection.ssl.enabled is false).',
   }),
   pathStyle: s3aSetting({
-    suffix: 'path.style.access', type: 'boolean', declaredElsewhere: ['s3.path.style.access'],
+    suffix: 'path.style.access',
+    type: 'boolean',
+    declaredElsewhere: ['s3.path.style.access'],
     description: 'Path-style addressing (<endpoint>/<bucket>/<key>).',
   }),
   region: s3aSetting({
-    suffix: 'endpoint.region', type: 'string', flinkKeys: ['s3.endpoint.region', 's3.region'], declaredElsewhere: ['s3.region'],
+    suffix: 'endpoint.region',
+    type: 'string',
+    flinkKeys: ['s3.endpoint.region', 's3.region'],
+    declaredElsewhere: ['s3.region'],
     description: 'Signing region of the S3 endpoint (SigV4 credential scope).',
   }),
   ssl: s3aSetting({
-    suffix: 'connection.ssl.enabled', type: 'boolean',
-    description: 'Whether an endpoint given without a scheme (and AWS S3 itself) is reached over https (default true). An endpoint URL\'s own scheme wins, with a start-up warning when they disagree.',
+    suffix: 'connection.ssl.enabled',
+    type: 'boolean',
+    description:
+      "Whether an endpoint given without a scheme (and AWS S3 itself) is reached over https (default true). An endpoint URL's own scheme wins, with a start-up warning when they disagree.",
   }),
   provider: s3aSetting({
-    suffix: 'aws.credentials.provider', type: 'string',
+    suffix: 'aws.credentials.provider',
+    type: 'string',
     description:
-      'Comma-separated Java class names of AWS credential providers, tried in order, each mapped to the AWS SDK for JavaScript\'s provider that does the same ' +
+      "Comma-separated Java class names of AWS credential providers, tried in order, each mapped to the AWS SDK for JavaScript's provider that does the same " +
       '(the list is in the README\'s "Remote jars" section). A class with no counterpart fails start-up naming this key. ' +
       'Unset: static keys when set, else an assumed role when fs.s3a.assumed.role.arn is set, else the AWS default credential chain.',
   }),
   roleArn: s3aSetting({
-    suffix: 'assumed.role.arn', type: 'string',
+    suffix: 'assumed.role.arn',
+    type: 'string',
     description:
-      'IAM role to assume with STS AssumeRole for reading (Hadoop\'s AssumedRoleCredentialProvider). Used when the provider list names ' +
+      "IAM role to assume with STS AssumeRole for reading (Hadoop's AssumedRoleCredentialProvider). Used when the provider list names " +
       'org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider, or is unset; the base credentials come from fs.s3a.assumed.role.credentials.provider.',
   }),
   roleSessionName: s3aSetting({
-    suffix: 'assumed.role.session.name', type: 'string',
+    suffix: 'assumed.role.session.name',
+    type: 'string',
     description: 'RoleSessionName of the assumed role (shows in CloudTrail). Default flink-jar-gateway.',
   }),
   roleDuration: s3aSetting({
-    suffix: 'assumed.role.session.duration', type: 'duration', min: 900_000, max: 43_200_000,
-    description: 'DurationSeconds of the assumed-role session (15 min to 12 h, at most the role\'s maximum session duration). Default 30 min, as Hadoop; it is renewed 5 min before it ends.',
+    suffix: 'assumed.role.session.duration',
+    type: 'duration',
+    min: 900_000,
+    max: 43_200_000,
+    description:
+      "DurationSeconds of the assumed-role session (15 min to 12 h, at most the role's maximum session duration). Default 30 min, as Hadoop; it is renewed 5 min before it ends.",
   }),
   roleExternalId: s3aSetting({
-    suffix: 'assumed.role.external.id', type: 'string', sensitive: true,
+    suffix: 'assumed.role.external.id',
+    type: 'string',
+    sensitive: true,
     description: 'ExternalId sent with AssumeRole, for roles whose trust policy requires one (sts:ExternalId).',
   }),
   rolePolicy: s3aSetting({
-    suffix: 'assumed.role.policy', type: 'string',
-    description: 'A JSON session policy sent with AssumeRole, narrowing the role\'s permissions for the session.',
+    suffix: 'assumed.role.policy',
+    type: 'string',
+    description: "A JSON session policy sent with AssumeRole, narrowing the role's permissions for the session.",
   }),
   stsEndpoint: s3aSetting({
-    suffix: 'assumed.role.sts.endpoint', type: 'string',
-    description: 'STS endpoint for AssumeRole and AssumeRoleWithWebIdentity (URL or bare host, https unless it is a URL that says otherwise). Default: STS of the region below. A private endpoint must be listed in gateway.artifacts.restricted-hosts.allowed.',
+    suffix: 'assumed.role.sts.endpoint',
+    type: 'string',
+    description:
+      'STS endpoint for AssumeRole and AssumeRoleWithWebIdentity (URL or bare host, https unless it is a URL that says otherwise). Default: STS of the region below. A private endpoint must be listed in gateway.artifacts.restricted-hosts.allowed.',
   }),
   stsRegion: s3aSetting({
-    suffix: 'assumed.role.sts.endpoint.region', type: 'string',
+    suffix: 'assumed.role.sts.endpoint.region',
+    type: 'string',
     description: 'Signing region of the STS endpoint. Default: AWS_REGION, else us-east-1.',
   }),
   roleBaseProvider: s3aSetting({
-    suffix: 'assumed.role.credentials.provider', type: 'string',
+    suffix: 'assumed.role.credentials.provider',
+    type: 'string',
     description:
       'Credential providers (Java class names, as fs.s3a.aws.credentials.provider) that sign the STS AssumeRole call. Unset: the static keys when set, ' +
       'else the AWS default credential chain (environment, web identity token file / IRSA, EKS pod identity, profile, instance role).',
@@ -168,7 +200,11 @@ export function bucketKey(key: string): { bucket: string; suffix: string } | und
 
 /** A setting's value for `bucket` (undefined: for no bucket, the global value) and the key it came from. */
 export function readS3a(config: Configuration, setting: S3aSetting, bucket?: string): { key: string; value: unknown } | undefined {
-  const keys = [...(bucket !== undefined ? [`fs.s3a.bucket.${bucket}.${setting.suffix}`] : []), `fs.s3a.${setting.suffix}`, ...setting.flinkKeys];
+  const keys = [
+    ...(bucket !== undefined ? [`fs.s3a.bucket.${bucket}.${setting.suffix}`] : []),
+    `fs.s3a.${setting.suffix}`,
+    ...setting.flinkKeys,
+  ];
   for (const key of keys) {
     const value = config.value(key);
     if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) continue;
@@ -179,5 +215,12 @@ export function readS3a(config: Configuration, setting: S3aSetting, bucket?: str
 
 /** Every bucket that has at least one per-bucket key. */
 export function configuredBuckets(config: Configuration): string[] {
-  return [...new Set(config.keys().map((k) => bucketKey(k)?.bucket).filter((b): b is string => b !== undefined))];
+  return [
+    ...new Set(
+      config
+        .keys()
+        .map((k) => bucketKey(k)?.bucket)
+        .filter((b): b is string => b !== undefined),
+    ),
+  ];
 }

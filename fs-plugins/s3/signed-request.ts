@@ -1,4 +1,10 @@
-import { GetObjectCommand, type GetObjectCommandInput, type S3Client, type ServiceInputTypes, type ServiceOutputTypes } from '@aws-sdk/client-s3';
+import {
+  GetObjectCommand,
+  type GetObjectCommandInput,
+  type S3Client,
+  type ServiceInputTypes,
+  type ServiceOutputTypes,
+} from '@aws-sdk/client-s3';
 import type { FinalizeRequestMiddleware } from '@smithy/types';
 
 /** A signed request, ready to send as is. */

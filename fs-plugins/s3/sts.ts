@@ -1,7 +1,13 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { AssumeRoleCommand, AssumeRoleWithWebIdentityCommand, GetSessionTokenCommand, STSClient, type Credentials } from '@aws-sdk/client-sts';
+import {
+  AssumeRoleCommand,
+  AssumeRoleWithWebIdentityCommand,
+  GetSessionTokenCommand,
+  STSClient,
+  type Credentials,
+} from '@aws-sdk/client-sts';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { displayUrl, trustedCa } from '../../src/plugin-kit';
@@ -83,7 +89,13 @@ export class Sts {
   assumeRole(roleArn: string, sessionName: string, durationSeconds: number, extras: AssumeRoleExtras = {}): Promise<SessionCredentials> {
     return this.call(
       'AssumeRole',
-      new AssumeRoleCommand({ RoleArn: roleArn, RoleSessionName: sessionName, DurationSeconds: durationSeconds, ExternalId: extras.externalId, Policy: extras.policy }),
+      new AssumeRoleCommand({
+        RoleArn: roleArn,
+        RoleSessionName: sessionName,
+        DurationSeconds: durationSeconds,
+        ExternalId: extras.externalId,
+        Policy: extras.policy,
+      }),
     );
   }
 
@@ -91,7 +103,12 @@ export class Sts {
   assumeRoleWithWebIdentity(roleArn: string, sessionName: string, token: string, durationSeconds?: number): Promise<SessionCredentials> {
     return this.call(
       'AssumeRoleWithWebIdentity',
-      new AssumeRoleWithWebIdentityCommand({ RoleArn: roleArn, RoleSessionName: sessionName, WebIdentityToken: token, DurationSeconds: durationSeconds }),
+      new AssumeRoleWithWebIdentityCommand({
+        RoleArn: roleArn,
+        RoleSessionName: sessionName,
+        WebIdentityToken: token,
+        DurationSeconds: durationSeconds,
+      }),
     );
   }
 
@@ -101,7 +118,10 @@ export class Sts {
     this.client.destroy();
   }
 
-  private async call(action: string, command: GetSessionTokenCommand | AssumeRoleCommand | AssumeRoleWithWebIdentityCommand): Promise<SessionCredentials> {
+  private async call(
+    action: string,
+    command: GetSessionTokenCommand | AssumeRoleCommand | AssumeRoleWithWebIdentityCommand,
+  ): Promise<SessionCredentials> {
     const abortSignal = AbortSignal.any([this.controller.signal, AbortSignal.timeout(this.o.timeoutMs)]);
     let creds: Credentials | undefined;
     let status: number | undefined;
@@ -133,7 +153,10 @@ export class Sts {
       const message = e.message && e.message !== 'UnknownError' ? `: ${e.message}` : '';
       return new StsRequestError(`STS ${action} at ${this.where} answered HTTP ${status} ${e.name}${message}`, status, e.name);
     }
-    const reason = e.name === 'TimeoutError' || e.name === 'AbortError' ? `no answer within ${this.o.timeoutMs} ms` : [e.code, e.message].filter(Boolean).join(' ');
+    const reason =
+      e.name === 'TimeoutError' || e.name === 'AbortError'
+        ? `no answer within ${this.o.timeoutMs} ms`
+        : [e.code, e.message].filter(Boolean).join(' ');
     return new StsRequestError(`STS ${action} at ${this.where} failed: ${reason}`);
   }
 }

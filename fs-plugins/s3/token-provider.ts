@@ -37,7 +37,7 @@ export const s3ProviderOptionDefs = {
     // there is no reason to print it.
     sensitive: true,
     section: SECTION,
-    description: 'Access key id of the cluster\'s long-lived IAM user. With `secret-key` it activates the provider.',
+    description: "Access key id of the cluster's long-lived IAM user. With `secret-key` it activates the provider.",
   },
   secretKey: {
     key: providerKey(NAME, 'secret-key'),
@@ -52,7 +52,7 @@ export const s3ProviderOptionDefs = {
     default: false,
     section: SECTION,
     description:
-      'Sign the STS calls with the AWS default credential chain of the gateway\'s process (environment, IRSA web identity, EKS pod identity, ' +
+      "Sign the STS calls with the AWS default credential chain of the gateway's process (environment, IRSA web identity, EKS pod identity, " +
       'the instance profile) instead of `access-key`/`secret-key`, and activate the provider with it. Only jobs that name a role get credentials ' +
       'then (AssumeRole): GetSessionToken, the cluster session of jobs without a role, needs a long-lived IAM user key, so those jobs get no AWS ' +
       'credentials from this provider. Not together with `access-key`/`secret-key`.',
@@ -86,7 +86,7 @@ export const s3ProviderOptionDefs = {
     max: 129_600_000,
     section: SECTION,
     description:
-      'Requested lifetime of the session credentials (STS `DurationSeconds`). AssumeRole fails above the role\'s maximum session ' +
+      "Requested lifetime of the session credentials (STS `DurationSeconds`). AssumeRole fails above the role's maximum session " +
       'duration (1 h unless raised); root-account sessions are capped at 1 h.',
   },
   timeout: providerTimeoutOption(NAME, 'one STS call'),
@@ -97,14 +97,19 @@ export const s3ProviderOptions: OptionDef[] = Object.values(s3ProviderOptionDefs
 
 /** The IAM user's key pair is set as a whole or not at all. */
 export const s3ProviderRules: readonly ConfigRule[] = [
-  allOrNoneRule([s3ProviderOptionDefs.accessKey, s3ProviderOptionDefs.secretKey], 'the IAM user\'s key pair'),
+  allOrNoneRule([s3ProviderOptionDefs.accessKey, s3ProviderOptionDefs.secretKey], "the IAM user's key pair"),
   {
     keys: [s3ProviderOptionDefs.useDefaultCredentials.key, s3ProviderOptionDefs.accessKey.key],
-    description: 'the default credential chain or the IAM user\'s key pair, not both.',
+    description: "the default credential chain or the IAM user's key pair, not both.",
     check(config) {
       const chain = config.getOptional(s3ProviderOptionDefs.useDefaultCredentials) === true;
       return chain && config.getOptional(s3ProviderOptionDefs.accessKey) !== undefined
-        ? [{ key: s3ProviderOptionDefs.useDefaultCredentials.key, message: `is true while ${s3ProviderOptionDefs.accessKey.key} is set: use one of them` }]
+        ? [
+            {
+              key: s3ProviderOptionDefs.useDefaultCredentials.key,
+              message: `is true while ${s3ProviderOptionDefs.accessKey.key} is set: use one of them`,
+            },
+          ]
         : [];
     },
   },
@@ -212,7 +217,10 @@ export class S3DelegationTokenProvider extends JobScopedProvider<JobState, Setti
     const entries = await Promise.all(
       served.map(async ([jobId, state]): Promise<[string, S3JobCredentials]> => {
         if (state.roleArn === undefined) return [jobId, toJson(await session!)];
-        const c = await withContext(s.sts.assumeRole(state.roleArn, sessionName(jobId), s.durationSeconds), `AssumeRole of '${state.roleArn}' for job ${jobId}`);
+        const c = await withContext(
+          s.sts.assumeRole(state.roleArn, sessionName(jobId), s.durationSeconds),
+          `AssumeRole of '${state.roleArn}' for job ${jobId}`,
+        );
         return [jobId, { ...toJson(c), roleArn: state.roleArn }];
       }),
     );

@@ -130,16 +130,20 @@ export class ArtifactFetcher {
     }
   }
 
-  private audit(subject: (AuditSubject & { jobId?: string }) | undefined, record: Omit<Parameters<AuditLog['fetch']>[0], 'principal' | 'reqId'>): void {
+  private audit(
+    subject: (AuditSubject & { jobId?: string }) | undefined,
+    record: Omit<Parameters<AuditLog['fetch']>[0], 'principal' | 'reqId'>,
+  ): void {
     if (!this.o.audit || !subject) return;
-    this.o.audit.fetch({ principal: subject.principal, reqId: subject.reqId, ...(subject.jobId ? { jobId: subject.jobId } : {}), ...record });
+    this.o.audit.fetch({
+      principal: subject.principal,
+      reqId: subject.reqId,
+      ...(subject.jobId ? { jobId: subject.jobId } : {}),
+      ...record,
+    });
   }
 
-  private async fetchChecked(
-    rawUri: string,
-    opts: FetchOptions,
-    verdicts: Record<string, string>,
-  ): Promise<FetchedJar> {
+  private async fetchChecked(rawUri: string, opts: FetchOptions, verdicts: Record<string, string>): Promise<FetchedJar> {
     const uri = checkUri(rawUri, this.o.allowedSchemes, this.o.plugins);
     verdicts.scheme = 'allowed';
     verdicts.allowList = (this.o.allowList?.check(uri) ?? { verdict: 'not configured' }).verdict;
@@ -153,7 +157,9 @@ export class ArtifactFetcher {
     const starter = !shared;
     if (!shared) {
       const tee = opts.tee;
-      shared = this.fetchOnce(uri, key, pin, opts.log ?? this.o.log, tee && (() => tee(handoffName(uri)))).finally(() => this.inflight.delete(key));
+      shared = this.fetchOnce(uri, key, pin, opts.log ?? this.o.log, tee && (() => tee(handoffName(uri)))).finally(() =>
+        this.inflight.delete(key),
+      );
       this.inflight.set(key, shared);
     }
     let entry: Fetched;
@@ -189,7 +195,8 @@ export class ArtifactFetcher {
     const rec = this.o.progress.start(redactUri(uri));
     const pluginName = this.o.plugins.pluginFor(uri.protocol.replace(/:$/, '').toLowerCase())?.name ?? 'unknown';
     const t0 = performance.now();
-    const observe = (result: 'done' | 'cached' | 'failed', bytes: number) => this.o.onFetch?.(pluginName, result, (performance.now() - t0) / 1000, bytes);
+    const observe = (result: 'done' | 'cached' | 'failed', bytes: number) =>
+      this.o.onFetch?.(pluginName, result, (performance.now() - t0) / 1000, bytes);
     const flog = log.child({ fetchId: rec.id, uri: rec.uri });
     const timeout = AbortSignal.timeout(this.o.timeoutMs);
     const signal = this.o.shutdown ? AbortSignal.any([timeout, this.o.shutdown]) : timeout;
@@ -204,7 +211,11 @@ export class ArtifactFetcher {
         throw new GatewayError('GW_FETCH_TOO_LARGE', { uri: rec.uri, limit: this.o.maxBytes });
       }
       const cached = this.o.cache.lookup(key);
-      if (cached && (isCurrent(cached, stat) || (pin !== undefined && cached.sha256 === pin)) && (await this.o.cache.verifyBlob(cached.sha256))) {
+      if (
+        cached &&
+        (isCurrent(cached, stat) || (pin !== undefined && cached.sha256 === pin)) &&
+        (await this.o.cache.verifyBlob(cached.sha256))
+      ) {
         flog.info({ sha256: cached.sha256 }, 'jar unchanged; using the cached copy');
         this.o.progress.finish(rec, { phase: 'cached', sha256: cached.sha256 });
         observe('cached', 0);
@@ -282,7 +293,10 @@ export class ArtifactFetcher {
       // A body that ends early without a Content-Length is only caught by comparing with the size
       // the store announced before: treat it as a transient failure (retried), not as a bad jar.
       if (stat.size !== undefined && result.size !== stat.size) {
-        throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: rec.uri, detail: `the store announced ${stat.size} bytes but sent ${result.size}` });
+        throw new GatewayError('GW_FETCH_UNAVAILABLE', {
+          uri: rec.uri,
+          detail: `the store announced ${stat.size} bytes but sent ${result.size}`,
+        });
       }
       rec.phase = 'verifying';
       const problem = await zipProblem(tmp, this.o.zipLimits);
@@ -300,7 +314,17 @@ export class ArtifactFetcher {
         ...(st.lastModified !== undefined ? { lastModified: st.lastModified } : {}),
       });
       const ms = performance.now() - started;
-      log.info({ sha256: result.sha256, bytes: result.size, parts: result.parts, atOnce: result.atOnce, ms: Math.round(ms), mibPerSec: Math.round((result.size / 1048576 / (ms / 1000)) * 10) / 10 }, 'jar fetched');
+      log.info(
+        {
+          sha256: result.sha256,
+          bytes: result.size,
+          parts: result.parts,
+          atOnce: result.atOnce,
+          ms: Math.round(ms),
+          mibPerSec: Math.round((result.size / 1048576 / (ms / 1000)) * 10) / 10,
+        },
+        'jar fetched',
+      );
       return entry;
     } catch (err) {
       await unlink(tmp).catch(() => undefined); // no partial file is ever used
@@ -334,6 +358,7 @@ export class ArtifactFetcher {
 function isCurrent(cached: CacheEntry, stat: ObjectStat): boolean {
   if (stat.version !== undefined) return cached.version === stat.version;
   if (stat.etag !== undefined) return cached.etag === stat.etag;
-  if (stat.lastModified !== undefined && stat.size !== undefined) return cached.lastModified === stat.lastModified && cached.size === stat.size;
+  if (stat.lastModified !== undefined && stat.size !== undefined)
+    return cached.lastModified === stat.lastModified && cached.size === stat.size;
   return false;
 }

@@ -22,8 +22,15 @@ export const artifactRules: readonly ConfigRule[] = [
     description: 'shared-dir needs web.upload.dir when fronting an existing JobManager (the embedded cluster has its own).',
     check(config) {
       const fronting = config.getOptional(o.clusterRestUrl) !== undefined;
-      if (config.get(artifactOptions.handoff) !== 'shared-dir' || !fronting || config.getOptional(o.jobManagerUploadDir) !== undefined) return [];
-      return [{ key: artifactOptions.handoff.key, message: 'shared-dir needs web.upload.dir: set it to the JobManager\'s web.upload.dir as the gateway sees it (a shared volume), or use upload' }];
+      if (config.get(artifactOptions.handoff) !== 'shared-dir' || !fronting || config.getOptional(o.jobManagerUploadDir) !== undefined)
+        return [];
+      return [
+        {
+          key: artifactOptions.handoff.key,
+          message:
+            "shared-dir needs web.upload.dir: set it to the JobManager's web.upload.dir as the gateway sees it (a shared volume), or use upload",
+        },
+      ];
     },
   },
   caBundleRule(artifactOptions.caBundle),
@@ -32,7 +39,7 @@ export const artifactRules: readonly ConfigRule[] = [
     keys: [],
     severity: 'warning',
     description:
-      'a key of one of Flink\'s filesystems that no plugin of this gateway serves (Alibaba OSS fs.oss.*, ' +
+      "a key of one of Flink's filesystems that no plugin of this gateway serves (Alibaba OSS fs.oss.*, " +
       'Tencent COS fs.cosn.*, Huawei OBS fs.obs.*, Azure Data Lake Gen1 fs.adl.*): its jar URIs are refused, and the key is not used.',
     check(config) {
       const out: { key: string; message: string }[] = [];
@@ -40,7 +47,11 @@ export const artifactRules: readonly ConfigRule[] = [
         // A plugin that serves the scheme (a third-party one) declares its keys: those are its business.
         if (config.registry.lookup(key) !== undefined) continue;
         const fs = UNSERVED_FILESYSTEMS.find(([re]) => re.test(key));
-        if (fs) out.push({ key, message: `a Flink filesystem key for ${fs[1]}, which no plugin of this gateway serves: ${fs[1]} jar URIs are refused (GW_FETCH_SCHEME_UNSUPPORTED) and the key is not used` });
+        if (fs)
+          out.push({
+            key,
+            message: `a Flink filesystem key for ${fs[1]}, which no plugin of this gateway serves: ${fs[1]} jar URIs are refused (GW_FETCH_SCHEME_UNSUPPORTED) and the key is not used`,
+          });
       }
       return out;
     },

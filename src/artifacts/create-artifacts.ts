@@ -36,23 +36,53 @@ export async function createArtifacts(o: {
 }): Promise<ArtifactsFeature> {
   const { config, logger, resources } = o;
   const allowList = new UriAllowList(config.get(artifactOptions.allowedUris));
-  const guard = createConnectGuard({ allowList, enabled: config.get(artifactOptions.disallowRestrictedHosts), allowed: config.get(artifactOptions.restrictedHostsAllowed) });
+  const guard = createConnectGuard({
+    allowList,
+    enabled: config.get(artifactOptions.disallowRestrictedHosts),
+    allowed: config.get(artifactOptions.restrictedHostsAllowed),
+  });
   const ca = caBundleOf(config);
-  const ctxFor = (current: Configuration) => (p: FsPluginDefinition): PluginContext => ({ config: current, log: logger.child({ plugin: p.name }), guard, errors: fetchError, ...(ca ? { ca } : {}) });
+  const ctxFor =
+    (current: Configuration) =>
+    (p: FsPluginDefinition): PluginContext => ({
+      config: current,
+      log: logger.child({ plugin: p.name }),
+      guard,
+      errors: fetchError,
+      ...(ca ? { ca } : {}),
+    });
   const plugins = resources.adopt(new PluginRegistry(o.plugins, ctxFor(config)), (r) => r.close());
   for (const p of o.plugins) plugins.fileSystemFor(p.schemes[0]!);
-  const cache = new JarCache(config.get(artifactOptions.cacheDir), config.get(artifactOptions.cacheMaxSize), logger.child({ component: 'jar-cache' }));
+  const cache = new JarCache(
+    config.get(artifactOptions.cacheDir),
+    config.get(artifactOptions.cacheMaxSize),
+    logger.child({ component: 'jar-cache' }),
+  );
   await cache.init();
   const fetches = new FetchProgress();
   const slots = new FetchQueue(config.get(artifactOptions.maxConcurrentFetches), config.get(artifactOptions.fetchQueueSize));
   const shutdown = resources.adopt(new AbortController(), (c) => c.abort());
-  const fetcher = new ArtifactFetcher({ plugins, cache, slots, progress: fetches, allowList, audit: o.audit, log: logger, shutdown: shutdown.signal, ...fetchSettings(config), onFetch: o.onFetch });
+  const fetcher = new ArtifactFetcher({
+    plugins,
+    cache,
+    slots,
+    progress: fetches,
+    allowList,
+    audit: o.audit,
+    log: logger,
+    shutdown: shutdown.signal,
+    ...fetchSettings(config),
+    onFetch: o.onFetch,
+  });
   const reloadCredentials = (current: () => Configuration, dir: string) => {
     try {
       plugins.reconfigure(ctxFor(current()));
       logger.info({ dir }, 'secret files changed; filesystem plugins will use the new credentials');
     } catch (err) {
-      logger.error({ dir, err: (err as Error).message }, 'secret files changed but the configuration is invalid; keeping the previous credentials');
+      logger.error(
+        { dir, err: (err as Error).message },
+        'secret files changed but the configuration is invalid; keeping the previous credentials',
+      );
     }
   };
   return { plugins, cache, fetches, slots, fetcher, reloadCredentials };

@@ -5,7 +5,10 @@ export class FetchQueue {
   private active = 0;
   private readonly waiting: (() => void)[] = [];
 
-  constructor(private readonly max: number, private readonly queueLimit: number) {}
+  constructor(
+    private readonly max: number,
+    private readonly queueLimit: number,
+  ) {}
 
   async acquire(): Promise<() => void> {
     if (this.active >= this.max) {
@@ -23,7 +26,8 @@ export class FetchQueue {
       if (released) return;
       released = true;
       const next = this.waiting.shift();
-      if (next) next(); // the slot passes directly to the next waiter
+      if (next)
+        next(); // the slot passes directly to the next waiter
       else this.active--;
     };
   }

@@ -165,7 +165,10 @@ export class JarCache {
    * kept content-addressed like a download: an unchanged set is not built again. The result is
    * held until `release` is called.
    */
-  async derived(key: string, build: (tmpFile: string) => Promise<{ sha256: string; size: number }>): Promise<{ path: string; sha256: string; release: () => void }> {
+  async derived(
+    key: string,
+    build: (tmpFile: string) => Promise<{ sha256: string; size: number }>,
+  ): Promise<{ path: string; sha256: string; release: () => void }> {
     const existing = this.lookup(key);
     if (existing && (await this.verifyBlob(existing.sha256))) {
       return { path: this.blobPath(existing.sha256), sha256: existing.sha256, release: this.hold(existing.sha256) };

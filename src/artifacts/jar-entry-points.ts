@@ -60,7 +60,10 @@ export function walkJar(path: string, limits: ZipLimits): Promise<JarEntryPoints
           stream.on('data', (c: Buffer) => chunks.push(c));
           stream.on('error', (se: Error) => {
             zip.close();
-            resolve({ reason: `the manifest does not inflate to its declared ${entry.uncompressedSize} bytes (${se.message})`, limit: 'gateway.artifacts.max-manifest-size' });
+            resolve({
+              reason: `the manifest does not inflate to its declared ${entry.uncompressedSize} bytes (${se.message})`,
+              limit: 'gateway.artifacts.max-manifest-size',
+            });
           });
           stream.on('end', () => {
             manifest = Buffer.concat(chunks).toString('utf8');

@@ -57,7 +57,8 @@ export class JarInspector extends Transform {
     if (this.digest === undefined) throw new Error('JarInspector.verdict: no digest (the inspector was built without hashing)');
     const base = { sha256: this.digest, size: this.bytes };
     if (this.bytes === 0) return { ...base, ok: false, reason: 'the file is empty' };
-    if (!this.head.equals(LOCAL_HEADER)) return { ...base, ok: false, reason: 'it does not start with a zip local file header (PK\\x03\\x04)' };
+    if (!this.head.equals(LOCAL_HEADER))
+      return { ...base, ok: false, reason: 'it does not start with a zip local file header (PK\\x03\\x04)' };
     const end = readZipEnd(Buffer.concat(this.tailChunks).subarray(-ZIP_TAIL), this.bytes, this.limits);
     if ('reason' in end) return { ...base, ok: false, ...end };
     if (end.entries === 0) return { ...base, ok: false, reason: 'the zip has no entries' };

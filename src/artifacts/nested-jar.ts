@@ -26,7 +26,11 @@ const ZIP64_LOCATOR_SIG = 0x07064b50;
  * the old central directory records plus the new ones and a new end record. Resolves to the output's
  * SHA-256. Zip64 job jars are refused (a plain zip holds 65535 entries and 4 GiB).
  */
-export async function nestArtifacts(jobJar: string, artifacts: readonly NestedArtifact[], out: string): Promise<{ sha256: string; size: number }> {
+export async function nestArtifacts(
+  jobJar: string,
+  artifacts: readonly NestedArtifact[],
+  out: string,
+): Promise<{ sha256: string; size: number }> {
   const end = await readEnd(jobJar);
   const hash = createHash('sha256');
   const file = createWriteStream(out, { flags: 'wx', mode: 0o600 });
@@ -80,7 +84,8 @@ export async function nestArtifacts(jobJar: string, artifacts: readonly NestedAr
     for (const r of records) await write(r);
     const cdSize = end.cdSize + records.reduce((n, r) => n + r.length, 0);
     const entries = end.entries + artifacts.length;
-    if (entries > 0xffff || written > 0xffffffff) throw new Error('the jar with its artifacts would need zip64, which nesting does not write');
+    if (entries > 0xffff || written > 0xffffffff)
+      throw new Error('the jar with its artifacts would need zip64, which nesting does not write');
     const eocd = Buffer.alloc(EOCD_LEN);
     eocd.writeUInt32LE(EOCD_SIG, 0);
     eocd.writeUInt16LE(entries, 8);
@@ -98,7 +103,10 @@ export async function nestArtifacts(jobJar: string, artifacts: readonly NestedAr
 
 /** A file name for lib/: the artifact's own base name, made safe; prefixed by its position to stay unique. */
 export function libName(index: number, uriPath: string): string {
-  const base = basename(uriPath).replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '') || 'artifact.jar';
+  const base =
+    basename(uriPath)
+      .replace(/[^A-Za-z0-9._-]/g, '_')
+      .replace(/^\.+/, '') || 'artifact.jar';
   return `${String(index).padStart(2, '0')}-${base.endsWith('.jar') ? base : `${base}.jar`}`;
 }
 
@@ -120,13 +128,14 @@ async function readEnd(path: string): Promise<End> {
     await fh.read(tail, 0, tailLen, total - tailLen);
     for (let i = tail.length - EOCD_LEN; i >= 0; i--) {
       if (tail.readUInt32LE(i) !== EOCD_SIG || tail.readUInt16LE(i + 20) !== tail.length - i - EOCD_LEN) continue;
-      if (i >= 20 && tail.readUInt32LE(i - 20) === ZIP64_LOCATOR_SIG) throw new Error('the job jar is a zip64 file; nesting artifacts into it is not supported');
+      if (i >= 20 && tail.readUInt32LE(i - 20) === ZIP64_LOCATOR_SIG)
+        throw new Error('the job jar is a zip64 file; nesting artifacts into it is not supported');
       const entries = tail.readUInt16LE(i + 10);
       const cdSize = tail.readUInt32LE(i + 12);
       const cdOffset = tail.readUInt32LE(i + 16);
       const eocdAt = total - tailLen + i;
       const cdStart = eocdAt - cdSize;
-      if (cdStart < 0) throw new Error('the job jar\'s central directory does not fit the file');
+      if (cdStart < 0) throw new Error("the job jar's central directory does not fit the file");
       return { entries, cdSize, cdStart, locpos: cdStart - cdOffset };
     }
     throw new Error('the job jar has no zip end record');

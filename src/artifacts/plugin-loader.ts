@@ -36,7 +36,18 @@ const MANIFEST = 'manifest.json';
 const NAME = /^[a-z0-9][a-z0-9._-]*$/;
 // RFC 3986 scheme syntax, lower-case only: the registry looks schemes up as `URL.protocol` gives them.
 const SCHEME = /^[a-z][a-z0-9+.-]*$/;
-const OPTION_TYPES: Record<OptionType, true> = { string: true, int: true, double: true, boolean: true, duration: true, memory: true, map: true, list: true, enum: true, url: true };
+const OPTION_TYPES: Record<OptionType, true> = {
+  string: true,
+  int: true,
+  double: true,
+  boolean: true,
+  duration: true,
+  memory: true,
+  map: true,
+  list: true,
+  enum: true,
+  url: true,
+};
 
 /**
  * Loads every third-party filesystem plugin under `dir` (the value of `gateway.plugins.dir`): each
@@ -54,7 +65,9 @@ export function loadThirdPartyPlugins(dir: string, options: LoadOptions = {}): F
     throw new PluginLoadError(`cannot read the plugins directory ${root}, set in gateway.plugins.dir (${errnoText(err)})`, { cause: err });
   }
   if (names.includes(MANIFEST)) {
-    throw new PluginLoadError(`${root} holds a ${MANIFEST} itself: gateway.plugins.dir must be the directory that contains the plugin folders, not a plugin folder`);
+    throw new PluginLoadError(
+      `${root} holds a ${MANIFEST} itself: gateway.plugins.dir must be the directory that contains the plugin folders, not a plugin folder`,
+    );
   }
   const builtins = options.builtins ?? [];
   const byScheme = new Map<string, string>(builtins.flatMap((p) => p.schemes.map((s) => [s, `the built-in plugin '${p.name}'`] as const)));
@@ -70,11 +83,15 @@ export function loadThirdPartyPlugins(dir: string, options: LoadOptions = {}): F
     if (nameOwner) throw new PluginLoadError(`${where}: the name '${plugin.name}' is already taken by ${nameOwner}; rename the plugin`);
     for (const scheme of plugin.schemes) {
       const owner = byScheme.get(scheme);
-      if (owner) throw new PluginLoadError(`${where} claims the scheme '${scheme}', which ${owner} already serves; each scheme has one plugin`);
+      if (owner)
+        throw new PluginLoadError(`${where} claims the scheme '${scheme}', which ${owner} already serves; each scheme has one plugin`);
     }
     for (const opt of plugin.options) {
       const owner = optionKeys.get(opt.key);
-      if (owner) throw new PluginLoadError(`${where} declares the option ${opt.key}, which ${owner} already declares; prefix its options with the plugin name`);
+      if (owner)
+        throw new PluginLoadError(
+          `${where} declares the option ${opt.key}, which ${owner} already declares; prefix its options with the plugin name`,
+        );
     }
     byName.set(plugin.name, `the plugin in ${folder}`);
     for (const scheme of plugin.schemes) byScheme.set(scheme, `the plugin '${plugin.name}' in ${folder}`);
@@ -88,7 +105,9 @@ export function loadThirdPartyPlugins(dir: string, options: LoadOptions = {}): F
 function loadPlugin(folder: string): FsPluginDefinition {
   const manifestPath = join(folder, MANIFEST);
   if (!existsSync(manifestPath)) {
-    throw new PluginLoadError(`the plugin folder ${folder} has no ${MANIFEST} (every sub-folder of gateway.plugins.dir must be a plugin; move other folders elsewhere)`);
+    throw new PluginLoadError(
+      `the plugin folder ${folder} has no ${MANIFEST} (every sub-folder of gateway.plugins.dir must be a plugin; move other folders elsewhere)`,
+    );
   }
   let json: unknown;
   try {
@@ -130,12 +149,15 @@ function checkManifest(json: unknown, folder: string): PluginManifest {
     problems.push('"schemes" must be a non-empty array of URI schemes');
   } else {
     for (const s of m.schemes) {
-      if (typeof s !== 'string' || !SCHEME.test(s)) problems.push(`scheme ${JSON.stringify(s)} is not a lower-case URI scheme (e.g. "myfs")`);
+      if (typeof s !== 'string' || !SCHEME.test(s))
+        problems.push(`scheme ${JSON.stringify(s)} is not a lower-case URI scheme (e.g. "myfs")`);
     }
     if (new Set(m.schemes).size !== m.schemes.length) problems.push('"schemes" lists a scheme twice');
   }
-  if (typeof m.entry !== 'string' || m.entry.trim() === '') problems.push('"entry" must be the path of the plugin module, relative to the plugin folder');
-  if (!Number.isInteger(m.contractVersion)) problems.push(`"contractVersion" must be an integer (this gateway supports ${PLUGIN_CONTRACT_VERSION})`);
+  if (typeof m.entry !== 'string' || m.entry.trim() === '')
+    problems.push('"entry" must be the path of the plugin module, relative to the plugin folder');
+  if (!Number.isInteger(m.contractVersion))
+    problems.push(`"contractVersion" must be an integer (this gateway supports ${PLUGIN_CONTRACT_VERSION})`);
   if (problems.length > 0) throw new PluginLoadError(`${at} is invalid: ${problems.join('; ')}`);
   return m as unknown as PluginManifest;
 }
@@ -154,7 +176,8 @@ function resolveEntry(folder: string, entry: string, where: string): string {
   } catch (err) {
     throw new PluginLoadError(`${where}: the entry '${entry}' does not exist (${errnoText(err)})`, { cause: err });
   }
-  if (escapes(realpathSync(folder), real)) throw new PluginLoadError(`${where}: the entry '${entry}' is a link leading outside the plugin folder`);
+  if (escapes(realpathSync(folder), real))
+    throw new PluginLoadError(`${where}: the entry '${entry}' is a link leading outside the plugin folder`);
   if (!statSync(real).isFile()) throw new PluginLoadError(`${where}: the entry '${entry}' is not a file`);
   return real;
 }
@@ -162,7 +185,9 @@ function resolveEntry(folder: string, entry: string, where: string): string {
 /** What is wrong with an exported definition, phrased to follow "<entry> ...". */
 function checkDefinition(def: unknown, manifest: PluginManifest): string[] {
   if (def === null || typeof def !== 'object') {
-    return ['exports no plugin definition: export it as `plugin` (module.exports.plugin = { name, schemes, options, create }) or as `default`'];
+    return [
+      'exports no plugin definition: export it as `plugin` (module.exports.plugin = { name, schemes, options, create }) or as `default`',
+    ];
   }
   const d = def as Record<string, unknown>;
   const problems: string[] = [];
@@ -179,8 +204,10 @@ function checkDefinition(def: unknown, manifest: PluginManifest): string[] {
       const opt = o as Record<string, unknown> | null;
       const key = typeof opt?.key === 'string' && opt.key !== '' ? opt.key : undefined;
       if (!key) problems.push(`declares an option without a key: ${JSON.stringify(o)}`);
-      else if (typeof opt?.type !== 'string' || !(opt.type in OPTION_TYPES)) problems.push(`declares the option ${key} with an unknown type ${JSON.stringify(opt?.type)}`);
-      else if (typeof opt.description !== 'string' || typeof opt.section !== 'string') problems.push(`declares the option ${key} without a description and section (both are shown in --help and the docs)`);
+      else if (typeof opt?.type !== 'string' || !(opt.type in OPTION_TYPES))
+        problems.push(`declares the option ${key} with an unknown type ${JSON.stringify(opt?.type)}`);
+      else if (typeof opt.description !== 'string' || typeof opt.section !== 'string')
+        problems.push(`declares the option ${key} without a description and section (both are shown in --help and the docs)`);
     }
   }
   return problems;

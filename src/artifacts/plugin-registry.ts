@@ -8,7 +8,10 @@ export class PluginRegistry {
   private readonly bySchemes = new Map<string, FsPluginDefinition>();
   private readonly instances = new Map<string, FileSystem>();
 
-  constructor(readonly plugins: readonly FsPluginDefinition[], private ctxFor: (plugin: FsPluginDefinition) => PluginContext) {
+  constructor(
+    readonly plugins: readonly FsPluginDefinition[],
+    private ctxFor: (plugin: FsPluginDefinition) => PluginContext,
+  ) {
     for (const p of plugins) {
       for (const scheme of p.schemes) {
         const other = this.bySchemes.get(scheme);

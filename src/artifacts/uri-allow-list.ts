@@ -62,7 +62,8 @@ function partsOf(uri: URL): { scheme: string; authority: string; path: string | 
 
 export function parseRule(entry: string): Rule {
   const m = ENTRY.exec(entry.trim());
-  if (!m) throw new Error(`'${entry}' is not a URI prefix or pattern (expected e.g. s3://bucket/jobs/ or https://*.example.com/releases/**.jar)`);
+  if (!m)
+    throw new Error(`'${entry}' is not a URI prefix or pattern (expected e.g. s3://bucket/jobs/ or https://*.example.com/releases/**.jar)`);
   // Normalise the literal parts the way a submitted URI will be (host case, default port, dot
   // segments); '*' survives the parser in hosts and paths of these schemes.
   let parsed: URL;
@@ -94,7 +95,10 @@ export class UriAllowList {
 
   /** Throws on the first malformed entry (start-up fails with the key named by the caller). */
   constructor(entries: readonly string[]) {
-    this.rules = entries.map((e) => e.trim()).filter(Boolean).map(parseRule);
+    this.rules = entries
+      .map((e) => e.trim())
+      .filter(Boolean)
+      .map(parseRule);
   }
 
   get configured(): boolean {

@@ -39,7 +39,9 @@ export function checkUri(raw: string, allowedSchemes: readonly string[], plugins
       scheme,
       uri: redactUri(uri),
       schemes: enabled.join(', ') || '(none)',
-      hint: HINTS[scheme] ?? (plugins.pluginFor(scheme) ? `Add ${scheme} to gateway.artifacts.allowed-schemes to allow it.` : 'No filesystem plugin serves it.'),
+      hint:
+        HINTS[scheme] ??
+        (plugins.pluginFor(scheme) ? `Add ${scheme} to gateway.artifacts.allowed-schemes to allow it.` : 'No filesystem plugin serves it.'),
     });
   }
   if (uri.pathname === '' || uri.pathname === '/' || uri.pathname.endsWith('/')) {
@@ -56,7 +58,11 @@ export function handoffName(uri: URL): string {
   } catch {
     /* keep the raw segment */
   }
-  let name = segment.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '').slice(0, 200) || 'job';
+  let name =
+    segment
+      .replace(/[^A-Za-z0-9._-]/g, '_')
+      .replace(/^\.+/, '')
+      .slice(0, 200) || 'job';
   if (!name.endsWith('.jar')) name += '.jar';
   return name;
 }

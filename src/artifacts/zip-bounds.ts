@@ -81,11 +81,17 @@ export function readZipEnd(tail: Buffer, total: number, limits: ZipLimits): ZipE
   }
   if (entries > limits.maxEntries) {
     const key = artifactOptions.maxZipEntries.key;
-    return { limit: key, reason: `its central directory declares ${entries} entries, more than ${key} (${limits.maxEntries}); if the jar is genuine, raise ${key}` };
+    return {
+      limit: key,
+      reason: `its central directory declares ${entries} entries, more than ${key} (${limits.maxEntries}); if the jar is genuine, raise ${key}`,
+    };
   }
   if (cdSize > limits.maxCentralDirectorySize) {
     const key = artifactOptions.maxCentralDirectorySize.key;
-    return { limit: key, reason: `its central directory is ${cdSize} bytes, more than ${key} (${limits.maxCentralDirectorySize} bytes); if the jar is genuine, raise ${key}` };
+    return {
+      limit: key,
+      reason: `its central directory is ${cdSize} bytes, more than ${key} (${limits.maxCentralDirectorySize} bytes); if the jar is genuine, raise ${key}`,
+    };
   }
   return { entries: tail.readUInt16LE(found[0]! + 10), cdStart: Math.max(0, cdStart) };
 }
@@ -96,12 +102,18 @@ export function readZipEnd(tail: Buffer, total: number, limits: ZipLimits): ZipE
  * string when the record lies before the bytes kept, where its figures cannot be checked: a zip
  * writer puts it right before the locator, only a crafted zip puts it further back.
  */
-function zip64End(tail: Buffer, tailStart: number, total: number, at: number): { at: number; entries: number; cdSize: number } | string | undefined {
+function zip64End(
+  tail: Buffer,
+  tailStart: number,
+  total: number,
+  at: number,
+): { at: number; entries: number; cdSize: number } | string | undefined {
   const loc = at - ZIP64_LOCATOR_LEN;
   if (loc < 0 || tail.readUInt32LE(loc) !== ZIP64_LOCATOR_SIG) return undefined;
   const recordAt = u64(tail, loc + 8);
   if (recordAt + ZIP64_END_LEN > total) return undefined; // past the end: Java ignores it too
-  if (recordAt < tailStart) return `its zip64 end record lies ${tailStart + loc - recordAt} bytes before the zip64 locator; a zip writer puts it right before`;
+  if (recordAt < tailStart)
+    return `its zip64 end record lies ${tailStart + loc - recordAt} bytes before the zip64 locator; a zip writer puts it right before`;
   const r = recordAt - tailStart;
   if (tail.readUInt32LE(r) !== ZIP64_END_SIG) return undefined;
   return { at: recordAt, entries: Math.max(u64(tail, r + 24), u64(tail, r + 32)), cdSize: u64(tail, r + 40) };

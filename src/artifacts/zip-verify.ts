@@ -18,7 +18,10 @@ export async function zipProblem(path: string, limits: ZipLimits = DEFAULT_ZIP_L
  * manifest's entry class), for callers that need both (an upload, checked and classified at once).
  * `points` is set only when there is no problem.
  */
-export async function inspectJar(path: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS): Promise<{ problem?: ZipRefusal; points?: JarEntryPoints }> {
+export async function inspectJar(
+  path: string,
+  limits: ZipLimits = DEFAULT_ZIP_LIMITS,
+): Promise<{ problem?: ZipRefusal; points?: JarEntryPoints }> {
   const bounds = await boundsProblem(path, limits);
   if (bounds) return { problem: bounds };
   const walked = await walkJar(path, limits);

@@ -146,5 +146,9 @@ export class AuditLog {
 export function outcomeOf(err: unknown): { outcome: AuditOutcome; error: string; status: number } {
   const e = err as { code?: string; status?: number };
   const status = typeof e?.status === 'number' ? e.status : 500;
-  return { outcome: status === 401 || status === 403 ? 'denied' : status < 500 ? 'rejected' : 'failed', error: e?.code ?? 'GW_INTERNAL_ERROR', status };
+  return {
+    outcome: status === 401 || status === 403 ? 'denied' : status < 500 ? 'rejected' : 'failed',
+    error: e?.code ?? 'GW_INTERNAL_ERROR',
+    status,
+  };
 }

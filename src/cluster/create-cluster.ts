@@ -27,11 +27,18 @@ export async function createCluster(o: {
   let restUrl = config.getOptional(coreOptions.clusterRestUrl);
   let uploadDir = config.getOptional(coreOptions.jobManagerUploadDir);
   if (!restUrl) {
-    const launched = resources.adopt(await launchCluster({ config, log: logger, rootDir: projectRoot(), ...(uploadDir ? { uploadDir } : {}), ...o.launch }), (c) => c.stop());
+    const launched = resources.adopt(
+      await launchCluster({ config, log: logger, rootDir: projectRoot(), ...(uploadDir ? { uploadDir } : {}), ...o.launch }),
+      (c) => c.stop(),
+    );
     restUrl = launched.restUrl;
     uploadDir = launched.uploadDir;
   }
   const cluster = resources.adopt(new JobManagerClient(jobManagerClientOptions(config, restUrl)), (c) => c.close());
-  const version = new ClusterVersion(cluster, logger.child({ component: 'cluster-version' }), config.getOptional(coreOptions.clusterFlinkVersion));
+  const version = new ClusterVersion(
+    cluster,
+    logger.child({ component: 'cluster-version' }),
+    config.getOptional(coreOptions.clusterFlinkVersion),
+  );
   return { cluster, uploadDir, version };
 }

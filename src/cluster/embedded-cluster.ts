@@ -65,11 +65,19 @@ export class EmbeddedCluster {
     const bridgeDir = join(rootDir, 'token-bridge');
     const stamp = join(moduleDir, 'target', BUILD_STAMP);
     const sources = [join(moduleDir, 'pom.xml'), join(moduleDir, 'src'), join(bridgeDir, 'pom.xml'), join(bridgeDir, 'src', 'main')];
-    if (existsSync(jar) && existsSync(join(moduleDir, 'target', 'lib')) && existsSync(stamp) && newestMtime(sources) <= statSync(stamp).mtimeMs) return;
+    if (
+      existsSync(jar) &&
+      existsSync(join(moduleDir, 'target', 'lib')) &&
+      existsSync(stamp) &&
+      newestMtime(sources) <= statSync(stamp).mtimeMs
+    )
+      return;
     if (spawnSync('mvn', ['-v'], { stdio: 'ignore' }).status !== 0) {
       throw new EmbeddedUnavailableError(`the embedded Flink cluster needs Maven to build once (mvn not found); ${HOW_TO_FRONT}`);
     }
-    log.info('building the embedded Flink cluster and the token bridge with Maven (first run, or after a source change; downloads Flink from Maven Central)');
+    log.info(
+      'building the embedded Flink cluster and the token bridge with Maven (first run, or after a source change; downloads Flink from Maven Central)',
+    );
     const started = Date.now();
     const steps: [string, string[]][] = [
       ['token-bridge', ['-q', '-B', '-f', join(bridgeDir, 'pom.xml'), 'install', '-DskipTests']],
@@ -111,11 +119,22 @@ export class EmbeddedCluster {
     const uploadDir = opts.uploadDir ?? mkdtempSync(join(tmpdir(), 'flink-jar-gateway-'));
     const started = performance.now();
     // Secrets never go on this command line (it is visible in the process list).
-    const conf = opts.flinkConfig && Object.keys(opts.flinkConfig).length > 0 ? EmbeddedCluster.writeConfigFile(opts.flinkConfig) : undefined;
+    const conf =
+      opts.flinkConfig && Object.keys(opts.flinkConfig).length > 0 ? EmbeddedCluster.writeConfigFile(opts.flinkConfig) : undefined;
     const child = spawn(
       java,
       // -Djava.security.manager=allow: Java 18-23 refuse Flink's exit-intercepting security manager otherwise.
-      [...opts.jvmOptions, '-Djava.security.manager=allow', '-jar', EmbeddedCluster.jarPath(opts.rootDir), '--upload-dir', uploadDir, '--slots', String(opts.slots), ...(conf ? ['--config', conf.file] : [])],
+      [
+        ...opts.jvmOptions,
+        '-Djava.security.manager=allow',
+        '-jar',
+        EmbeddedCluster.jarPath(opts.rootDir),
+        '--upload-dir',
+        uploadDir,
+        '--slots',
+        String(opts.slots),
+        ...(conf ? ['--config', conf.file] : []),
+      ],
       // Job code runs in this JVM and can read its environment: it gets none of the gateway's
       // (FLINK_GATEWAY_* options, cloud credentials), only what a JVM needs to run.
       { stdio: ['pipe', 'pipe', 'pipe'], env: childEnvironment() },
@@ -140,7 +159,9 @@ export class EmbeddedCluster {
       });
       child.once('exit', (code) => {
         clearTimeout(timer);
-        reject(new Error(`the embedded Flink cluster exited during start-up (exit ${code}); run with -Dgateway.log.level=debug to see its log`));
+        reject(
+          new Error(`the embedded Flink cluster exited during start-up (exit ${code}); run with -Dgateway.log.level=debug to see its log`),
+        );
       });
       child.once('error', (err) => {
         clearTimeout(timer);

@@ -85,71 +85,99 @@ print(count)
 
 /** The assembled distribution for `version`, downloading and assembling it on first use. */
 export function ensureFlinkDistribution(opts: DistributionOptions): string {
-    if (!/^\d+\.\d+\.\d+$/.test(opts.version)) throw new DistributionUnavailableError(`'${opts.version}' is not a Flink release version such as 2.1.3`);
-    const cacheDir = opts.cacheDir ?? defaultCacheDir();
-    const home = join(cacheDir, `flink-${opts.version}`);
-    if (existsSync(join(home, COMPLETE))) return home;
-    // Test files (and gateways) may want one version at once: one assembles, the others wait for it.
-    const release = lockAssembly(cacheDir, opts.version, () => existsSync(join(home, COMPLETE)));
-    if (!release) return home;
-    try {
-      return assemble(opts, cacheDir, home);
-    } finally {
-      release();
-    }
+  if (!/^\d+\.\d+\.\d+$/.test(opts.version))
+    throw new DistributionUnavailableError(`'${opts.version}' is not a Flink release version such as 2.1.3`);
+  const cacheDir = opts.cacheDir ?? defaultCacheDir();
+  const home = join(cacheDir, `flink-${opts.version}`);
+  if (existsSync(join(home, COMPLETE))) return home;
+  // Test files (and gateways) may want one version at once: one assembles, the others wait for it.
+  const release = lockAssembly(cacheDir, opts.version, () => existsSync(join(home, COMPLETE)));
+  if (!release) return home;
+  try {
+    return assemble(opts, cacheDir, home);
+  } finally {
+    release();
+  }
 }
 
 function assemble(opts: DistributionOptions, cacheDir: string, home: string): string {
-    const python = opts.python ?? 'python3';
-    const log = opts.log.child({ component: 'flink-distribution', version: opts.version });
-    const started = Date.now();
-    const downloads = join(cacheDir, 'downloads', opts.version);
-    mkdirSync(downloads, { recursive: true });
-    log.info({ cacheDir }, 'downloading Flink\'s distribution from PyPI (apache-flink, apache-flink-libraries; about 300 MB, once per version)');
-    // pip skips files already in the directory, so an interrupted download resumes per file.
-    // apache-flink's wheel is platform-tagged, but bin/ and conf/ are the same in every one:
-    // pin one tag so that any local Python (or platform) can fetch it.
-    const pip = (args: string[]) => {
-      const r = spawnSync(python, ['-m', 'pip', 'download', '--no-deps', '--disable-pip-version-check', '--no-input', '-q', '-d', downloads, ...args], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
-      if (r.error || r.status !== 0) {
-        throw new DistributionUnavailableError(`pip download ${args.at(-1)} failed (${r.error?.message ?? `exit ${r.status}`}): ${lastLine(r.stderr)}; Flink ${opts.version} needs ${python} with pip and access to PyPI`);
-      }
-    };
-    pip(['--only-binary', ':all:', '--platform', 'manylinux2014_x86_64', '--python-version', '3.11', '--implementation', 'cp', `apache-flink==${opts.version}`]);
-    pip([`apache-flink-libraries==${opts.version}`]);
-    const archives = readdirSync(downloads);
-    const flink = archives.find((f) => f.startsWith(`apache_flink-${opts.version}-`) && f.endsWith('.whl'));
-    const libraries = archives.find((f) => f.startsWith(`apache_flink_libraries-${opts.version}`) && /\.(whl|tar\.gz)$/.test(f));
-    if (!flink || !libraries) throw new DistributionUnavailableError(`PyPI's downloads for Flink ${opts.version} are incomplete in ${downloads} (found: ${archives.join(', ') || 'nothing'})`);
-
-    const staging = join(cacheDir, `.staging-flink-${opts.version}-${process.pid}-${Date.now()}`);
-    try {
-      rmSync(staging, { recursive: true, force: true });
-      mkdirSync(join(staging, 'log'), { recursive: true });
-      const extract = (archive: string, wanted: string) => {
-        const r = spawnSync(python, ['-c', EXTRACT, staging, join(downloads, archive), wanted], { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
-        if (r.status !== 0 || Number(r.stdout.trim()) === 0) throw new DistributionUnavailableError(`extracting ${archive} failed: ${lastLine(r.stderr) || 'no files matched'}`);
-      };
-      extract(flink, 'bin,conf');
-      extract(libraries, 'bin,lib,opt,plugins');
-      for (const need of [join('bin', 'jobmanager.sh'), join('bin', 'bash-java-utils.jar'), join('conf', 'config.yaml')]) {
-        if (!existsSync(join(staging, need))) throw new DistributionUnavailableError(`the assembled Flink ${opts.version} has no ${need}`);
-      }
-      if (!readdirSync(join(staging, 'lib')).some((f) => f === `flink-dist-${opts.version}.jar`)) throw new DistributionUnavailableError(`the assembled Flink ${opts.version} has no lib/flink-dist-${opts.version}.jar`);
-      writeFileSync(join(staging, COMPLETE), `${new Date().toISOString()} ${flink} ${libraries}\n`);
-      try {
-        renameSync(staging, home);
-      } catch (err) {
-        // Another process published the same version first: use theirs.
-        if (!existsSync(join(home, COMPLETE))) throw err;
-      }
-    } finally {
-      rmSync(staging, { recursive: true, force: true });
+  const python = opts.python ?? 'python3';
+  const log = opts.log.child({ component: 'flink-distribution', version: opts.version });
+  const started = Date.now();
+  const downloads = join(cacheDir, 'downloads', opts.version);
+  mkdirSync(downloads, { recursive: true });
+  log.info(
+    { cacheDir },
+    "downloading Flink's distribution from PyPI (apache-flink, apache-flink-libraries; about 300 MB, once per version)",
+  );
+  // pip skips files already in the directory, so an interrupted download resumes per file.
+  // apache-flink's wheel is platform-tagged, but bin/ and conf/ are the same in every one:
+  // pin one tag so that any local Python (or platform) can fetch it.
+  const pip = (args: string[]) => {
+    const r = spawnSync(
+      python,
+      ['-m', 'pip', 'download', '--no-deps', '--disable-pip-version-check', '--no-input', '-q', '-d', downloads, ...args],
+      { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
+    );
+    if (r.error || r.status !== 0) {
+      throw new DistributionUnavailableError(
+        `pip download ${args.at(-1)} failed (${r.error?.message ?? `exit ${r.status}`}): ${lastLine(r.stderr)}; Flink ${opts.version} needs ${python} with pip and access to PyPI`,
+      );
     }
-    // The assembled directory is the cache; the archives (another 300 MB) are not needed again.
-    rmSync(downloads, { recursive: true, force: true });
-    log.info({ home, ms: Date.now() - started }, 'Flink distribution assembled');
-    return home;
+  };
+  pip([
+    '--only-binary',
+    ':all:',
+    '--platform',
+    'manylinux2014_x86_64',
+    '--python-version',
+    '3.11',
+    '--implementation',
+    'cp',
+    `apache-flink==${opts.version}`,
+  ]);
+  pip([`apache-flink-libraries==${opts.version}`]);
+  const archives = readdirSync(downloads);
+  const flink = archives.find((f) => f.startsWith(`apache_flink-${opts.version}-`) && f.endsWith('.whl'));
+  const libraries = archives.find((f) => f.startsWith(`apache_flink_libraries-${opts.version}`) && /\.(whl|tar\.gz)$/.test(f));
+  if (!flink || !libraries)
+    throw new DistributionUnavailableError(
+      `PyPI's downloads for Flink ${opts.version} are incomplete in ${downloads} (found: ${archives.join(', ') || 'nothing'})`,
+    );
+
+  const staging = join(cacheDir, `.staging-flink-${opts.version}-${process.pid}-${Date.now()}`);
+  try {
+    rmSync(staging, { recursive: true, force: true });
+    mkdirSync(join(staging, 'log'), { recursive: true });
+    const extract = (archive: string, wanted: string) => {
+      const r = spawnSync(python, ['-c', EXTRACT, staging, join(downloads, archive), wanted], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        encoding: 'utf8',
+      });
+      if (r.status !== 0 || Number(r.stdout.trim()) === 0)
+        throw new DistributionUnavailableError(`extracting ${archive} failed: ${lastLine(r.stderr) || 'no files matched'}`);
+    };
+    extract(flink, 'bin,conf');
+    extract(libraries, 'bin,lib,opt,plugins');
+    for (const need of [join('bin', 'jobmanager.sh'), join('bin', 'bash-java-utils.jar'), join('conf', 'config.yaml')]) {
+      if (!existsSync(join(staging, need))) throw new DistributionUnavailableError(`the assembled Flink ${opts.version} has no ${need}`);
+    }
+    if (!readdirSync(join(staging, 'lib')).some((f) => f === `flink-dist-${opts.version}.jar`))
+      throw new DistributionUnavailableError(`the assembled Flink ${opts.version} has no lib/flink-dist-${opts.version}.jar`);
+    writeFileSync(join(staging, COMPLETE), `${new Date().toISOString()} ${flink} ${libraries}\n`);
+    try {
+      renameSync(staging, home);
+    } catch (err) {
+      // Another process published the same version first: use theirs.
+      if (!existsSync(join(home, COMPLETE))) throw err;
+    }
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+  // The assembled directory is the cache; the archives (another 300 MB) are not needed again.
+  rmSync(downloads, { recursive: true, force: true });
+  log.info({ home, ms: Date.now() - started }, 'Flink distribution assembled');
+  return home;
 }
 
 /**
@@ -200,12 +228,18 @@ function lockOwnerAlive(lock: string): boolean {
 
 /** The version of a distribution directory (a user's own, too), read from lib/flink-dist-<version>.jar. */
 export function flinkDistributionVersion(home: string): string {
-    const lib = join(home, 'lib');
-    const dist = existsSync(lib) ? readdirSync(lib).map((f) => /^flink-dist(?:_[\d.]+)?-(\d+\.\d+[^/]*)\.jar$/.exec(f)?.[1]).find(Boolean) : undefined;
-    if (!dist || !existsSync(join(home, 'bin', 'jobmanager.sh'))) {
-      throw new DistributionUnavailableError(`${home} is not a Flink distribution (it needs bin/jobmanager.sh and lib/flink-dist-<version>.jar)`);
-    }
-    return dist;
+  const lib = join(home, 'lib');
+  const dist = existsSync(lib)
+    ? readdirSync(lib)
+        .map((f) => /^flink-dist(?:_[\d.]+)?-(\d+\.\d+[^/]*)\.jar$/.exec(f)?.[1])
+        .find(Boolean)
+    : undefined;
+  if (!dist || !existsSync(join(home, 'bin', 'jobmanager.sh'))) {
+    throw new DistributionUnavailableError(
+      `${home} is not a Flink distribution (it needs bin/jobmanager.sh and lib/flink-dist-<version>.jar)`,
+    );
+  }
+  return dist;
 }
 
 function lastLine(text: string | null | undefined): string {

@@ -24,7 +24,14 @@ export function summariseFlinkErrors(body: unknown): string {
     if (typeof raw !== 'string') continue;
     for (const line of raw.split('\n')) {
       const l = line.trim();
-      if (l === '' || l.startsWith('at ') || /^\.\.\. \d+ more$/.test(l) || l.startsWith('<Exception on server side') || l.startsWith('End of exception')) continue;
+      if (
+        l === '' ||
+        l.startsWith('at ') ||
+        /^\.\.\. \d+ more$/.test(l) ||
+        l.startsWith('<Exception on server side') ||
+        l.startsWith('End of exception')
+      )
+        continue;
       let msg = l.replace(/^Caused by: /, '');
       // Wrappers stack class names: "CompletionException: RestHandlerException: message".
       for (let prev = ''; prev !== msg; ) {
@@ -49,7 +56,9 @@ export function summariseFlinkErrors(body: unknown): string {
  * the gateway answers 503 with Retry-After instead of a 400 no client retries.
  */
 export function isLeaderUnreachable(flinkMessage: string): boolean {
-  return /because the recipient is unreachable|remote RpcService is currently not reachable|No leader (?:is )?available|Could not retrieve the leader|leader election/i.test(flinkMessage);
+  return /because the recipient is unreachable|remote RpcService is currently not reachable|No leader (?:is )?available|Could not retrieve the leader|leader election/i.test(
+    flinkMessage,
+  );
 }
 
 /**

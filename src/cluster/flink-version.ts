@@ -39,10 +39,10 @@ export class ClusterVersion {
       const version = (res.body as { 'flink-version'?: unknown } | undefined)?.['flink-version'];
       if (res.status === 200 && typeof version === 'string' && version !== '') {
         this.known = version;
-        this.log.info({ flinkVersion: version }, 'learnt the JobManager\'s Flink version from GET /v1/config');
+        this.log.info({ flinkVersion: version }, "learnt the JobManager's Flink version from GET /v1/config");
       }
     } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'cannot learn the JobManager\'s Flink version yet');
+      this.log.warn({ err: (err as Error).message }, "cannot learn the JobManager's Flink version yet");
     }
     return this.known;
   }

@@ -140,7 +140,10 @@ export class JobWatcher {
           this.suspended.set(jobId, since);
           if (now - since >= this.opts.suspendedTimeoutMs) {
             this.suspended.delete(jobId);
-            this.opts.log.info({ jobId, suspendedForMs: Math.round(now - since) }, "job SUSPENDED past Flink's job-leader timeout (resourcemanager.job.timeout); its registration ends");
+            this.opts.log.info(
+              { jobId, suspendedForMs: Math.round(now - since) },
+              "job SUSPENDED past Flink's job-leader timeout (resourcemanager.job.timeout); its registration ends",
+            );
             await this.endAbsent(jobId, 'job SUSPENDED past the job-leader timeout');
           }
         } else {
@@ -153,7 +156,10 @@ export class JobWatcher {
       this.missing.set(jobId, m);
       if (m.reads >= this.opts.missingReads && now - m.since >= this.opts.missingGraceMs) {
         this.missing.delete(jobId);
-        this.opts.log.info({ jobId, reads: m.reads, missingForMs: Math.round(now - m.since) }, 'job is no longer known to the JobManager; unregistering it');
+        this.opts.log.info(
+          { jobId, reads: m.reads, missingForMs: Math.round(now - m.since) },
+          'job is no longer known to the JobManager; unregistering it',
+        );
         await this.endAbsent(jobId, 'job missing from the JobManager');
       }
     }
@@ -169,18 +175,22 @@ export class JobWatcher {
 
   private schedule(delay: number): void {
     if (!this.running) return;
-    this.timer = setLongTimer(this.clock, () => {
-      this.timer = undefined;
-      if (!this.running) return;
-      this.polling = this.pollOnce()
-        .catch((err: unknown) => {
-          this.opts.log.error({ err }, 'job watcher poll failed unexpectedly');
-          return this.opts.intervalMs;
-        })
-        .then((next) => {
-          this.polling = undefined;
-          this.schedule(next);
-        });
-    }, delay);
+    this.timer = setLongTimer(
+      this.clock,
+      () => {
+        this.timer = undefined;
+        if (!this.running) return;
+        this.polling = this.pollOnce()
+          .catch((err: unknown) => {
+            this.opts.log.error({ err }, 'job watcher poll failed unexpectedly');
+            return this.opts.intervalMs;
+          })
+          .then((next) => {
+            this.polling = undefined;
+            this.schedule(next);
+          });
+      },
+      delay,
+    );
   }
 }

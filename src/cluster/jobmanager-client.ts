@@ -124,7 +124,13 @@ export class JobManagerClient {
    * request body is still being sent); a long response body streams for as long as it takes.
    * Failures come back as gateway errors; an exchange aborted by `signal` rejects with the abort.
    */
-  async forward(req: { method: string; url: string; headers: Record<string, string | string[]>; body: Readable | null; signal: AbortSignal }): Promise<Dispatcher.ResponseData> {
+  async forward(req: {
+    method: string;
+    url: string;
+    headers: Record<string, string | string[]>;
+    body: Readable | null;
+    signal: AbortSignal;
+  }): Promise<Dispatcher.ResponseData> {
     let res: Dispatcher.ResponseData;
     try {
       res = await this.passThroughDispatcher.request({
@@ -215,11 +221,19 @@ export class JobManagerClient {
 
   /** Turns a non-2xx answer into a gateway error with Flink's message, for calls with no special mapping. */
   failure(operation: string, res: JsonResponse): GatewayError {
-    if (isWebSubmitDisabled(res.status, res.body)) return withFlinkErrors(new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation }), res);
+    if (isWebSubmitDisabled(res.status, res.body))
+      return withFlinkErrors(new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation }), res);
     // A JobManager electing a leader (or starting, or a proxy before it) says "not now" with 503:
     // answered as 503 with Retry-After, which Flink's RestClusterClient retries; a 502 it would not.
-    if (res.status === 503) return withFlinkErrors(new GatewayError('GW_CLUSTER_NOT_READY', { operation, flinkMessage: summariseFlinkErrors(res.body) || 'no message' }), res);
-    return withFlinkErrors(new GatewayError('GW_CLUSTER_ERROR', { operation, status: res.status, flinkMessage: summariseFlinkErrors(res.body) }), res);
+    if (res.status === 503)
+      return withFlinkErrors(
+        new GatewayError('GW_CLUSTER_NOT_READY', { operation, flinkMessage: summariseFlinkErrors(res.body) || 'no message' }),
+        res,
+      );
+    return withFlinkErrors(
+      new GatewayError('GW_CLUSTER_ERROR', { operation, status: res.status, flinkMessage: summariseFlinkErrors(res.body) }),
+      res,
+    );
   }
 
   async close(): Promise<void> {
@@ -238,8 +252,15 @@ function parseJson(text: string): { body: unknown; notJson?: true } {
 }
 
 const UNTRUSTED = new Set([
-  'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_UNTRUSTED', 'CERT_SIGNATURE_FAILURE', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_UNTRUSTED',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
 ]);
 
 /**
@@ -247,12 +268,15 @@ const UNTRUSTED = new Set([
  * says which side to fix. Undefined for anything that is not TLS.
  */
 function tlsProblem(code: string): string | undefined {
-  if (UNTRUSTED.has(code)) return "the gateway does not trust the JobManager's REST certificate: set gateway.cluster.ca to the CA that issued it (the one in Flink's security.ssl.rest.truststore)";
-  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return "the JobManager's REST certificate does not name the host of gateway.cluster.rest-url: use a host it names, or reissue it";
+  if (UNTRUSTED.has(code))
+    return "the gateway does not trust the JobManager's REST certificate: set gateway.cluster.ca to the CA that issued it (the one in Flink's security.ssl.rest.truststore)";
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return "the JobManager's REST certificate does not name the host of gateway.cluster.rest-url: use a host it names, or reissue it";
   if (/ALERT_(BAD_CERTIFICATE|CERTIFICATE_REQUIRED|CERTIFICATE_UNKNOWN|UNKNOWN_CA|HANDSHAKE_FAILURE)/.test(code)) {
     return 'the JobManager refused the TLS handshake, usually because it requires a client certificate (security.ssl.rest.authentication-enabled): set gateway.cluster.cert and gateway.cluster.key to one that its security.ssl.rest.truststore trusts';
   }
-  if (code.startsWith('ERR_SSL_') || code === 'EPROTO') return 'use https:// in gateway.cluster.rest-url exactly when the JobManager has security.ssl.rest.enabled: true';
+  if (code.startsWith('ERR_SSL_') || code === 'EPROTO')
+    return 'use https:// in gateway.cluster.rest-url exactly when the JobManager has security.ssl.rest.enabled: true';
   return undefined;
 }
 
@@ -266,12 +290,20 @@ export function jobManagerClientOptions(config: Configuration, baseUrl: string):
   const ca = config.getOptional(coreOptions.clusterCa);
   const cert = config.getOptional(coreOptions.clusterCert);
   const key = config.getOptional(coreOptions.clusterKey);
-  const tls = ca || (cert && key) ? { ...(ca ? { ca: trustedCa(readFileSync(ca, 'utf8')) } : {}), ...(cert && key ? { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') } : {}) } : undefined;
+  const tls =
+    ca || (cert && key)
+      ? {
+          ...(ca ? { ca: trustedCa(readFileSync(ca, 'utf8')) } : {}),
+          ...(cert && key ? { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') } : {}),
+        }
+      : undefined;
   return {
     baseUrl,
     requestTimeoutMs: config.get(coreOptions.clusterRequestTimeout),
     runTimeoutMs: config.get(coreOptions.clusterRunTimeout),
     ...(tls ? { tls } : {}),
-    ...(config.cluster['web.access-control-allow-origin'] !== undefined ? { allowOrigin: config.cluster['web.access-control-allow-origin'] } : {}),
+    ...(config.cluster['web.access-control-allow-origin'] !== undefined
+      ? { allowOrigin: config.cluster['web.access-control-allow-origin'] }
+      : {}),
   };
 }

@@ -36,7 +36,10 @@ export interface LaunchOptions {
  */
 export async function launchCluster(options: LaunchOptions): Promise<LaunchedCluster> {
   // Jobs that bundle the token bridge's API anyway still see the cluster's registry.
-  const opts = { ...options, flinkConfig: { 'classloader.parent-first-patterns.additional': 'dev.flinkjargateway.tokens.', ...options.flinkConfig } };
+  const opts = {
+    ...options,
+    flinkConfig: { 'classloader.parent-first-patterns.additional': 'dev.flinkjargateway.tokens.', ...options.flinkConfig },
+  };
   const { config, log } = opts;
   const version = config.getOptional(coreOptions.embeddedFlinkVersion);
   const ownHome = config.getOptional(coreOptions.embeddedFlinkHome);
@@ -54,7 +57,9 @@ export async function launchCluster(options: LaunchOptions): Promise<LaunchedClu
     });
   }
   if (version !== undefined && ownHome !== undefined) {
-    throw new EmbeddedUnavailableError('set gateway.embedded.flink-version (a distribution downloaded from PyPI) or gateway.embedded.flink-home (your own), not both');
+    throw new EmbeddedUnavailableError(
+      'set gateway.embedded.flink-version (a distribution downloaded from PyPI) or gateway.embedded.flink-home (your own), not both',
+    );
   }
   const cacheDir = config.getOptional(coreOptions.embeddedCacheDir);
   const home = ownHome ?? ensureFlinkDistribution({ version: version!, ...(cacheDir ? { cacheDir } : {}), log });
@@ -66,7 +71,11 @@ export async function launchCluster(options: LaunchOptions): Promise<LaunchedClu
     taskManagers: config.get(coreOptions.embeddedTaskManagers),
     slots: config.get(coreOptions.embeddedSlots),
     // The embedded cluster's JVM options (-Xmx…) would contradict Flink's memory model: only the rest.
-    jvmOptions: config.get(coreOptions.embeddedJvmOpts).split(/\s+/).filter((o) => o && !/^-Xm[sx]/.test(o)).join(' '),
+    jvmOptions: config
+      .get(coreOptions.embeddedJvmOpts)
+      .split(/\s+/)
+      .filter((o) => o && !/^-Xm[sx]/.test(o))
+      .join(' '),
     ...(bridge ? { extraLibJars: [bridge] } : {}),
     flinkConfig,
     startupTimeoutMs: config.get(coreOptions.embeddedStartupTimeout),
@@ -82,9 +91,13 @@ export async function launchCluster(options: LaunchOptions): Promise<LaunchedClu
 function tokenBridgeJar(rootDir: string, log: Logger): string | undefined {
   const jar = join(rootDir, 'token-bridge', 'target', 'flink-jar-gateway-token-bridge.jar');
   if (!existsSync(jar)) {
-    const r = spawnSync('mvn', ['-q', '-B', '-f', join(rootDir, 'token-bridge', 'pom.xml'), 'package', '-DskipTests'], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const r = spawnSync('mvn', ['-q', '-B', '-f', join(rootDir, 'token-bridge', 'pom.xml'), 'package', '-DskipTests'], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     if (r.status !== 0 || !existsSync(jar)) {
-      log.warn('cannot build token-bridge/ with Maven: the distribution cluster starts without the token bridge (jobs cannot read GatewayTokens)');
+      log.warn(
+        'cannot build token-bridge/ with Maven: the distribution cluster starts without the token bridge (jobs cannot read GatewayTokens)',
+      );
       return undefined;
     }
   }

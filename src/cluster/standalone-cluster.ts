@@ -31,7 +31,6 @@ export interface StandaloneClusterOptions {
   java?: string;
 }
 
-
 /** The member name of JobManager `i` ('jobmanager' for the first, as with one). */
 const jobManagerName = (i: number) => (i === 0 ? 'jobmanager' : `jobmanager-${i}`);
 const isJobManager = (m: Member) => m.name === 'jobmanager' || m.name.startsWith('jobmanager-');
@@ -128,7 +127,8 @@ export class StandaloneCluster {
       ...launcherDefaults(dir, ports[0]!.rest, ports[0]!.rpc, opts.slots),
       ...(opts.flinkConfig ?? {}),
     };
-    if (jobManagers > 1 && !config['high-availability.type'] && !config['high-availability']) throw new Error('more than one JobManager needs high-availability.type in flinkConfig');
+    if (jobManagers > 1 && !config['high-availability.type'] && !config['high-availability'])
+      throw new Error('more than one JobManager needs high-availability.type in flinkConfig');
     writeFileSync(join(dir, 'conf', 'config.yaml'), configYaml(config), { mode: 0o600 });
     const env = StandaloneCluster.scriptEnv(opts.home, dir, opts.java);
     const members: Member[] = [];
@@ -137,17 +137,24 @@ export class StandaloneCluster {
     try {
       ports.forEach((p, i) => {
         // With HA the RPC port is high-availability.jobmanager.port (default: any port); fixed here so each is known.
-        const ports = jobManagers > 1 ? { 'rest.port': String(p.rest), 'jobmanager.rpc.port': String(p.rpc), 'high-availability.jobmanager.port': String(p.rpc) } : {};
+        const ports =
+          jobManagers > 1
+            ? { 'rest.port': String(p.rest), 'jobmanager.rpc.port': String(p.rpc), 'high-availability.jobmanager.port': String(p.rpc) }
+            : {};
         const own = Object.entries({ ...ports, ...(opts.jobManagerConfig?.(i) ?? {}) }).flatMap(([k, v]) => ['-D', `${k}=${v}`]);
         members.push(launch(jobManagerName(i), join(opts.home, 'bin', 'jobmanager.sh'), own, dir, env));
       });
-      for (let i = 0; i < opts.taskManagers; i++) members.push(launch(`taskmanager-${i}`, join(opts.home, 'bin', 'taskmanager.sh'), [], dir, env));
+      for (let i = 0; i < opts.taskManagers; i++)
+        members.push(launch(`taskmanager-${i}`, join(opts.home, 'bin', 'taskmanager.sh'), [], dir, env));
       await cluster.waitReady(opts.taskManagers, opts.startupTimeoutMs);
     } catch (err) {
       await cluster.stop();
       throw err;
     }
-    log.info({ restUrls, taskManagers: opts.taskManagers, startupMs: Math.round(performance.now() - started), dir }, 'Flink standalone session cluster ready');
+    log.info(
+      { restUrls, taskManagers: opts.taskManagers, startupMs: Math.round(performance.now() - started), dir },
+      'Flink standalone session cluster ready',
+    );
     return cluster;
   }
 
@@ -202,7 +209,11 @@ export class StandaloneCluster {
   /** The last lines of a member's console output (stdout/stderr of its scripts and JVM). */
   logTail(name: string, lines = 15): string {
     try {
-      return readFileSync(join(this.dir, 'log', `${name}.console`), 'utf8').trim().split('\n').slice(-lines).join('\n');
+      return readFileSync(join(this.dir, 'log', `${name}.console`), 'utf8')
+        .trim()
+        .split('\n')
+        .slice(-lines)
+        .join('\n');
     } catch {
       return '(no output)';
     }
@@ -232,8 +243,6 @@ export class StandaloneCluster {
   }
 }
 
-
-
 /**
  * The distribution's own `env.java.opts.all` (Java 17's --add-opens list): the JVMs need it and the
  * config.yaml written here replaces the shipped one.
@@ -243,7 +252,9 @@ function shippedJavaOpts(home: string): string {
   try {
     const doc = parseYaml(readFileSync(file, 'utf8')) as Record<string, unknown> | null;
     const flat = doc?.['env.java.opts.all'];
-    const nested = ((doc?.env as Record<string, unknown> | undefined)?.java as Record<string, unknown> | undefined)?.opts as Record<string, unknown> | undefined;
+    const nested = ((doc?.env as Record<string, unknown> | undefined)?.java as Record<string, unknown> | undefined)?.opts as
+      | Record<string, unknown>
+      | undefined;
     return String(flat ?? nested?.all ?? '');
   } catch {
     return '';

@@ -40,9 +40,19 @@ export function uploadAgent(secure: boolean, tls?: JobManagerTls): http.Agent {
  * no bytes. A body that fails or closes before its end destroys the request, and the JobManager,
  * which never saw the closing boundary, keeps nothing. `signal` aborts the exchange.
  */
-export function streamedPost(agent: http.Agent, url: URL, contentType: string, body: Readable, signal?: AbortSignal): Promise<StreamedAnswer> {
+export function streamedPost(
+  agent: http.Agent,
+  url: URL,
+  contentType: string,
+  body: Readable,
+  signal?: AbortSignal,
+): Promise<StreamedAnswer> {
   return new Promise((resolve, reject) => {
-    const request = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', agent, headers: { 'content-type': contentType } });
+    const request = (url.protocol === 'https:' ? https : http).request(url, {
+      method: 'POST',
+      agent,
+      headers: { 'content-type': contentType },
+    });
     let settled = false;
     const settle = (err: Error | undefined, answer?: StreamedAnswer) => {
       if (settled) return;

@@ -34,7 +34,8 @@ export function readClusterFlinkConfig(pathOrDir: string): ClusterFlinkConfig {
   if (basename(path) !== 'flink-conf.yaml') {
     // Flink flattens every mapping and reads lists as ';'-separated values.
     const entries = new Map<string, string>();
-    for (const [k, v] of readFlatYaml(path, CLUSTER_FLINK_CONF_KEY)) entries.set(k, Array.isArray(v) ? v.map(String).join(';') : v === null || v === undefined ? '' : String(v));
+    for (const [k, v] of readFlatYaml(path, CLUSTER_FLINK_CONF_KEY))
+      entries.set(k, Array.isArray(v) ? v.map(String).join(';') : v === null || v === undefined ? '' : String(v));
     return { path, entries };
   }
   let text: string;

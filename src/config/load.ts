@@ -24,11 +24,17 @@ export function parseArgs(argv: readonly string[]): CliArgs {
   } catch (err) {
     const e = err as { code?: string; message: string };
     const arg = /'([^']+)'/.exec(e.message)?.[1] ?? argv.join(' ');
-    const message = e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? 'needs a value' : 'unknown argument (use -Dkey=value, --config <file> or --help)';
+    const message =
+      e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ? 'needs a value' : 'unknown argument (use -Dkey=value, --config <file> or --help)';
     throw new ConfigError([{ key: arg, source: 'command line', message }]);
   }
   const { values } = parsed;
-  const out: CliArgs = { dynamic: new Map(), help: values.help === true, printConfigDocs: values['print-config-docs'] === true, printErrorDocs: values['print-error-docs'] === true };
+  const out: CliArgs = {
+    dynamic: new Map(),
+    help: values.help === true,
+    printConfigDocs: values['print-config-docs'] === true,
+    printErrorDocs: values['print-error-docs'] === true,
+  };
   if (values.config !== undefined) out.configFile = values.config.at(-1)!;
   for (const kv of values.D ?? []) addDynamic(out, kv);
   return out;
@@ -51,7 +57,7 @@ function parseCli(argv: readonly string[]) {
 
 function addDynamic(out: CliArgs, kv: string): void {
   const i = kv.indexOf('=');
-  if (i <= 0) throw new ConfigError([{ key: kv, source: 'command line', message: "expected -Dkey=value" }]);
+  if (i <= 0) throw new ConfigError([{ key: kv, source: 'command line', message: 'expected -Dkey=value' }]);
   out.dynamic.set(kv.slice(0, i).trim(), kv.slice(i + 1));
 }
 
@@ -95,14 +101,19 @@ export function loadRaw(registry: OptionsRegistry, args: CliArgs, env: NodeJS.Pr
   const configFile = args.configFile ?? env.FLINK_GATEWAY_CONFIG_FILE;
   const own = configFile ? readGatewayYaml(configFile) : new Map<string, unknown>();
   // Where the two processes differ, the gateway keeps its own value (cluster-flink-config.ts).
-  const clusterPath = args.dynamic.get(CLUSTER_FLINK_CONF_KEY) ?? env[envNameFor(CLUSTER_FLINK_CONF_KEY)] ?? (own.get(CLUSTER_FLINK_CONF_KEY) as string | undefined);
+  const clusterPath =
+    args.dynamic.get(CLUSTER_FLINK_CONF_KEY) ??
+    env[envNameFor(CLUSTER_FLINK_CONF_KEY)] ??
+    (own.get(CLUSTER_FLINK_CONF_KEY) as string | undefined);
   const cluster = clusterPath ? readClusterFlinkConfig(clusterPath) : undefined;
   for (const [k, v] of cluster?.entries ?? []) {
-    if (!JOBMANAGER_OWN_KEYS.has(k) && k !== CLUSTER_FLINK_CONF_KEY) put(k, { value: v, source: `cluster Flink configuration ${cluster!.path}` });
+    if (!JOBMANAGER_OWN_KEYS.has(k) && k !== CLUSTER_FLINK_CONF_KEY)
+      put(k, { value: v, source: `cluster Flink configuration ${cluster!.path}` });
   }
   rank++;
   for (const [k, v] of own) put(k, { value: v, source: configFile! });
-  const secretsDir = args.dynamic.get(SECRETS_DIR_KEY) ?? env[envNameFor(SECRETS_DIR_KEY)] ?? (raw.get(SECRETS_DIR_KEY)?.value as string | undefined);
+  const secretsDir =
+    args.dynamic.get(SECRETS_DIR_KEY) ?? env[envNameFor(SECRETS_DIR_KEY)] ?? (raw.get(SECRETS_DIR_KEY)?.value as string | undefined);
   rank++;
   if (secretsDir) for (const [k, v] of readSecretsDir(secretsDir)) put(k, v);
   rank++;

@@ -87,7 +87,11 @@ export class OptionsRegistry {
 
   private readonly rules: ConfigRule[] = [];
 
-  constructor(defs: Iterable<OptionDef>, rules: Iterable<ConfigRule> = [], private readonly ownedPrefixes: readonly string[] = OWNED_PREFIXES) {
+  constructor(
+    defs: Iterable<OptionDef>,
+    rules: Iterable<ConfigRule> = [],
+    private readonly ownedPrefixes: readonly string[] = OWNED_PREFIXES,
+  ) {
     for (const def of defs) this.add(def);
     for (const rule of rules) this.addRule(rule);
   }
@@ -95,7 +99,8 @@ export class OptionsRegistry {
   /** A rule across options; its keys must be declared (a rule about an unknown key is a typo). */
   addRule(rule: ConfigRule): void {
     for (const key of rule.keys) {
-      if (!this.lookup(key) && !this.templates.some((t) => t.def.key === key)) throw new Error(`rule '${rule.description}' names ${key}, which is not declared`);
+      if (!this.lookup(key) && !this.templates.some((t) => t.def.key === key))
+        throw new Error(`rule '${rule.description}' names ${key}, which is not declared`);
     }
     this.rules.push(rule);
   }
@@ -158,7 +163,11 @@ export class OptionsRegistry {
           problems.push({ key, source: entry.source, message: `unknown option${suggest(key, this.all())}` });
         } else {
           if (FLINK_ARTIFACT_PREFIXES.some((p) => key.startsWith(p))) {
-            notices.push({ key, source: entry.source, message: `not an option the gateway uses; kept for Flink and ignored here${suggest(key, this.all())}` });
+            notices.push({
+              key,
+              source: entry.source,
+              message: `not an option the gateway uses; kept for Flink and ignored here${suggest(key, this.all())}`,
+            });
           }
           values.set(key, entry.value === null || entry.value === undefined ? '' : String(entry.value));
         }
@@ -169,7 +178,11 @@ export class OptionsRegistry {
         value = parseValue(def, entry.value);
       } catch (err) {
         // The parsers quote the value they refuse; a sensitive one is never echoed.
-        problems.push({ key, source: entry.source, message: def.sensitive ? 'invalid value (not shown: the option is sensitive)' : (err as Error).message });
+        problems.push({
+          key,
+          source: entry.source,
+          message: def.sensitive ? 'invalid value (not shown: the option is sensitive)' : (err as Error).message,
+        });
         continue;
       }
       values.set(key, value);
@@ -185,7 +198,13 @@ export class OptionsRegistry {
    * Evaluates every rule on the values that parsed. A rule about an option whose value is already
    * reported as bad is skipped: its verdict would rest on a value the operator must change anyway.
    */
-  private checkRules(config: Configuration, raw: Map<string, RawEntry>, known: readonly ConfigProblem[], files: boolean, notices: ConfigProblem[]): ConfigProblem[] {
+  private checkRules(
+    config: Configuration,
+    raw: Map<string, RawEntry>,
+    known: readonly ConfigProblem[],
+    files: boolean,
+    notices: ConfigProblem[],
+  ): ConfigProblem[] {
     const out: ConfigProblem[] = [];
     for (const rule of this.rules) {
       if (rule.reads === 'files' && !files) continue;
@@ -241,7 +260,8 @@ export class OptionsRegistry {
       const base = raw.get(def.key);
       let merged: Record<string, string> = folded;
       if (base !== undefined) {
-        const parsed = typeof base.value === 'object' && base.value !== null ? (base.value as Record<string, string>) : parseMap(String(base.value));
+        const parsed =
+          typeof base.value === 'object' && base.value !== null ? (base.value as Record<string, string>) : parseMap(String(base.value));
         merged = { ...parsed, ...folded };
       }
       out.set(def.key, { value: merged, source: base?.source ?? source });
@@ -268,9 +288,9 @@ export class OptionsRegistry {
       'Keys marked *sensitive* are redacted in logs and never echoed; prefer a file or the environment for them,',
       'since a `-D` value is visible in the process list.',
       '',
-      'Namespaces: `gateway.*` and `web.submit.jar-uri.*` are the gateway\'s own, so an unknown key there is a typo and',
-      'fails start-up. `user.artifacts.*` is Flink\'s: the gateway reads FLIP-613\'s proposed keys there',
-      '(`user.artifacts.job-jar`, `.fetch-timeout`, `.max-size`, `.max-concurrent-fetches`) and Flink\'s own',
+      "Namespaces: `gateway.*` and `web.submit.jar-uri.*` are the gateway's own, so an unknown key there is a typo and",
+      "fails start-up. `user.artifacts.*` is Flink's: the gateway reads FLIP-613's proposed keys there",
+      "(`user.artifacts.job-jar`, `.fetch-timeout`, `.max-size`, `.max-concurrent-fetches`) and Flink's own",
       '(`.base-dir`, `.artifact-list`, `.raw-http-enabled`, `.http-headers`); any other key there is kept for Flink',
       'and logged at start as unused. The keys the gateway once invented under `user.artifacts.*` moved to',
       '`gateway.artifacts.*`; their old names still work, each with a start-up warning (listed as *Deprecated key*).',
@@ -280,14 +300,21 @@ export class OptionsRegistry {
       lines.push(`## ${section}`, '', '| Key | Type | Default | Description |', '| --- | --- | --- | --- |');
       for (const d of defs) {
         const type = d.type === 'enum' ? `enum (${d.values?.join(', ')})` : d.type;
-        const deprecated = d.deprecatedKeys?.length ? ` Deprecated key${d.deprecatedKeys.length > 1 ? 's' : ''}: ${d.deprecatedKeys.map((k) => `\`${k}\``).join(', ')}.` : '';
+        const deprecated = d.deprecatedKeys?.length
+          ? ` Deprecated key${d.deprecatedKeys.length > 1 ? 's' : ''}: ${d.deprecatedKeys.map((k) => `\`${k}\``).join(', ')}.`
+          : '';
         const desc = (d.sensitive ? '*sensitive.* ' : '') + (d.description + deprecated).replace(/\|/g, '\\|');
         lines.push(`| \`${d.key}\` | ${type} | ${formatValue(d, d.default).replace(/\|/g, '\\|') || '""'} | ${desc} |`);
       }
       lines.push('');
     }
     if (this.rules.length > 0) {
-      lines.push('## Rules across options', '', 'Checked at start with the values above; each broken rule is reported with the other problems (a *warning* is logged and start-up goes on).', '');
+      lines.push(
+        '## Rules across options',
+        '',
+        'Checked at start with the values above; each broken rule is reported with the other problems (a *warning* is logged and start-up goes on).',
+        '',
+      );
       for (const rule of this.rules) {
         const keys = rule.keys.map((k) => `\`${k}\``).join(', ');
         lines.push(`- ${rule.severity === 'warning' ? '*warning* ' : ''}${keys}${keys ? ': ' : ''}${rule.description}`);
@@ -302,7 +329,8 @@ function asList(result: string | readonly string[] | undefined): readonly string
   return result === undefined ? [] : typeof result === 'string' ? [result] : result;
 }
 
-const SENSITIVE_HINT = /(secret|password|passwd|token|credential|private[-_.]?key|access[-_.]?key|account\.key|sas|authorization|http[-_.]headers?|http\.header)/i;
+const SENSITIVE_HINT =
+  /(secret|password|passwd|token|credential|private[-_.]?key|access[-_.]?key|account\.key|sas|authorization|http[-_.]headers?|http\.header)/i;
 
 /** Heuristic for keys we do not declare (e.g. inside a request's flinkConfiguration). */
 export function looksSensitive(key: string): boolean {

@@ -21,7 +21,12 @@ export function pair(a: OptionDef<'string'>, b: OptionDef<'string'>, what: strin
       const hasB = config.getOptional(b) !== undefined;
       if (hasA === hasB) return [];
       const [set, missing] = hasA ? [a, b] : [b, a];
-      return [{ key: missing.key, message: `${a.key} and ${b.key} go together: ${set.key} is set, so set ${missing.key} too (${what}), or remove ${set.key}` }];
+      return [
+        {
+          key: missing.key,
+          message: `${a.key} and ${b.key} go together: ${set.key} is set, so set ${missing.key} too (${what}), or remove ${set.key}`,
+        },
+      ];
     },
   };
 }
@@ -33,13 +38,20 @@ export function readOption(config: Configuration, def: OptionDef<'string'>, prob
   try {
     return readFileSync(path);
   } catch (err) {
-    problems.push({ key: def.key, message: `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); fix the path or the file's permissions` });
+    problems.push({
+      key: def.key,
+      message: `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); fix the path or the file's permissions`,
+    });
     return undefined;
   }
 }
 
 /** Loads PEM/PKCS12 material the way the listener and the JobManager client will, so a bad file fails start-up. */
-export function tlsMaterial(keys: OptionDef<'string'>[], load: (files: (Buffer | undefined)[], config: Configuration) => void, alsoReads: OptionDef[] = []): ConfigRule {
+export function tlsMaterial(
+  keys: OptionDef<'string'>[],
+  load: (files: (Buffer | undefined)[], config: Configuration) => void,
+  alsoReads: OptionDef[] = [],
+): ConfigRule {
   return {
     keys: [...keys, ...alsoReads].map((k) => k.key),
     description: 'the files must be readable and hold usable PEM (or PKCS12) material.',
@@ -73,7 +85,8 @@ export function caBundleRule(def: OptionDef<'string'>): ConfigRule {
 export function privateDirsRule(defs: readonly OptionDef<'string'>[]): ConfigRule {
   return {
     keys: defs.map((d) => d.key),
-    description: 'state directories that already exist must be the gateway\'s own (not a symlink, not writable by others); missing ones are created 0700.',
+    description:
+      "state directories that already exist must be the gateway's own (not a symlink, not writable by others); missing ones are created 0700.",
     reads: 'files',
     check(config) {
       const problems: Problem[] = [];
@@ -86,7 +99,11 @@ export function privateDirsRule(defs: readonly OptionDef<'string'>[]): ConfigRul
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') problem = `cannot be inspected (${(err as NodeJS.ErrnoException).code})`;
         }
-        if (problem !== undefined) problems.push({ key: def.key, message: `${dir} ${problem}; use a directory of the gateway's own user (created 0700 when missing) or fix it with chown/chmod` });
+        if (problem !== undefined)
+          problems.push({
+            key: def.key,
+            message: `${dir} ${problem}; use a directory of the gateway's own user (created 0700 when missing) or fix it with chown/chmod`,
+          });
       }
       return problems;
     },

@@ -16,7 +16,9 @@ export function readSecretsDir(dir: string): Map<string, RawEntry> {
   try {
     names = readdirSync(dir);
   } catch (err) {
-    throw new ConfigError([{ key: SECRETS_DIR_KEY, source: dir, message: `cannot read the directory: ${(err as NodeJS.ErrnoException).code}` }]);
+    throw new ConfigError([
+      { key: SECRETS_DIR_KEY, source: dir, message: `cannot read the directory: ${(err as NodeJS.ErrnoException).code}` },
+    ]);
   }
   for (const name of names.sort()) {
     if (name.startsWith('.')) continue;

@@ -61,32 +61,67 @@ export interface EnumOptionDef<V extends string> extends OptionDef<'enum'> {
 }
 
 /** Declares one option; the generic ties `default` to `type` (and an enum's value type to its `values`). */
-export function option<const V extends string>(def: Omit<OptionDef<'enum'>, 'values' | 'default'> & { values: readonly V[]; default?: NoInfer<V> }): EnumOptionDef<V>;
+export function option<const V extends string>(
+  def: Omit<OptionDef<'enum'>, 'values' | 'default'> & { values: readonly V[]; default?: NoInfer<V> },
+): EnumOptionDef<V>;
 export function option<T extends OptionType>(def: OptionDef<T>): OptionDef<T>;
 export function option(def: OptionDef): OptionDef {
   return def;
 }
 
 const DURATION_UNITS: Record<string, number> = {
-  ms: 1, milli: 1, millis: 1, millisecond: 1, milliseconds: 1,
-  s: 1000, sec: 1000, secs: 1000, second: 1000, seconds: 1000,
-  min: 60_000, m: 60_000, minute: 60_000, minutes: 60_000,
-  h: 3_600_000, hour: 3_600_000, hours: 3_600_000,
-  d: 86_400_000, day: 86_400_000, days: 86_400_000,
+  ms: 1,
+  milli: 1,
+  millis: 1,
+  millisecond: 1,
+  milliseconds: 1,
+  s: 1000,
+  sec: 1000,
+  secs: 1000,
+  second: 1000,
+  seconds: 1000,
+  min: 60_000,
+  m: 60_000,
+  minute: 60_000,
+  minutes: 60_000,
+  h: 3_600_000,
+  hour: 3_600_000,
+  hours: 3_600_000,
+  d: 86_400_000,
+  day: 86_400_000,
+  days: 86_400_000,
   // Flink's TimeUtils also takes micro- and nanoseconds; the gateway keeps milliseconds (fractions).
-  µs: 0.001, us: 0.001, micro: 0.001, micros: 0.001, microsecond: 0.001, microseconds: 0.001,
-  ns: 0.000_001, nano: 0.000_001, nanos: 0.000_001, nanosecond: 0.000_001, nanoseconds: 0.000_001,
+  µs: 0.001,
+  us: 0.001,
+  micro: 0.001,
+  micros: 0.001,
+  microsecond: 0.001,
+  microseconds: 0.001,
+  ns: 0.000_001,
+  nano: 0.000_001,
+  nanos: 0.000_001,
+  nanosecond: 0.000_001,
+  nanoseconds: 0.000_001,
 };
 
 /** ISO-8601 as Java's Duration.parse reads it (Flink accepts it too): PnDTnHnMn.nS, signs allowed. */
 const ISO_DURATION = /^([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?$/i;
 
 const MEMORY_UNITS: Record<string, number> = {
-  b: 1, bytes: 1,
-  k: 1024, kb: 1024, kibibytes: 1024,
-  m: 1024 ** 2, mb: 1024 ** 2, mebibytes: 1024 ** 2,
-  g: 1024 ** 3, gb: 1024 ** 3, gibibytes: 1024 ** 3,
-  t: 1024 ** 4, tb: 1024 ** 4, tebibytes: 1024 ** 4,
+  b: 1,
+  bytes: 1,
+  k: 1024,
+  kb: 1024,
+  kibibytes: 1024,
+  m: 1024 ** 2,
+  mb: 1024 ** 2,
+  mebibytes: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1024 ** 3,
+  gibibytes: 1024 ** 3,
+  t: 1024 ** 4,
+  tb: 1024 ** 4,
+  tebibytes: 1024 ** 4,
 };
 
 /** Parses Flink's duration syntax: `30 s`, `2min`, `500ms`; a bare number is milliseconds. */
@@ -94,14 +129,20 @@ export function parseDuration(text: string): number {
   const iso = ISO_DURATION.exec(text.trim());
   if (iso && /[DHMS]/i.test(text)) {
     const [, sign, d, h, min, s, frac] = iso;
-    const ms = Number(d ?? 0) * 86_400_000 + Number(h ?? 0) * 3_600_000 + Number(min ?? 0) * 60_000 + Number(s ?? 0) * 1000 + Number(`0.${frac ?? '0'}`) * 1000 * (String(s ?? '').startsWith('-') ? -1 : 1);
+    const ms =
+      Number(d ?? 0) * 86_400_000 +
+      Number(h ?? 0) * 3_600_000 +
+      Number(min ?? 0) * 60_000 +
+      Number(s ?? 0) * 1000 +
+      Number(`0.${frac ?? '0'}`) * 1000 * (String(s ?? '').startsWith('-') ? -1 : 1);
     return sign === '-' ? -ms : ms;
   }
   const m = /^\s*(\d+)\s*([a-zµ]*)\s*$/i.exec(text);
   if (!m) throw new Error(`'${text}' is not a duration (examples: 30 s, 2 min, 500 ms)`);
   const unit = (m[2] ?? '').toLowerCase() || 'ms';
   const factor = DURATION_UNITS[unit];
-  if (factor === undefined) throw new Error(`'${text}' has an unknown time unit '${unit}' (use ns, µs, ms, s, min, h, d, or ISO-8601 such as PT30S)`);
+  if (factor === undefined)
+    throw new Error(`'${text}' has an unknown time unit '${unit}' (use ns, µs, ms, s, min, h, d, or ISO-8601 such as PT30S)`);
   return Number(m[1]) * factor;
 }
 
@@ -129,7 +170,11 @@ export function parseMap(text: string): Record<string, string> {
     let value: string;
     if (kv && kv.length >= 2) {
       key = kv[0]!.text.trim();
-      value = kv.slice(1).map((p) => p.text).join(':').trim();
+      value = kv
+        .slice(1)
+        .map((p) => p.text)
+        .join(':')
+        .trim();
     } else {
       const i = part.text.indexOf(':');
       if (i <= 0) throw new Error(`'${part.text}' is not a 'key:value' pair`);
@@ -215,7 +260,12 @@ export function parseValue<T extends OptionType>(def: OptionDef<T>, raw: unknown
       value = typeof raw === 'object' && raw !== null ? stringMap(raw) : parseMap(text);
       break;
     case 'list':
-      value = Array.isArray(raw) ? raw.map(String) : text.split(';').map((s) => s.trim()).filter(Boolean);
+      value = Array.isArray(raw)
+        ? raw.map(String)
+        : text
+            .split(';')
+            .map((s) => s.trim())
+            .filter(Boolean);
       break;
     case 'url':
       value = parseUrl(text, def.protocols, def.sensitive === true);
@@ -253,10 +303,13 @@ export function parseUrl(text: string, protocols: readonly string[] = DEFAULT_PR
     // reported below
   }
   if (url === undefined) {
-    throw new Error(`${sensitive || trimmed.includes('@') ? 'the value' : `'${trimmed}'`} is not an absolute URL (example: ${protocols[0] ?? 'https:'}//host:port)`);
+    throw new Error(
+      `${sensitive || trimmed.includes('@') ? 'the value' : `'${trimmed}'`} is not an absolute URL (example: ${protocols[0] ?? 'https:'}//host:port)`,
+    );
   }
   if (!protocols.includes(url.protocol)) throw new Error(`must be a ${allowed} URL, not ${url.protocol}//`);
-  if (url.username !== '' || url.password !== '') throw new Error('must not carry user info (user:password@); credentials go into their own options');
+  if (url.username !== '' || url.password !== '')
+    throw new Error('must not carry user info (user:password@); credentials go into their own options');
   if (url.search !== '' || url.hash !== '') throw new Error('must not carry a query string or fragment');
   return trimmed;
 }
@@ -279,13 +332,19 @@ export function formatValue(def: OptionDef, value: unknown): string {
     }
     case 'memory': {
       const b = value as number;
-      for (const [u, f] of [['gb', 1024 ** 3], ['mb', 1024 ** 2], ['kb', 1024]] as const) {
+      for (const [u, f] of [
+        ['gb', 1024 ** 3],
+        ['mb', 1024 ** 2],
+        ['kb', 1024],
+      ] as const) {
         if (b % f === 0 && b !== 0) return `${b / f} ${u}`;
       }
       return `${b} b`;
     }
     case 'map':
-      return Object.entries(value as Record<string, string>).map(([k, v]) => `${k}:${v}`).join(',');
+      return Object.entries(value as Record<string, string>)
+        .map(([k, v]) => `${k}:${v}`)
+        .join(',');
     case 'list':
       return (value as string[]).join(';');
     default:

@@ -28,7 +28,11 @@ export type BulkErrorCode = 'ERR_BULK_CONNECT_TIMEOUT' | 'ERR_BULK_READ_TIMEOUT'
  */
 export class BulkHttpError extends Error {
   override readonly name = 'BulkHttpError';
-  constructor(readonly code: BulkErrorCode, message: string, options?: ErrorOptions) {
+  constructor(
+    readonly code: BulkErrorCode,
+    message: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
   }
 }
@@ -157,11 +161,22 @@ export class BulkHttpClient {
     const conn = new Connection(keyOf(origin));
     const onread = { buffer: () => conn.buffer(), callback: (n: number, buf: Uint8Array) => conn.onRead(n, buf) };
     // tls.connect honours `onread` as net.connect does (the decrypted bytes), though @types/node omits it.
-    const tlsOptions: ConnectionOptions & { onread: typeof onread } = { host, port, lookup, onread, ALPNProtocols: ['http/1.1'], ...(isIP(host) === 0 ? { servername: host } : {}), ...(this.ca ? { ca: this.ca } : {}) };
+    const tlsOptions: ConnectionOptions & { onread: typeof onread } = {
+      host,
+      port,
+      lookup,
+      onread,
+      ALPNProtocols: ['http/1.1'],
+      ...(isIP(host) === 0 ? { servername: host } : {}),
+      ...(this.ca ? { ca: this.ca } : {}),
+    };
     const socket = tls ? tlsConnect(tlsOptions) : netConnect({ host, port, lookup, onread });
     conn.attach(socket);
     return new Promise<Connection>((resolve, reject) => {
-      const timer = setTimeout(() => fail(new BulkHttpError('ERR_BULK_CONNECT_TIMEOUT', `no connection within ${this.opts.connectTimeoutMs} ms`)), this.opts.connectTimeoutMs);
+      const timer = setTimeout(
+        () => fail(new BulkHttpError('ERR_BULK_CONNECT_TIMEOUT', `no connection within ${this.opts.connectTimeoutMs} ms`)),
+        this.opts.connectTimeoutMs,
+      );
       const onAbort = () => fail(signal.reason);
       const done = () => {
         clearTimeout(timer);
@@ -214,15 +229,18 @@ const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
  * (leading zeros of any number, at most 12 significant: 256 TiB), then extensions `;name[=value]`,
  * the value a token (or empty) or a quoted string. Extensions are read past, never used.
  */
-const CHUNK_LINE = /^0*([0-9A-Fa-f]{1,12})(?:;[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:=(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]*|"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t\x20-\x7e\x80-\xff])*"))?)*$/;
+const CHUNK_LINE =
+  /^0*([0-9A-Fa-f]{1,12})(?:;[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:=(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]*|"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t\x20-\x7e\x80-\xff])*"))?)*$/;
 
 function requestHead(req: BulkRequest): string {
-  if (!/^\/[\x21-\x7e]*$/.test(req.path)) throw new BulkHttpError('ERR_BULK_PROTOCOL', 'the request path must start with / and be encoded (no spaces or control characters)');
+  if (!/^\/[\x21-\x7e]*$/.test(req.path))
+    throw new BulkHttpError('ERR_BULK_PROTOCOL', 'the request path must start with / and be encoded (no spaces or control characters)');
   let head = `${req.method} ${req.path} HTTP/1.1\r\n`;
   let host = false;
   for (const [name, value] of Object.entries(req.headers)) {
     // A header from configuration or a signer with CR or LF in it would split the request.
-    if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) throw new BulkHttpError('ERR_BULK_PROTOCOL', `the request header ${TOKEN.test(name) ? name : '(a name)'} is not a valid field`);
+    if (!TOKEN.test(name) || !FIELD_VALUE.test(value))
+      throw new BulkHttpError('ERR_BULK_PROTOCOL', `the request header ${TOKEN.test(name) ? name : '(a name)'} is not a valid field`);
     if (name.toLowerCase() === 'host') host = true;
     head += `${name}: ${value}\r\n`;
   }
@@ -386,7 +404,8 @@ class Exchange {
   onRead(n: number, buf: Uint8Array): boolean {
     // The buffer of a read is chosen when the read before it ends: the first read of an exchange
     // on a kept-alive connection went into the connection's spare buffer.
-    if (buf.buffer !== this.slab.buffer || buf.byteOffset !== this.slab.byteOffset + this.fill) this.slab.set(buf.subarray(0, n), this.fill);
+    if (buf.buffer !== this.slab.buffer || buf.byteOffset !== this.slab.byteOffset + this.fill)
+      this.slab.set(buf.subarray(0, n), this.fill);
     this.received += n;
     if (this.state === 'head') return this.onHeadBytes(n);
     if (this.state === 'body') {
@@ -456,7 +475,10 @@ class Exchange {
   }
 
   /** Decides the framing and makes the body; undefined (the request rejected) when the framing is bad. */
-  private startBody(head: { statusCode: number; minor: number; headers: Record<string, string | string[]> }, rest: number): BulkResponse | undefined {
+  private startBody(
+    head: { statusCode: number; minor: number; headers: Record<string, string | string[]> },
+    rest: number,
+  ): BulkResponse | undefined {
     const { statusCode, headers } = head;
     const connection = String(headers.connection ?? '').toLowerCase();
     this.reusable = head.minor === 1 && !/(^|,)\s*close\s*($|,)/.test(connection);
@@ -689,7 +711,10 @@ class Exchange {
     if (this.state === 'head') return new BulkHttpError('ERR_BULK_CLOSED', 'the connection closed before the response');
     const f = this.framing;
     const expected = f.kind === 'length' ? ` of ${this.bodyBytes + (this.fill - this.pushed) + f.left}` : '';
-    return new BulkHttpError('ERR_BULK_CLOSED', `the connection closed after ${this.bodyBytes + (this.fill - this.pushed)}${expected} body bytes`);
+    return new BulkHttpError(
+      'ERR_BULK_CLOSED',
+      `the connection closed after ${this.bodyBytes + (this.fill - this.pushed)}${expected} body bytes`,
+    );
   }
 
   private protocol(detail: string): void {

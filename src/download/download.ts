@@ -72,8 +72,15 @@ export async function downloadTo(fs: FileSystem, uri: URL, file: string, opts: D
     await out.close();
   }
   if (stat.size !== undefined && result.size !== stat.size) {
-    throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the store announced ${stat.size} bytes but sent ${result.size}` });
+    throw new GatewayError('GW_FETCH_UNAVAILABLE', {
+      uri: redactUri(uri),
+      detail: `the store announced ${stat.size} bytes but sent ${result.size}`,
+    });
   }
-  if (problem) throw new GatewayError('GW_FETCH_UNAVAILABLE', { uri: redactUri(uri), detail: `the bytes do not match the store's checksum (${problem})` });
+  if (problem)
+    throw new GatewayError('GW_FETCH_UNAVAILABLE', {
+      uri: redactUri(uri),
+      detail: `the bytes do not match the store's checksum (${problem})`,
+    });
   return { ...result, stat, parts: 1, atOnce: 1 };
 }

@@ -78,7 +78,11 @@ export class ObjectFile {
   private scratch?: Buffer;
   private sha256?: string;
 
-  private constructor(private readonly fh: FileHandle, private readonly path: string, private readonly o: ObjectFileOptions) {
+  private constructor(
+    private readonly fh: FileHandle,
+    private readonly path: string,
+    private readonly o: ObjectFileOptions,
+  ) {
     this.sha = new FileDigest(path, 'sha256');
     this.expect(o.integrity);
   }
@@ -115,7 +119,12 @@ export class ObjectFile {
     part.issued = part.durable;
     return new Writable({
       highWaterMark: writeBuffer,
-      writev: (chunks, done) => this.write(part, chunks.map((c) => c.chunk as Buffer), done),
+      writev: (chunks, done) =>
+        this.write(
+          part,
+          chunks.map((c) => c.chunk as Buffer),
+          done,
+        ),
       write: (chunk: Buffer, _enc, done) => this.write(part, [chunk], done),
     });
   }
@@ -264,7 +273,8 @@ export class ObjectFile {
     while (this.catching !== undefined || this.contiguous() > this.ordered) await (this.catching ?? this.catchUp());
     if (this.failure) throw this.failure;
     const size = this.contiguous();
-    if (size !== this.issuedTotal || size !== this.ordered) throw fetchProblem(this.o.uri, `the parts do not tile the object (${this.ordered} of ${this.issuedTotal} bytes in order)`);
+    if (size !== this.issuedTotal || size !== this.ordered)
+      throw fetchProblem(this.o.uri, `the parts do not tile the object (${this.ordered} of ${this.issuedTotal} bytes in order)`);
     this.sha256 = await this.sha.digest(size);
     return { sha256: this.sha256, size };
   }
@@ -280,7 +290,12 @@ export class ObjectFile {
       if (this.sha256 === this.o.sha256Pin) return undefined;
       this.md5 = new FileDigest(this.path, 'md5');
     }
-    const actual = integrity.algorithm === 'md5' ? await this.md5!.digest(this.ordered) : integrity.algorithm === 'sha256' ? this.sha256 : (this.crc >>> 0).toString(16).padStart(8, '0');
+    const actual =
+      integrity.algorithm === 'md5'
+        ? await this.md5!.digest(this.ordered)
+        : integrity.algorithm === 'sha256'
+          ? this.sha256
+          : (this.crc >>> 0).toString(16).padStart(8, '0');
     return actual === integrity.expected.toLowerCase() ? undefined : `${integrity.algorithm} ${actual} ≠ ${integrity.expected}`;
   }
 

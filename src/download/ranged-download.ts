@@ -91,7 +91,14 @@ export function planParts(size: number, p: ParallelSettings): PartRange[] {
  * pins them to a version or a strong ETag, and the object is at least two parts large.
  */
 export function rangedEligible(fs: FileSystem, stat: ObjectStat, p: ParallelSettings): boolean {
-  return fs.supportsRange && stat.pinnedRanges === true && p.concurrency > 1 && stat.size !== undefined && stat.size >= 2 * p.partSize && (stat.version !== undefined || stat.etag !== undefined);
+  return (
+    fs.supportsRange &&
+    stat.pinnedRanges === true &&
+    p.concurrency > 1 &&
+    stat.size !== undefined &&
+    stat.size >= 2 * p.partSize &&
+    (stat.version !== undefined || stat.etag !== undefined)
+  );
 }
 
 /**
@@ -106,7 +113,17 @@ export async function rangedDownload(
   uri: URL,
   path: string,
   stat: RangedStat,
-  opts: { signal: AbortSignal; maxBytes: number; onProgress: (bytes: number) => void; tee?: () => Writable; parallel: ParallelSettings; rangeRetries?: number; log?: Logger; sha256Pin?: string; clock?: Clock },
+  opts: {
+    signal: AbortSignal;
+    maxBytes: number;
+    onProgress: (bytes: number) => void;
+    tee?: () => Writable;
+    parallel: ParallelSettings;
+    rangeRetries?: number;
+    log?: Logger;
+    sha256Pin?: string;
+    clock?: Clock;
+  },
 ): Promise<DownloadResult> {
   if (stat.size > opts.maxBytes) throw new GatewayError('GW_FETCH_TOO_LARGE', { uri: redactUri(uri), limit: opts.maxBytes });
   const clock = opts.clock ?? systemClock;
@@ -157,7 +174,17 @@ export async function rangedDownload(
         // The first part of a probed read, and the rest of an object read in one stream, are read
         // like a single stream: gathered into larger writes.
         const alone = probe !== undefined && (part.start === 0 || single);
-        await readPart(fs, uri, file, part, { stat, pin, signal, retries: opts.rangeRetries ?? 0, log: opts.log, clock, writeBuffer: alone ? SEQUENTIAL_WRITE_BUFFER : PART_WRITE_BUFFER, nearEnd, ...(probe && part.start === 0 ? { probe } : {}) });
+        await readPart(fs, uri, file, part, {
+          stat,
+          pin,
+          signal,
+          retries: opts.rangeRetries ?? 0,
+          log: opts.log,
+          clock,
+          writeBuffer: alone ? SEQUENTIAL_WRITE_BUFFER : PART_WRITE_BUFFER,
+          nearEnd,
+          ...(probe && part.start === 0 ? { probe } : {}),
+        });
       } catch (err) {
         firstError ??= opts.signal.aborted ? (opts.signal.reason ?? err) : err;
         stop.abort(firstError);
@@ -219,7 +246,13 @@ interface PartContext {
 }
 
 /** One range, resumed from its durable prefix after a transient failure. */
-async function readPart(fs: FileSystem, uri: URL, file: ObjectFile, part: Part, { stat, pin, signal, retries, log, clock, writeBuffer, nearEnd, probe }: PartContext): Promise<void> {
+async function readPart(
+  fs: FileSystem,
+  uri: URL,
+  file: ObjectFile,
+  part: Part,
+  { stat, pin, signal, retries, log, clock, writeBuffer, nearEnd, probe }: PartContext,
+): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     await file.settled(part);
     const start = part.start + part.durable;
@@ -230,7 +263,11 @@ async function readPart(fs: FileSystem, uri: URL, file: ObjectFile, part: Part, 
       const latencyMs = clock.monotonicMs() - asked;
       const got = opened.stat;
       // A store that ignores the condition still names what it sent: hold it to the pin.
-      if ((pin.version !== undefined && got.version !== undefined && got.version !== pin.version) || (pin.etag !== undefined && got.etag !== undefined && got.etag !== pin.etag) || (got.size !== undefined && got.size !== stat.size)) {
+      if (
+        (pin.version !== undefined && got.version !== undefined && got.version !== pin.version) ||
+        (pin.etag !== undefined && got.etag !== undefined && got.etag !== pin.etag) ||
+        (got.size !== undefined && got.size !== stat.size)
+      ) {
         opened.stream.destroy();
         throw fetchError.changed(uri, `a range came from another version (${got.version ?? got.etag ?? `${got.size} bytes`})`);
       }
@@ -240,13 +277,17 @@ async function readPart(fs: FileSystem, uri: URL, file: ObjectFile, part: Part, 
       await piped;
       await file.settled(part);
       probe?.ended(part.durable);
-      if (part.durable !== part.end - part.start) throw fetchError.unavailable(uri, `the range at ${part.start} ended after ${part.durable} of ${part.end - part.start} bytes`);
+      if (part.durable !== part.end - part.start)
+        throw fetchError.unavailable(uri, `the range at ${part.start} ended after ${part.durable} of ${part.end - part.start} bytes`);
       return;
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (signal.aborted || attempt >= retries || code !== 'GW_FETCH_UNAVAILABLE') throw err;
       const delayMs = 200 * 2 ** attempt;
-      log?.warn({ uri: redactUri(uri), start: part.start + part.durable, attempt: attempt + 1, delayMs, code }, 'ranged read failed; retrying the rest of the range');
+      log?.warn(
+        { uri: redactUri(uri), start: part.start + part.durable, attempt: attempt + 1, delayMs, code },
+        'ranged read failed; retrying the rest of the range',
+      );
       await sleepOn(clock, delayMs, signal);
     }
   }
@@ -321,7 +362,10 @@ export class LoneStreamProbe {
   /** The rate seen when the verdict was "fast" (for the log); undefined when backpressure decided. */
   mibPerSec: number | undefined;
 
-  constructor(private readonly rate: number, private readonly clock: Clock) {
+  constructor(
+    private readonly rate: number,
+    private readonly clock: Clock,
+  ) {
     this.settled = new Promise<boolean>((resolve) => (this.settle = resolve));
   }
 

@@ -118,7 +118,12 @@ export function slabFileStream(path: string): Readable {
         });
     },
     destroy(err, done) {
-      file.then((fh) => fh.close()).then(() => done(err), () => done(err));
+      file
+        .then((fh) => fh.close())
+        .then(
+          () => done(err),
+          () => done(err),
+        );
     },
   });
 }

@@ -8,7 +8,7 @@ export function errorsMarkdown(): string {
     '',
     '<!-- Generated from src/errors/codes.ts by `npm run docs:errors`; a test fails when it is stale. -->',
     '',
-    "On Flink paths every error body is exactly `{\"errors\": [\"<CODE>: <message>\"]}` — Flink's envelope, which",
+    'On Flink paths every error body is exactly `{"errors": ["<CODE>: <message>"]}` — Flink\'s envelope, which',
     "Flink's Java client recognises only when `errors` is the single key. The code is stable; the message says what",
     'failed, why and what to do. Codes are never reused for another meaning.',
     '',
@@ -16,7 +16,9 @@ export function errorsMarkdown(): string {
     '| --- | --- | --- |',
   ];
   for (const [code, spec] of Object.entries(ERROR_CODES)) {
-    lines.push(`| \`${code}\`${(spec as ErrorSpec).retired ? ' (retired)' : ''} | ${spec.status} | ${spec.template.replace(/\|/g, '\\|')} |`);
+    lines.push(
+      `| \`${code}\`${(spec as ErrorSpec).retired ? ' (retired)' : ''} | ${spec.status} | ${spec.template.replace(/\|/g, '\\|')} |`,
+    );
   }
   lines.push(
     '',

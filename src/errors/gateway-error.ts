@@ -57,8 +57,11 @@ function withoutSecrets(text: string): string {
 
 export function isGatewayError(err: unknown): err is GatewayError {
   return (
-    typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string' &&
-    (err as { code: string }).code in ERROR_CODES && typeof (err as { status?: unknown }).status === 'number'
+    typeof err === 'object' &&
+    err !== null &&
+    typeof (err as { code?: unknown }).code === 'string' &&
+    (err as { code: string }).code in ERROR_CODES &&
+    typeof (err as { status?: unknown }).status === 'number'
   );
 }
 

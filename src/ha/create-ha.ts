@@ -69,7 +69,9 @@ export async function createHa(o: {
   const log = o.logger.child({ component: 'ha' });
   const seal = secret !== undefined ? new RecordSeal(secret) : undefined;
   const zookeeper =
-    ha.kind === 'zookeeper' && secret !== undefined ? resources.adopt(new ZooKeeperSession(ha.settings, log, { digest: digestFromSecret(secret) }), (z) => z.close()) : undefined;
+    ha.kind === 'zookeeper' && secret !== undefined
+      ? resources.adopt(new ZooKeeperSession(ha.settings, log, { digest: digestFromSecret(secret) }), (z) => z.close())
+      : undefined;
   if (zookeeper) log.info({ identity: zookeeper.identity }, "the gateway's ZooKeeper nodes admit this digest identity only");
   const kube = ha.kind === 'kubernetes' && seal ? resources.adopt(kubernetesSessionOf(ha.settings, log), (k) => k.close()) : undefined;
   const adoptUnsealed = config.get(haOptions.adoptUnsealedRecords);
@@ -77,13 +79,28 @@ export async function createHa(o: {
   let sharedClaims: ZooKeeperJobClaims | KubernetesJobClaims | undefined;
   let sharedStore: SharedRegistrationStore | undefined;
   if (zookeeper && seal) {
-    sharedClaims = new ZooKeeperJobClaims(zookeeper, { retentionMs: SHARED_CLAIM_RETENTION_MS, seal, log: claimsLog, onRejected, adoptUnsealed });
+    sharedClaims = new ZooKeeperJobClaims(zookeeper, {
+      retentionMs: SHARED_CLAIM_RETENTION_MS,
+      seal,
+      log: claimsLog,
+      onRejected,
+      adoptUnsealed,
+    });
     if (tokensEnabled(config)) sharedStore = new ZooKeeperRegistrationStore(zookeeper, log, { seal, onRejected, adoptUnsealed });
   } else if (kube && seal) {
-    sharedClaims = new KubernetesJobClaims(kube.client, kube.settings, { retentionMs: SHARED_CLAIM_RETENTION_MS, sealer: seal, log: claimsLog, onRejected });
-    if (tokensEnabled(config)) sharedStore = resources.adopt(new KubernetesRegistrationStore(kube.client, kube.settings, log, { sealer: seal, onRejected }), (s) => s.stop());
+    sharedClaims = new KubernetesJobClaims(kube.client, kube.settings, {
+      retentionMs: SHARED_CLAIM_RETENTION_MS,
+      sealer: seal,
+      log: claimsLog,
+      onRejected,
+    });
+    if (tokensEnabled(config))
+      sharedStore = resources.adopt(new KubernetesRegistrationStore(kube.client, kube.settings, log, { sealer: seal, onRejected }), (s) =>
+        s.stop(),
+      );
   }
-  const flushed = (s: FileRegistrationStore) => s.flush().catch((err: unknown) => tokenLog.error({ err }, 'cannot write the job-registration store'));
+  const flushed = (s: FileRegistrationStore) =>
+    s.flush().catch((err: unknown) => tokenLog.error({ err }, 'cannot write the job-registration store'));
   const fileStore = () => resources.adopt(new FileRegistrationStore(o.storeDir, tokenLog), flushed);
   const store: RegistrationStore | undefined = !tokensEnabled(config) ? undefined : (sharedStore ?? fileStore());
   if (!sharedStore) await store?.init();
@@ -100,17 +117,31 @@ export async function createHa(o: {
       const session = (zookeeper ?? kube)!;
       const readStates = () => fetchJobStates(cluster);
       const options = { session, follow, engine, store: sharedStore, registrations, tokens, cluster, readStates, log };
-      coordinator = resources.adopt(new HaCoordinator({ ...options, ...(sharedClaims ? { claims: sharedClaims } : {}), ...(watcher ? { watcher } : {}) }), (c) => c.stop());
+      coordinator = resources.adopt(
+        new HaCoordinator({ ...options, ...(sharedClaims ? { claims: sharedClaims } : {}), ...(watcher ? { watcher } : {}) }),
+        (c) => c.stop(),
+      );
       await coordinator.start();
     } else {
       // Without tokens the shared store holds only the job-id claims: a store not reachable yet makes
       // runs 503 GW_HA_STORE_UNAVAILABLE until it is, as on the coordinator's path; it does not stop
       // start-up. A missing Kubernetes permission does: it does not heal by waiting.
-      if (zookeeper) await zookeeper.start().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'ZooKeeper is not reachable yet; runs answer 503 GW_HA_STORE_UNAVAILABLE until it is'));
+      if (zookeeper)
+        await zookeeper
+          .start()
+          .catch((err: unknown) =>
+            log.warn(
+              { err: (err as Error).message },
+              'ZooKeeper is not reachable yet; runs answer 503 GW_HA_STORE_UNAVAILABLE until it is',
+            ),
+          );
       if (kube) {
         await kube.start().catch((err: unknown) => {
           if (isForbidden(err)) throw err;
-          log.warn({ err: (err as Error).message }, 'the Kubernetes API server is not reachable yet; runs answer 503 GW_HA_STORE_UNAVAILABLE until it is');
+          log.warn(
+            { err: (err as Error).message },
+            'the Kubernetes API server is not reachable yet; runs answer 503 GW_HA_STORE_UNAVAILABLE until it is',
+          );
         });
       }
       // Register the stored jobs again, then obtain tokens (the first cycle covers them), then follow the jobs.
@@ -119,10 +150,11 @@ export async function createHa(o: {
       watcher?.start();
     }
     // Close the ZooKeeper claims' nodes now (and adopt unsealed claims if asked), not at the first run.
-    if (sharedClaims instanceof ZooKeeperJobClaims) await sharedClaims.init().catch((err: unknown) => {
-      if ((err as { code?: unknown }).code === 'GW_CONFIG_INVALID') throw err;
-      log.warn({ err: (err as Error).message }, 'cannot prepare the shared job-id claims yet; the next run tries again');
-    });
+    if (sharedClaims instanceof ZooKeeperJobClaims)
+      await sharedClaims.init().catch((err: unknown) => {
+        if ((err as { code?: unknown }).code === 'GW_CONFIG_INVALID') throw err;
+        log.warn({ err: (err as Error).message }, 'cannot prepare the shared job-id claims yet; the next run tries again');
+      });
   }
 
   return {
@@ -139,7 +171,9 @@ function kubernetesSessionOf(settings: ConstructorParameters<typeof KubernetesSe
   try {
     return new KubernetesSession(settings, log);
   } catch (err) {
-    throw new ConfigError([{ key: haOptions.store.key, source: "gateway.ha.store and the cluster's Flink configuration", message: (err as Error).message }]);
+    throw new ConfigError([
+      { key: haOptions.store.key, source: "gateway.ha.store and the cluster's Flink configuration", message: (err as Error).message },
+    ]);
   }
 }
 
@@ -154,7 +188,9 @@ function haStoreOfConfig(config: Configuration): { store: ReturnType<typeof haSt
     store = haStoreOf(config.get(haOptions.store), config.cluster);
   } catch (err) {
     const key = err instanceof HaConfigProblem ? err.key : haOptions.store.key;
-    const source = key.startsWith('gateway.') ? "gateway.ha.store and the cluster's Flink configuration" : "the cluster's Flink configuration (gateway.cluster.flink-conf)";
+    const source = key.startsWith('gateway.')
+      ? "gateway.ha.store and the cluster's Flink configuration"
+      : "the cluster's Flink configuration (gateway.cluster.flink-conf)";
     throw new ConfigError([{ key, source, message: (err as Error).message }]);
   }
   const secret = haSharedSecretOf(config);

@@ -64,7 +64,10 @@ export function identityFromConfig(entries: readonly { key: string; value: strin
 }
 
 /** The ZooKeeper path of a component's leader record: `<namespace>/leader/<component>/connection_info`. */
-export function leaderPath(settings: Pick<ZooKeeperSettings, 'namespace'>, component: 'dispatcher' | 'resource_manager' | 'rest_server'): string {
+export function leaderPath(
+  settings: Pick<ZooKeeperSettings, 'namespace'>,
+  component: 'dispatcher' | 'resource_manager' | 'rest_server',
+): string {
   return `${settings.namespace}/leader/${component}/connection_info`;
 }
 
@@ -95,7 +98,10 @@ const READ_RETRY_MS = 1_000;
  */
 export function announceLeaderChange(prev: LeaderState, next: LeaderState, self: JobManagerIdentity, log: Logger): boolean {
   if (prev.leading === next.leading && prev.record?.sessionId === next.record?.sessionId) return false;
-  log.info({ leading: next.leading, leader: next.record?.address, leaderSessionId: next.record?.sessionId, self }, next.leading ? "this gateway's JobManager leads the cluster" : "this gateway's JobManager does not lead the cluster");
+  log.info(
+    { leading: next.leading, leader: next.record?.address, leaderSessionId: next.record?.sessionId, self },
+    next.leading ? "this gateway's JobManager leads the cluster" : "this gateway's JobManager does not lead the cluster",
+  );
   return true;
 }
 
@@ -164,7 +170,10 @@ export class FlinkLeaderFollower extends EventEmitter<{ change: [LeaderState] }>
    */
   private readFailed(err: unknown): void {
     if (this.stopped) return;
-    this.log.warn({ err: (err as Error)?.message, retryInMs: this.retryMs }, 'cannot read the Flink leader record; reading it again shortly');
+    this.log.warn(
+      { err: (err as Error)?.message, retryInMs: this.retryMs },
+      'cannot read the Flink leader record; reading it again shortly',
+    );
     if (this.retry) return;
     this.retry = this.clock.setTimer(() => {
       this.retry = undefined;

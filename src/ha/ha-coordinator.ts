@@ -93,7 +93,10 @@ export class HaCoordinator {
     await this.opts.session.start().catch((err: unknown) => {
       // A missing permission does not heal by waiting: start-up fails, naming it.
       if ((err as { code?: unknown } | null)?.code === 'GW_HA_STORE_FORBIDDEN') throw err;
-      this.opts.log.warn({ err: (err as Error).message }, `${this.opts.engine ?? 'ZooKeeper'} is not reachable yet; serving as a standby until it is`);
+      this.opts.log.warn(
+        { err: (err as Error).message },
+        `${this.opts.engine ?? 'ZooKeeper'} is not reachable yet; serving as a standby until it is`,
+      );
     });
     await this.opts.store.init().catch((err: unknown) => {
       // A subtree the gateways do not own stops start-up; anything else is retried.
@@ -107,7 +110,8 @@ export class HaCoordinator {
     if (this.stopped) return;
     try {
       const res = await this.opts.cluster.json('GET', '/v1/jobmanager/config', { operation: 'JobManager configuration' });
-      const identity = res.status === 200 && Array.isArray(res.body) ? identityFromConfig(res.body as { key: string; value: string }[]) : undefined;
+      const identity =
+        res.status === 200 && Array.isArray(res.body) ? identityFromConfig(res.body as { key: string; value: string }[]) : undefined;
       if (!identity) throw new Error(`the JobManager's configuration names no jobmanager.rpc.address (HTTP ${res.status})`);
       this.identity = identity;
       this.opts.log.info({ jobManager: identity }, "following Flink's leader election for this JobManager");
@@ -136,14 +140,24 @@ export class HaCoordinator {
       // token obtained, with nothing to try again): the jobs this replica has followed are
       // registered now, and the ones the re-read misses arrive as `added` once the store's own
       // retry reads them.
-      await this.opts.store.sync().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'cannot re-read the shared job registrations on taking over; registering the ones this replica has followed, the others once the store reads them'));
+      await this.opts.store
+        .sync()
+        .catch((err: unknown) =>
+          log.warn(
+            { err: (err as Error).message },
+            'cannot re-read the shared job registrations on taking over; registering the ones this replica has followed, the others once the store reads them',
+          ),
+        );
       await registrations.restore(this.opts.readStates);
       await tokens.start();
       watcher?.start();
       this.pruneClaims();
       this.pruneTimer = setInterval(() => this.pruneClaims(), PRUNE_INTERVAL_MS);
       this.pruneTimer.unref();
-      log.info({ jobs: registrations.list().length, leaderSessionId: state.record?.sessionId, ms: Math.round(performance.now() - started) }, 'leading: every stored job is registered here and its tokens are obtained here');
+      log.info(
+        { jobs: registrations.list().length, leaderSessionId: state.record?.sessionId, ms: Math.round(performance.now() - started) },
+        'leading: every stored job is registered here and its tokens are obtained here',
+      );
     } else {
       this.leading = false;
       this.leadingSince = undefined;
@@ -151,7 +165,10 @@ export class HaCoordinator {
       await watcher?.stop();
       await tokens.stop();
       registrations.deactivate();
-      log.info({ leader: state.record?.address }, 'standby: tokens are obtained by the leading JobManager\'s gateway; runs here are stored for it');
+      log.info(
+        { leader: state.record?.address },
+        "standby: tokens are obtained by the leading JobManager's gateway; runs here are stored for it",
+      );
     }
   }
 

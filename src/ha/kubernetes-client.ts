@@ -113,11 +113,18 @@ export class KubernetesClient {
     const { token, tokenFile } = this.connection;
     if (token) return token;
     if (!tokenFile) return undefined;
-    if (!this.token || Date.now() - this.token.readAt > 60_000) this.token = { text: readFileSync(tokenFile, 'utf8').trim(), readAt: Date.now() };
+    if (!this.token || Date.now() - this.token.readAt > 60_000)
+      this.token = { text: readFileSync(tokenFile, 'utf8').trim(), readAt: Date.now() };
     return this.token.text;
   }
 
-  private async call<T>(verb: string, resource: string, method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  private async call<T>(
+    verb: string,
+    resource: string,
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    body?: unknown,
+  ): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json' };
     const bearer = this.bearer();
     if (bearer) headers.authorization = `Bearer ${bearer}`;
@@ -134,10 +141,22 @@ export class KubernetesClient {
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (err) {
-      throw new KubernetesApiError(0, 'Unreachable', `the Kubernetes API server at ${this.connection.server} cannot be reached (${verb} ${resource}): ${(err as Error).message}`, verb, resource);
+      throw new KubernetesApiError(
+        0,
+        'Unreachable',
+        `the Kubernetes API server at ${this.connection.server} cannot be reached (${verb} ${resource}): ${(err as Error).message}`,
+        verb,
+        resource,
+      );
     }
     const text = await res.body.text().catch((err: unknown) => {
-      throw new KubernetesApiError(0, 'Unreachable', `the Kubernetes API server at ${this.connection.server} broke off its answer (${verb} ${resource}): ${(err as Error).message}`, verb, resource);
+      throw new KubernetesApiError(
+        0,
+        'Unreachable',
+        `the Kubernetes API server at ${this.connection.server} broke off its answer (${verb} ${resource}): ${(err as Error).message}`,
+        verb,
+        resource,
+      );
     });
     if (res.statusCode >= 200 && res.statusCode < 300) return (text ? JSON.parse(text) : undefined) as T;
     throw statusError(res.statusCode, text, verb, resource);
@@ -154,7 +173,12 @@ export class KubernetesClient {
   }
 
   async listConfigMaps(namespace: string, labelSelector: string): Promise<{ items: ConfigMap[]; resourceVersion: string }> {
-    const list = await this.call<{ items?: ConfigMap[]; metadata?: { resourceVersion?: string } }>('list', 'configmaps', 'GET', `${base(namespace)}?labelSelector=${enc(labelSelector)}`);
+    const list = await this.call<{ items?: ConfigMap[]; metadata?: { resourceVersion?: string } }>(
+      'list',
+      'configmaps',
+      'GET',
+      `${base(namespace)}?labelSelector=${enc(labelSelector)}`,
+    );
     return { items: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
   }
 
@@ -165,7 +189,11 @@ export class KubernetesClient {
 
   /** Replaces it if it is still at `cm.metadata.resourceVersion`: else 409 `Conflict` (404 when it is gone). */
   replaceConfigMap(namespace: string, cm: ConfigMap): Promise<ConfigMap> {
-    return this.call('update', `configmaps/${cm.metadata.name}`, 'PUT', `${base(namespace)}/${enc(cm.metadata.name)}`, { apiVersion: 'v1', kind: 'ConfigMap', ...cm });
+    return this.call('update', `configmaps/${cm.metadata.name}`, 'PUT', `${base(namespace)}/${enc(cm.metadata.name)}`, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      ...cm,
+    });
   }
 
   /**
@@ -188,9 +216,18 @@ export class KubernetesClient {
    * server ends the watch (after `timeoutSeconds`, or 410 Gone when that version is too old: the
    * caller lists again) or `stop`. `done` rejects with the error that ended it, if any.
    */
-  watchConfigMaps(namespace: string, query: { labelSelector?: string; fieldSelector?: string; resourceVersion: string; timeoutSeconds: number }, onEvent: (e: WatchEvent) => void): Watch {
+  watchConfigMaps(
+    namespace: string,
+    query: { labelSelector?: string; fieldSelector?: string; resourceVersion: string; timeoutSeconds: number },
+    onEvent: (e: WatchEvent) => void,
+  ): Watch {
     const controller = new AbortController();
-    const params = new URLSearchParams({ watch: '1', allowWatchBookmarks: 'true', resourceVersion: query.resourceVersion, timeoutSeconds: String(query.timeoutSeconds) });
+    const params = new URLSearchParams({
+      watch: '1',
+      allowWatchBookmarks: 'true',
+      resourceVersion: query.resourceVersion,
+      timeoutSeconds: String(query.timeoutSeconds),
+    });
     if (query.labelSelector) params.set('labelSelector', query.labelSelector);
     if (query.fieldSelector) params.set('fieldSelector', query.fieldSelector);
     const headers: Record<string, string> = { accept: 'application/json' };
@@ -199,10 +236,23 @@ export class KubernetesClient {
     const done = (async () => {
       let res: Awaited<ReturnType<typeof request>>;
       try {
-        res = await request(`${this.connection.server}${base(namespace)}?${params}`, { method: 'GET', headers, dispatcher: this.agent, headersTimeout: this.timeoutMs, bodyTimeout: 0, signal: controller.signal });
+        res = await request(`${this.connection.server}${base(namespace)}?${params}`, {
+          method: 'GET',
+          headers,
+          dispatcher: this.agent,
+          headersTimeout: this.timeoutMs,
+          bodyTimeout: 0,
+          signal: controller.signal,
+        });
       } catch (err) {
         if (controller.signal.aborted) return;
-        throw new KubernetesApiError(0, 'Unreachable', `the Kubernetes API server at ${this.connection.server} cannot be reached (watch configmaps): ${(err as Error).message}`, 'watch', 'configmaps');
+        throw new KubernetesApiError(
+          0,
+          'Unreachable',
+          `the Kubernetes API server at ${this.connection.server} cannot be reached (watch configmaps): ${(err as Error).message}`,
+          'watch',
+          'configmaps',
+        );
       }
       if (res.statusCode !== 200) throw statusError(res.statusCode, await res.body.text().catch(() => ''), 'watch', 'configmaps');
       let pending = '';
@@ -219,7 +269,13 @@ export class KubernetesClient {
             // An ERROR event carries a Status: 410 Gone (the version is compacted away) ends the watch.
             if (event.type === 'ERROR') {
               const s = event.object as { code?: number; reason?: string; message?: string };
-              throw new KubernetesApiError(s.code ?? 500, s.reason ?? 'Error', `watch configmaps: ${s.message ?? 'ended by the API server'}`, 'watch', 'configmaps');
+              throw new KubernetesApiError(
+                s.code ?? 500,
+                s.reason ?? 'Error',
+                `watch configmaps: ${s.message ?? 'ended by the API server'}`,
+                'watch',
+                'configmaps',
+              );
             }
             onEvent(event as WatchEvent);
           }
@@ -227,7 +283,13 @@ export class KubernetesClient {
       } catch (err) {
         if (controller.signal.aborted) return;
         if (kubeError(err)) throw err;
-        throw new KubernetesApiError(0, 'Unreachable', `the watch of configmaps on ${this.connection.server} broke off: ${(err as Error).message}`, 'watch', 'configmaps');
+        throw new KubernetesApiError(
+          0,
+          'Unreachable',
+          `the watch of configmaps on ${this.connection.server} broke off: ${(err as Error).message}`,
+          'watch',
+          'configmaps',
+        );
       }
     })();
     return { stop: () => controller.abort(), done };
@@ -239,11 +301,17 @@ export class KubernetesClient {
    */
   async mayConfigMaps(namespace: string, verb: string): Promise<boolean | undefined> {
     try {
-      const review = await this.call<{ status?: { allowed?: boolean } }>('create', 'selfsubjectaccessreviews', 'POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
-        apiVersion: 'authorization.k8s.io/v1',
-        kind: 'SelfSubjectAccessReview',
-        spec: { resourceAttributes: { namespace, verb, resource: 'configmaps', group: '' } },
-      });
+      const review = await this.call<{ status?: { allowed?: boolean } }>(
+        'create',
+        'selfsubjectaccessreviews',
+        'POST',
+        '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+        {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SelfSubjectAccessReview',
+          spec: { resourceAttributes: { namespace, verb, resource: 'configmaps', group: '' } },
+        },
+      );
       return review.status?.allowed === true;
     } catch (err) {
       if (kubeError(err)?.status === 403 || kubeError(err)?.status === 404) return undefined;
@@ -268,7 +336,13 @@ function statusError(status: number, text: string, verb: string, resource: strin
   } catch {
     /* not a Status object: keep the text */
   }
-  return new KubernetesApiError(status, reason, `the Kubernetes API server refused ${verb} ${resource} (HTTP ${status} ${reason}): ${message}`, verb, resource);
+  return new KubernetesApiError(
+    status,
+    reason,
+    `the Kubernetes API server refused ${verb} ${resource} (HTTP ${status} ${reason}): ${message}`,
+    verb,
+    resource,
+  );
 }
 
 /** Reads a PEM file named by a kubeconfig or the service account, as text. */

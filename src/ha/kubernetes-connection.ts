@@ -26,7 +26,8 @@ export interface ConnectionSources {
 export function resolveConnection(src: ConnectionSources): KubernetesConnection {
   const env = src.env ?? process.env;
   if (src.configFile) return fromKubeconfig(src.configFile, src.context);
-  const kubeconfig = env.KUBECONFIG?.split(':').find((f) => f && existsSync(f)) ?? [join(homedir(), '.kube', 'config')].find((f) => existsSync(f));
+  const kubeconfig =
+    env.KUBECONFIG?.split(':').find((f) => f && existsSync(f)) ?? [join(homedir(), '.kube', 'config')].find((f) => existsSync(f));
   if (kubeconfig) return fromKubeconfig(kubeconfig, src.context);
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT ?? '443';
@@ -37,10 +38,12 @@ export function resolveConnection(src: ConnectionSources): KubernetesConnection 
       server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`,
       tokenFile: join(dir, 'token'),
       ...(existsSync(ca) ? { ca: readFileSync(ca, 'utf8') } : {}),
-      source: 'the pod\'s service account',
+      source: "the pod's service account",
     };
   }
-  throw new Error('no Kubernetes API server to reach: set kubernetes.config.file in the cluster\'s Flink configuration, or run the gateway in the JobManager pod (its service account), or provide $KUBECONFIG / ~/.kube/config');
+  throw new Error(
+    "no Kubernetes API server to reach: set kubernetes.config.file in the cluster's Flink configuration, or run the gateway in the JobManager pod (its service account), or provide $KUBECONFIG / ~/.kube/config",
+  );
 }
 
 interface Kubeconfig {
@@ -60,14 +63,22 @@ export function fromKubeconfig(file: string, context?: string): KubernetesConnec
   }
   const name = context ?? doc['current-context'];
   const ctx = doc.contexts?.find((c) => c.name === name)?.context;
-  if (!ctx) throw new Error(`the kubeconfig ${file} has no context ${name ? `"${name}"` : '(no current-context, and kubernetes.context is not set)'}`);
+  if (!ctx)
+    throw new Error(
+      `the kubeconfig ${file} has no context ${name ? `"${name}"` : '(no current-context, and kubernetes.context is not set)'}`,
+    );
   const cluster = doc.clusters?.find((c) => c.name === ctx.cluster)?.cluster;
-  if (!cluster || typeof cluster.server !== 'string') throw new Error(`the kubeconfig ${file}'s context "${name}" names no cluster with a server`);
+  if (!cluster || typeof cluster.server !== 'string')
+    throw new Error(`the kubeconfig ${file}'s context "${name}" names no cluster with a server`);
   const user = doc.users?.find((u) => u.name === ctx.user)?.user ?? {};
   // Relative file names in a kubeconfig are relative to the kubeconfig's own directory.
   const path = (p: unknown) => (typeof p === 'string' ? (isAbsolute(p) ? p : resolve(dirname(file), p)) : undefined);
-  const pem = (data: unknown, ref: unknown) => (typeof data === 'string' ? Buffer.from(data, 'base64').toString('utf8') : path(ref) ? readFileSync(path(ref)!, 'utf8') : undefined);
-  if (user.exec || user['auth-provider']) throw new Error(`the kubeconfig ${file}'s user "${ctx.user}" authenticates through an exec or auth-provider plugin, which the gateway does not run: use a token, a token file or a client certificate (a service account's token, for instance)`);
+  const pem = (data: unknown, ref: unknown) =>
+    typeof data === 'string' ? Buffer.from(data, 'base64').toString('utf8') : path(ref) ? readFileSync(path(ref)!, 'utf8') : undefined;
+  if (user.exec || user['auth-provider'])
+    throw new Error(
+      `the kubeconfig ${file}'s user "${ctx.user}" authenticates through an exec or auth-provider plugin, which the gateway does not run: use a token, a token file or a client certificate (a service account's token, for instance)`,
+    );
   const ca = pem(cluster['certificate-authority-data'], cluster['certificate-authority']);
   const cert = pem(user['client-certificate-data'], user['client-certificate']);
   const key = pem(user['client-key-data'], user['client-key']);

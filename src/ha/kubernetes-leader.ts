@@ -11,7 +11,10 @@ import type { LeaderFollowing } from './shared-store';
  * of `<cluster-id>-cluster-config-map`, `<leaderSessionId>,<address>` (KubernetesUtils
  * .encodeLeaderInformation, the same in 1.20 and 2.x). Undefined when absent or malformed.
  */
-export function leaderRecordOf(cm: ConfigMap | undefined, component: 'dispatcher' | 'resourcemanager' | 'restserver' = 'dispatcher'): LeaderRecord | undefined {
+export function leaderRecordOf(
+  cm: ConfigMap | undefined,
+  component: 'dispatcher' | 'resourcemanager' | 'restserver' = 'dispatcher',
+): LeaderRecord | undefined {
   const value = cm?.data?.[`${LEADER_KEY_PREFIX}${component}`];
   const comma = value?.indexOf(',') ?? -1;
   if (!value || comma < 0) return undefined;
@@ -91,7 +94,11 @@ export class KubernetesLeaderFollower extends EventEmitter<{ change: [LeaderStat
         this.follow();
       }
     } catch (err) {
-      if (!this.failing) this.log.warn({ err: (err as Error).message, status: kubeError(err)?.status }, "cannot read Flink's leader ConfigMap; reading it again every retry period");
+      if (!this.failing)
+        this.log.warn(
+          { err: (err as Error).message, status: kubeError(err)?.status },
+          "cannot read Flink's leader ConfigMap; reading it again every retry period",
+        );
       this.failing = true;
       this.checkDeadline();
     }
@@ -100,12 +107,16 @@ export class KubernetesLeaderFollower extends EventEmitter<{ change: [LeaderStat
 
   private follow(): void {
     if (this.stopped) return;
-    const watch = this.client.watchConfigMaps(this.settings.namespace, { fieldSelector: `metadata.name=${this.name}`, resourceVersion: this.resourceVersion, timeoutSeconds: 300 }, (e) => {
-      if (e.object.metadata.resourceVersion) this.resourceVersion = e.object.metadata.resourceVersion;
-      this.contact();
-      if (e.type === 'BOOKMARK') return;
-      this.apply(e.type === 'DELETED' ? undefined : e.object);
-    });
+    const watch = this.client.watchConfigMaps(
+      this.settings.namespace,
+      { fieldSelector: `metadata.name=${this.name}`, resourceVersion: this.resourceVersion, timeoutSeconds: 300 },
+      (e) => {
+        if (e.object.metadata.resourceVersion) this.resourceVersion = e.object.metadata.resourceVersion;
+        this.contact();
+        if (e.type === 'BOOKMARK') return;
+        this.apply(e.type === 'DELETED' ? undefined : e.object);
+      },
+    );
     this.watch = watch;
     // However it ends, the next tick starts a new one (from the version then read).
     const ended = () => {
@@ -121,7 +132,11 @@ export class KubernetesLeaderFollower extends EventEmitter<{ change: [LeaderStat
   /** Past Flink's renew deadline without a read: step down (keeping the last record known). */
   private checkDeadline(): void {
     if (this.lastContact !== undefined && this.clock.monotonicMs() - this.lastContact < this.settings.renewDeadlineMs) return;
-    if (this.state.leading) this.log.warn({ renewDeadlineMs: this.settings.renewDeadlineMs }, 'the Kubernetes API server has not answered for the renew deadline; stepping down as Flink\'s JobManager does');
+    if (this.state.leading)
+      this.log.warn(
+        { renewDeadlineMs: this.settings.renewDeadlineMs },
+        "the Kubernetes API server has not answered for the renew deadline; stepping down as Flink's JobManager does",
+      );
     this.set({ leading: false, ...(this.lastRecord ? { record: this.lastRecord } : {}) });
   }
 

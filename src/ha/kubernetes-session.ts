@@ -38,7 +38,13 @@ export class KubernetesSession {
     private readonly log: Logger,
     env: NodeJS.ProcessEnv = process.env,
   ) {
-    this.client = new KubernetesClient(resolveConnection({ ...(settings.configFile ? { configFile: settings.configFile } : {}), ...(settings.context ? { context: settings.context } : {}), env }));
+    this.client = new KubernetesClient(
+      resolveConnection({
+        ...(settings.configFile ? { configFile: settings.configFile } : {}),
+        ...(settings.context ? { context: settings.context } : {}),
+        env,
+      }),
+    );
   }
 
   /**
@@ -55,7 +61,10 @@ export class KubernetesSession {
       if (allowed === false) missing.push(verb);
     }
     if (missing.length > 0) throw new KubernetesForbiddenError(missing, namespace, this.client.connection.source);
-    this.log.info({ server: this.client.connection.server, namespace, identity: this.client.connection.source }, 'Kubernetes API server reached; the gateway may use ConfigMaps in the cluster\'s namespace');
+    this.log.info(
+      { server: this.client.connection.server, namespace, identity: this.client.connection.source },
+      "Kubernetes API server reached; the gateway may use ConfigMaps in the cluster's namespace",
+    );
   }
 
   close(): void {

@@ -46,7 +46,9 @@ export function labelsOf(clusterId: string, kind: 'registration' | 'claim'): Rec
 }
 
 function selectorOf(clusterId: string, kind: 'registration' | 'claim'): string {
-  return Object.entries(labelsOf(clusterId, kind)).map(([k, v]) => `${k}=${v}`).join(',');
+  return Object.entries(labelsOf(clusterId, kind))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
 }
 
 const JOB_ID = /^[0-9a-f]{32}$/;
@@ -56,7 +58,11 @@ const WATCH_SECONDS = 300;
 /** A failure of the API server as the client sees it: 503 with Retry-After, nothing ran. */
 function unavailable(settings: KubernetesHaSettings, operation: string, err: unknown): GatewayError {
   if ((err as { code?: unknown }).code === 'GW_HA_STORE_UNAVAILABLE') return err as GatewayError;
-  return new GatewayError('GW_HA_STORE_UNAVAILABLE', { store: `Kubernetes ConfigMaps in namespace ${settings.namespace}`, operation, reason: (err as Error)?.message ?? String(err) }, { cause: err });
+  return new GatewayError(
+    'GW_HA_STORE_UNAVAILABLE',
+    { store: `Kubernetes ConfigMaps in namespace ${settings.namespace}`, operation, reason: (err as Error)?.message ?? String(err) },
+    { cause: err },
+  );
 }
 
 /** Common plumbing of the two stores: where a record lives, sealing and opening it. */
@@ -85,7 +91,11 @@ class Records {
 
   configMap(jobId: string, body: string, resourceVersion?: string): ConfigMap {
     return {
-      metadata: { name: this.name(jobId), labels: labelsOf(this.settings.clusterId, this.kind), ...(resourceVersion ? { resourceVersion } : {}) },
+      metadata: {
+        name: this.name(jobId),
+        labels: labelsOf(this.settings.clusterId, this.kind),
+        ...(resourceVersion ? { resourceVersion } : {}),
+      },
       data: { [this.kind]: this.sealer.seal(this.sealKind, this.where(jobId), body) },
     };
   }
@@ -112,7 +122,10 @@ class Records {
   }
 
   private rejected(jobId: string, cm: ConfigMap, reason: SealFailure | 'malformed'): undefined {
-    this.log.error({ jobId, configMap: cm.metadata.name, namespace: this.settings.namespace, reason }, 'a shared record does not verify under gateway.ha.shared-secret (forged, altered, moved, or written without the secret); ignored');
+    this.log.error(
+      { jobId, configMap: cm.metadata.name, namespace: this.settings.namespace, reason },
+      'a shared record does not verify under gateway.ha.shared-secret (forged, altered, moved, or written without the secret); ignored',
+    );
     this.onRejected?.(this.sealKind, reason);
     return undefined;
   }
@@ -193,7 +206,10 @@ export class KubernetesRegistrationStore
         const current = await this.client.getConfigMap(this.settings.namespace, this.records.name(reg.jobId));
         if (!current) continue;
         try {
-          await this.client.replaceConfigMap(this.settings.namespace, this.records.configMap(reg.jobId, body, current.metadata.resourceVersion));
+          await this.client.replaceConfigMap(
+            this.settings.namespace,
+            this.records.configMap(reg.jobId, body, current.metadata.resourceVersion),
+          );
           break;
         } catch (err) {
           if (kubeError(err)?.status !== 409 || attempt >= 4) throw err;
@@ -265,13 +281,21 @@ export class KubernetesRegistrationStore
     if (this.retry || this.stopped) return;
     this.retry = this.clock.setTimer(() => {
       this.retry = undefined;
-      void this.sync().catch((err: unknown) => this.log.warn({ err: (err as Error).message, retryInMs: this.retryMs }, 'cannot read the shared job registrations; reading them again shortly'));
+      void this.sync().catch((err: unknown) =>
+        this.log.warn(
+          { err: (err as Error).message, retryInMs: this.retryMs },
+          'cannot read the shared job registrations; reading them again shortly',
+        ),
+      );
     }, this.retryMs);
   }
 
   private async readAll(): Promise<void> {
     if (this.stopped) return;
-    const { items, resourceVersion } = await this.client.listConfigMaps(this.settings.namespace, selectorOf(this.settings.clusterId, 'registration'));
+    const { items, resourceVersion } = await this.client.listConfigMaps(
+      this.settings.namespace,
+      selectorOf(this.settings.clusterId, 'registration'),
+    );
     const seen = new Set<string>();
     for (const cm of items) {
       const jobId = this.records.jobIdOf(cm);
@@ -293,15 +317,23 @@ export class KubernetesRegistrationStore
   private follow(): void {
     this.watch?.stop();
     if (this.stopped) return;
-    const watch = this.client.watchConfigMaps(this.settings.namespace, { labelSelector: selectorOf(this.settings.clusterId, 'registration'), resourceVersion: this.resourceVersion, timeoutSeconds: WATCH_SECONDS }, (e) => {
-      if (e.object.metadata.resourceVersion) this.resourceVersion = e.object.metadata.resourceVersion;
-      if (e.type === 'BOOKMARK') return;
-      const jobId = this.records.jobIdOf(e.object);
-      if (!jobId) return;
-      if (e.type === 'DELETED') {
-        if (this.jobs.delete(jobId)) this.emit('removed', jobId);
-      } else this.apply(jobId, e.object);
-    });
+    const watch = this.client.watchConfigMaps(
+      this.settings.namespace,
+      {
+        labelSelector: selectorOf(this.settings.clusterId, 'registration'),
+        resourceVersion: this.resourceVersion,
+        timeoutSeconds: WATCH_SECONDS,
+      },
+      (e) => {
+        if (e.object.metadata.resourceVersion) this.resourceVersion = e.object.metadata.resourceVersion;
+        if (e.type === 'BOOKMARK') return;
+        const jobId = this.records.jobIdOf(e.object);
+        if (!jobId) return;
+        if (e.type === 'DELETED') {
+          if (this.jobs.delete(jobId)) this.emit('removed', jobId);
+        } else this.apply(jobId, e.object);
+      },
+    );
     this.watch = watch;
     watch.done.then(
       // Ended by the server after its timeout: go on from the last version seen.
@@ -312,7 +344,11 @@ export class KubernetesRegistrationStore
         if (this.watch !== watch || this.stopped) return;
         this.watch = undefined;
         // 410 Gone: that version is compacted away; anything else: the server is out of reach. List again.
-        if (kubeError(err)?.status !== 410) this.log.warn({ err: (err as Error).message, retryInMs: this.retryMs }, 'the watch of the shared job registrations ended; listing them again shortly');
+        if (kubeError(err)?.status !== 410)
+          this.log.warn(
+            { err: (err as Error).message, retryInMs: this.retryMs },
+            'the watch of the shared job registrations ended; listing them again shortly',
+          );
         this.retryLater();
       },
     );
@@ -340,7 +376,13 @@ export class KubernetesJobClaims implements SharedJobClaims {
   constructor(
     private readonly client: KubernetesClient,
     private readonly settings: KubernetesHaSettings,
-    private readonly opts: { retentionMs: number; wallClock?: () => number; sealer: RecordSealer; log: Logger; onRejected?: RejectedRecord },
+    private readonly opts: {
+      retentionMs: number;
+      wallClock?: () => number;
+      sealer: RecordSealer;
+      log: Logger;
+      onRejected?: RejectedRecord;
+    },
   ) {
     this.records = new Records(settings, 'claim', opts.sealer, opts.log, opts.onRejected);
   }

@@ -90,7 +90,8 @@ export class RecordSeal {
     } catch {
       return { ok: false, reason: 'unsealed' };
     }
-    if (typeof wire.seal !== 'string' || typeof wire.kind !== 'string' || typeof wire.mac !== 'string' || typeof wire.body !== 'string') return { ok: false, reason: 'unsealed' };
+    if (typeof wire.seal !== 'string' || typeof wire.kind !== 'string' || typeof wire.mac !== 'string' || typeof wire.body !== 'string')
+      return { ok: false, reason: 'unsealed' };
     if (wire.seal !== SEAL_VERSION) return { ok: false, reason: 'unknown-version' };
     if (wire.kind !== kind) return { ok: false, reason: 'wrong-kind' };
     const given = Buffer.from(wire.mac, 'base64url');
@@ -102,7 +103,11 @@ export class RecordSeal {
   }
 
   /** `open`, then JSON.parse of the body; a body that is not JSON counts as a bad record too. */
-  openJson(kind: string, where: string, data: string | Buffer): { ok: true; value: unknown } | { ok: false; reason: SealFailure | 'malformed' } {
+  openJson(
+    kind: string,
+    where: string,
+    data: string | Buffer,
+  ): { ok: true; value: unknown } | { ok: false; reason: SealFailure | 'malformed' } {
     const opened = this.open(kind, where, data);
     if (!opened.ok) return opened;
     try {

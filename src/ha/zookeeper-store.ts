@@ -62,7 +62,10 @@ export async function ensureOwnNodes(session: NodeSession, paths: readonly strin
     if (!node || sameAcl(node.acl, session.acl)) continue;
     try {
       await session.setACL(path, session.acl, node.aversion);
-      log.warn({ path, was: describeAcl(node.acl) }, "a node of the gateway's ZooKeeper subtree was open to others; it is now closed to everyone but the gateways");
+      log.warn(
+        { path, was: describeAcl(node.acl) },
+        "a node of the gateway's ZooKeeper subtree was open to others; it is now closed to everyone but the gateways",
+      );
     } catch (err) {
       if (zkCode(err) === NO_AUTH) throw foreign(describeAcl(node.acl));
       throw err;
@@ -111,7 +114,11 @@ export async function adoptUnsealed(
     await session.setACL(path, session.acl);
     adopted++;
   }
-  if (adopted > 0) log.warn({ dir, kind, adopted }, 'gateway.ha.adopt-unsealed-records: records an older gateway left unsealed were sealed and closed; turn the option off again');
+  if (adopted > 0)
+    log.warn(
+      { dir, kind, adopted },
+      'gateway.ha.adopt-unsealed-records: records an older gateway left unsealed were sealed and closed; turn the option off again',
+    );
   return adopted;
 }
 
@@ -125,12 +132,21 @@ const isRegistrationOf = (jobId: string, value: unknown): boolean => {
 
 const isClaimOf = (jobId: string, value: unknown): boolean => {
   const c = value as Partial<Claim> | null;
-  return !!c && typeof c === 'object' && c.jobId === jobId && typeof c.principal === 'string' && typeof c.fingerprint === 'string' && typeof c.at === 'number';
+  return (
+    !!c &&
+    typeof c === 'object' &&
+    c.jobId === jobId &&
+    typeof c.principal === 'string' &&
+    typeof c.fingerprint === 'string' &&
+    typeof c.at === 'number'
+  );
 };
 const RESYNC_RETRY_MS = 1_000;
 
 /** What the registration store needs of a ZooKeeper session (a fake in unit tests). */
-export interface RegistrationSession extends NodeSession, Pick<ZooKeeperSession, 'isConnected' | 'getChildren' | 'getData' | 'setData' | 'remove'> {
+export interface RegistrationSession
+  extends NodeSession,
+    Pick<ZooKeeperSession, 'isConnected' | 'getChildren' | 'getData' | 'setData' | 'remove'> {
   on(event: 'up', listener: () => void): unknown;
 }
 
@@ -192,7 +208,13 @@ export class ZooKeeperRegistrationStore
     this.retryMs = opts.retryMs ?? RESYNC_RETRY_MS;
     this.dir = `${gatewayRoot(session.settings.namespace)}/registrations`;
     // A new session (after expiry) has none of the old watches: read every node again.
-    session.on('up', () => void this.sync(true).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations')));
+    session.on(
+      'up',
+      () =>
+        void this.sync(true).catch((err: unknown) =>
+          this.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations'),
+        ),
+    );
   }
 
   get where(): string {
@@ -210,10 +232,12 @@ export class ZooKeeperRegistrationStore
 
   /** The subtree exists and is closed; tried again by the next write when ZooKeeper was not reachable at start. */
   private ensureNodes(): Promise<void> {
-    this.ready ??= ensureOwnNodes(this.session, [gatewayRoot(this.session.settings.namespace), this.dir], this.log).catch((err: unknown) => {
-      this.ready = undefined;
-      throw err;
-    });
+    this.ready ??= ensureOwnNodes(this.session, [gatewayRoot(this.session.settings.namespace), this.dir], this.log).catch(
+      (err: unknown) => {
+        this.ready = undefined;
+        throw err;
+      },
+    );
     return this.ready;
   }
 
@@ -306,13 +330,19 @@ export class ZooKeeperRegistrationStore
     if (this.retry) return;
     this.retry = this.clock.setTimer(() => {
       this.retry = undefined;
-      void this.sync().catch((err: unknown) => this.log.warn({ err: (err as Error).message, retryInMs: this.retryMs }, 'cannot read the shared job registrations; reading them again shortly'));
+      void this.sync().catch((err: unknown) =>
+        this.log.warn(
+          { err: (err as Error).message, retryInMs: this.retryMs },
+          'cannot read the shared job registrations; reading them again shortly',
+        ),
+      );
     }, this.retryMs);
   }
 
   private async readAll(full: boolean): Promise<void> {
     if (!this.session.isConnected) return;
-    const onList = () => void this.sync().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations'));
+    const onList = () =>
+      void this.sync().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations'));
     const children = new Set((await this.session.getChildren(this.dir, onList)).filter((c) => JOB_ID.test(c)));
     for (const jobId of [...this.jobs.keys()]) {
       if (!children.has(jobId)) {
@@ -330,7 +360,10 @@ export class ZooKeeperRegistrationStore
       this.watched.delete(jobId);
       void this.readOne(jobId).catch((err: unknown) => {
         // Unwatched now: the retry's sync reads it again.
-        this.log.warn({ jobId, err: (err as Error).message, retryInMs: this.retryMs }, 'cannot read a shared job registration; reading it again shortly');
+        this.log.warn(
+          { jobId, err: (err as Error).message, retryInMs: this.retryMs },
+          'cannot read a shared job registration; reading it again shortly',
+        );
         this.retryLater();
       });
     };
@@ -366,7 +399,10 @@ export class ZooKeeperRegistrationStore
     }
     if (rec && rec.jobId === jobId) return rec;
     const reason = opened.ok ? 'malformed' : opened.reason;
-    this.log.error({ jobId, path, reason, store: this.where }, 'a shared job registration failed its integrity check (forged, altered, moved from another node, or written without gateway.ha.shared-secret); ignored');
+    this.log.error(
+      { jobId, path, reason, store: this.where },
+      'a shared job registration failed its integrity check (forged, altered, moved from another node, or written without gateway.ha.shared-secret); ignored',
+    );
     this.onRejected?.(RECORD_KIND.registration, reason);
     return undefined;
   }
@@ -475,7 +511,10 @@ export class ZooKeeperJobClaims implements JobClaimBook {
     const opened = this.opts.seal.openJson(RECORD_KIND.claim, path, data);
     if (opened.ok && isClaimOf(jobId, opened.value)) return opened.value as Claim;
     const reason = opened.ok ? 'malformed' : opened.reason;
-    this.opts.log.error({ jobId, path, reason }, 'a shared job-id claim failed its integrity check (forged, altered, moved from another node, or written without gateway.ha.shared-secret); it binds nothing and is replaced');
+    this.opts.log.error(
+      { jobId, path, reason },
+      'a shared job-id claim failed its integrity check (forged, altered, moved from another node, or written without gateway.ha.shared-secret); it binds nothing and is replaced',
+    );
     this.opts.onRejected?.(RECORD_KIND.claim, reason);
     return undefined;
   }

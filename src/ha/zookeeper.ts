@@ -171,63 +171,124 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
 
   /** The node's data and version, or undefined when it does not exist; `watch` fires once on its next change. */
   getData(path: string, watch?: () => void): Promise<{ data: Buffer; version: number } | undefined> {
-    return this.timed('getData', path, () => new Promise((resolve, reject) => {
-      const cb = (err: Error | zk.Exception | null, data: Buffer, stat: zk.Stat) => {
-        if (zkCode(err) === NO_NODE) resolve(undefined);
-        else if (err) reject(err);
-        else resolve({ data: data ?? Buffer.alloc(0), version: stat.version });
-      };
-      if (watch) this.client.getData(path, () => watch(), cb);
-      else this.client.getData(path, cb);
-    }));
+    return this.timed(
+      'getData',
+      path,
+      () =>
+        new Promise((resolve, reject) => {
+          const cb = (err: Error | zk.Exception | null, data: Buffer, stat: zk.Stat) => {
+            if (zkCode(err) === NO_NODE) resolve(undefined);
+            else if (err) reject(err);
+            else resolve({ data: data ?? Buffer.alloc(0), version: stat.version });
+          };
+          if (watch) this.client.getData(path, () => watch(), cb);
+          else this.client.getData(path, cb);
+        }),
+    );
   }
 
   /** Fires `watch` once when the node is created, deleted or changed; resolves whether it exists now. */
   exists(path: string, watch: () => void): Promise<boolean> {
-    return this.timed('exists', path, () => new Promise((resolve, reject) => this.client.exists(path, () => watch(), (err, stat) => (err ? reject(err) : resolve(stat !== null && stat !== undefined)))));
+    return this.timed(
+      'exists',
+      path,
+      () =>
+        new Promise((resolve, reject) =>
+          this.client.exists(
+            path,
+            () => watch(),
+            (err, stat) => (err ? reject(err) : resolve(stat !== null && stat !== undefined)),
+          ),
+        ),
+    );
   }
 
   /** Children names, or [] when the node does not exist; `watch` fires once on the next change of the list. */
   getChildren(path: string, watch?: () => void): Promise<string[]> {
-    return this.timed('getChildren', path, () => new Promise((resolve, reject) => {
-      const cb = (err: Error | zk.Exception | null, children: string[]) => {
-        if (zkCode(err) === NO_NODE) resolve([]);
-        else if (err) reject(err);
-        else resolve(children);
-      };
-      if (watch) this.client.getChildren(path, () => watch(), cb);
-      else this.client.getChildren(path, cb);
-    }));
+    return this.timed(
+      'getChildren',
+      path,
+      () =>
+        new Promise((resolve, reject) => {
+          const cb = (err: Error | zk.Exception | null, children: string[]) => {
+            if (zkCode(err) === NO_NODE) resolve([]);
+            else if (err) reject(err);
+            else resolve(children);
+          };
+          if (watch) this.client.getChildren(path, () => watch(), cb);
+          else this.client.getChildren(path, cb);
+        }),
+    );
   }
 
   /** Creates a persistent node with this session's ACL (or `acl`); rejects with NODE_EXISTS (zkCode) when it exists. */
   create(path: string, data: Buffer, acl: readonly AclEntry[] = this.acl): Promise<void> {
-    return this.timed('create', path, () => new Promise((resolve, reject) => this.client.create(path, data, toZk(acl), zk.CreateMode.PERSISTENT, (err) => (err ? reject(err) : resolve()))));
+    return this.timed(
+      'create',
+      path,
+      () =>
+        new Promise((resolve, reject) =>
+          this.client.create(path, data, toZk(acl), zk.CreateMode.PERSISTENT, (err) => (err ? reject(err) : resolve())),
+        ),
+    );
   }
 
   /** The node's ACL and ACL version (`aversion`), or undefined when it does not exist. */
   getACL(path: string): Promise<{ acl: AclEntry[]; aversion: number } | undefined> {
-    return this.timed('getACL', path, () => new Promise((resolve, reject) => this.client.getACL(path, (err, acls, stat) => {
-      if (zkCode(err) === NO_NODE) resolve(undefined);
-      else if (err) reject(err);
-      // The client's ACL objects carry `permission`, not the `perms` its typings declare.
-      else resolve({ acl: (acls ?? []).map((a) => ({ perms: (a as unknown as { permission?: number }).permission ?? a.perms, scheme: a.id.scheme, id: a.id.id })), aversion: stat.aversion });
-    })));
+    return this.timed(
+      'getACL',
+      path,
+      () =>
+        new Promise((resolve, reject) =>
+          this.client.getACL(path, (err, acls, stat) => {
+            if (zkCode(err) === NO_NODE) resolve(undefined);
+            else if (err) reject(err);
+            // The client's ACL objects carry `permission`, not the `perms` its typings declare.
+            else
+              resolve({
+                acl: (acls ?? []).map((a) => ({
+                  perms: (a as unknown as { permission?: number }).permission ?? a.perms,
+                  scheme: a.id.scheme,
+                  id: a.id.id,
+                })),
+                aversion: stat.aversion,
+              });
+          }),
+        ),
+    );
   }
 
   /** Replaces the node's ACL if its ACL version is `aversion` (-1: any); needs ADMIN on the node. */
   setACL(path: string, acl: readonly AclEntry[], aversion = -1): Promise<void> {
-    return this.timed('setACL', path, () => new Promise((resolve, reject) => this.client.setACL(path, toZk(acl), aversion, (err) => (err ? reject(err) : resolve()))));
+    return this.timed(
+      'setACL',
+      path,
+      () => new Promise((resolve, reject) => this.client.setACL(path, toZk(acl), aversion, (err) => (err ? reject(err) : resolve()))),
+    );
   }
 
   /** Sets the node's data if its version is `version` (-1: any); rejects with BAD_VERSION or NO_NODE. */
   setData(path: string, data: Buffer, version = -1): Promise<number> {
-    return this.timed('setData', path, () => new Promise((resolve, reject) => this.client.setData(path, data, version, (err, stat) => (err ? reject(err) : resolve(stat.version)))));
+    return this.timed(
+      'setData',
+      path,
+      () =>
+        new Promise((resolve, reject) =>
+          this.client.setData(path, data, version, (err, stat) => (err ? reject(err) : resolve(stat.version))),
+        ),
+    );
   }
 
   /** Removes the node if its version is `version` (-1: any); an absent node is not an error. */
   remove(path: string, version = -1): Promise<void> {
-    return this.timed('remove', path, () => new Promise((resolve, reject) => this.client.remove(path, version, (err) => (err && zkCode(err) !== NO_NODE ? reject(err) : resolve()))));
+    return this.timed(
+      'remove',
+      path,
+      () =>
+        new Promise((resolve, reject) =>
+          this.client.remove(path, version, (err) => (err && zkCode(err) !== NO_NODE ? reject(err) : resolve())),
+        ),
+    );
   }
 
   /**
@@ -241,7 +302,15 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
     const op = start();
     let timer: NodeJS.Timeout | undefined;
     const limit = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`ZooKeeper ${what} ${path} did not complete within ${this.settings.connectionTimeoutMs} ms (${this.connected ? 'connected' : 'not connected'})`)), this.settings.connectionTimeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `ZooKeeper ${what} ${path} did not complete within ${this.settings.connectionTimeoutMs} ms (${this.connected ? 'connected' : 'not connected'})`,
+            ),
+          ),
+        this.settings.connectionTimeoutMs,
+      );
     });
     return Promise.race([op, limit]).finally(() => clearTimeout(timer));
   }
@@ -252,6 +321,10 @@ export class ZooKeeperSession extends EventEmitter<{ up: []; down: [] }> {
    * closed there first would lock Flink out of its own namespace.
    */
   mkdirp(path: string, acl: readonly AclEntry[] = this.acl): Promise<void> {
-    return this.timed('mkdirp', path, () => new Promise((resolve, reject) => this.client.mkdirp(path, toZk(acl), (err) => (err ? reject(err) : resolve()))));
+    return this.timed(
+      'mkdirp',
+      path,
+      () => new Promise((resolve, reject) => this.client.mkdirp(path, toZk(acl), (err) => (err ? reject(err) : resolve()))),
+    );
   }
 }

@@ -76,10 +76,21 @@ export function createApp(deps: AppDeps): Express {
   if (deps.auth) app.use(deps.auth.middleware());
   if (deps.authorization) app.use(authorization(deps.authorization));
   app.use('/gateway/v1', createGatewayRoutes(deps));
-  if (deps.authorization) app.use(dashboardConfig({ cluster: deps.cluster, permissions: deps.authorization.permissions, policyMode: deps.authorization.policyMode }));
+  if (deps.authorization)
+    app.use(
+      dashboardConfig({ cluster: deps.cluster, permissions: deps.authorization.permissions, policyMode: deps.authorization.policyMode }),
+    );
   app.use(createJarRoutes(deps));
   const metrics = deps.metrics;
-  app.use(createPassThrough(deps.cluster, deps.logger, metrics ? (status, seconds) => metrics.passThrough.observe({ status_class: Metrics.statusClass(status) }, seconds) : undefined, deps.jobGraphs, deps.answerSecrets));
+  app.use(
+    createPassThrough(
+      deps.cluster,
+      deps.logger,
+      metrics ? (status, seconds) => metrics.passThrough.observe({ status_class: Metrics.statusClass(status) }, seconds) : undefined,
+      deps.jobGraphs,
+      deps.answerSecrets,
+    ),
+  );
   app.use(errorMiddleware(deps.logger, metrics ? (code, status) => metrics.errors.inc({ code, status: String(status) }) : undefined));
   return app;
 }

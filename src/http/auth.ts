@@ -82,7 +82,8 @@ export class Authenticator {
       st = statSync(file);
     } catch (err) {
       if (initial) throw err;
-      if (this.table?.broken !== 'missing') this.opts.log?.error({ file }, 'the tokens file is gone: no bearer token is accepted until it is back');
+      if (this.table?.broken !== 'missing')
+        this.opts.log?.error({ file }, 'the tokens file is gone: no bearer token is accepted until it is back');
       this.table = { mtimeMs: -1, size: -1, byHash: new Map(), broken: 'missing' };
       return;
     }
@@ -93,7 +94,10 @@ export class Authenticator {
     } catch (err) {
       if (initial) throw err;
       this.table = { mtimeMs: st.mtimeMs, size: st.size, byHash: new Map(), broken: 'invalid' };
-      this.opts.log?.error({ file, err: (err as Error).message }, 'the tokens file is invalid: no bearer token is accepted until it is fixed');
+      this.opts.log?.error(
+        { file, err: (err as Error).message },
+        'the tokens file is invalid: no bearer token is accepted until it is fixed',
+      );
     }
   }
 
@@ -112,7 +116,9 @@ export class Authenticator {
         this.checkedAt = now;
         this.reload();
       }
-      const digest = createHash('sha256').update(header.replace(/^Bearer\s+/i, '').trim()).digest();
+      const digest = createHash('sha256')
+        .update(header.replace(/^Bearer\s+/i, '').trim())
+        .digest();
       for (const [hash, principal] of this.table?.byHash ?? []) {
         if (timingSafeEqual(Buffer.from(hash, 'hex'), digest)) return `token:${principal}`;
       }
@@ -143,7 +149,10 @@ export class Authenticator {
         // so anonymous callers get a bounded share of it and cannot starve authenticated ones.
         if (!path.startsWith('/gateway/')) {
           if (this.anonymousInFlight >= (this.opts.maxAnonymousPassThrough ?? 16)) {
-            const busy = new GatewayError('GW_GATEWAY_BUSY', { what: 'requests without credentials', limit: 'gateway.http.max-anonymous-requests' });
+            const busy = new GatewayError('GW_GATEWAY_BUSY', {
+              what: 'requests without credentials',
+              limit: 'gateway.http.max-anonymous-requests',
+            });
             busy.headers = { 'retry-after': '1' };
             next(busy);
             return;

@@ -145,16 +145,40 @@ export function authorization(deps: AuthorizationDeps) {
     const reqId: string = res.locals.reqId ?? '';
     const started = performance.now();
     const { actions, jobGraph } = requestKind(req.method, path);
-    const audit = (outcome: 'denied' | 'accepted' | 'rejected' | 'failed', status: number, verdicts: Record<string, string>, error?: string) =>
+    const audit = (
+      outcome: 'denied' | 'accepted' | 'rejected' | 'failed',
+      status: number,
+      verdicts: Record<string, string>,
+      error?: string,
+    ) =>
       deps.audit?.submission({
-        principal, reqId, route: jobGraph ? 'job-graph' : `${req.method} ${path}`, verdicts, outcome, status,
-        ...(error ? { error } : {}), durationMs: Math.round(performance.now() - started),
+        principal,
+        reqId,
+        route: jobGraph ? 'job-graph' : `${req.method} ${path}`,
+        verdicts,
+        outcome,
+        status,
+        ...(error ? { error } : {}),
+        durationMs: Math.round(performance.now() - started),
       });
-    const control = (outcome: 'denied' | 'accepted' | 'rejected' | 'failed', status: number, verdicts: Record<string, string>, error?: string) => {
+    const control = (
+      outcome: 'denied' | 'accepted' | 'rejected' | 'failed',
+      status: number,
+      verdicts: Record<string, string>,
+      error?: string,
+    ) => {
       const jobId = /\/jobs\/([0-9a-f]{32})(?:\/|$)/.exec(path)?.[1];
       deps.audit?.control({
-        principal, reqId, method: req.method, path: path.slice(0, 300), ...(jobId ? { jobId } : {}), verdicts, outcome, status,
-        ...(error ? { error } : {}), durationMs: Math.round(performance.now() - started),
+        principal,
+        reqId,
+        method: req.method,
+        path: path.slice(0, 300),
+        ...(jobId ? { jobId } : {}),
+        verdicts,
+        outcome,
+        status,
+        ...(error ? { error } : {}),
+        durationMs: Math.round(performance.now() - started),
       });
     };
     const crossSite = actions.has('submit') || actions.has('cancel') ? crossSiteProblem(req) : undefined;
@@ -169,7 +193,8 @@ export function authorization(deps: AuthorizationDeps) {
       const entry = deps.permissions.allows(principal, action);
       if (entry === undefined) {
         if (action === 'submit') audit('denied', 403, { permission: `${action}: denied` }, 'GW_AUTH_FORBIDDEN');
-        else if (action === 'cancel' || (action === 'logs' && actions.has('cancel'))) control('denied', 403, { permission: `${action}: denied` }, 'GW_AUTH_FORBIDDEN');
+        else if (action === 'cancel' || (action === 'logs' && actions.has('cancel')))
+          control('denied', 403, { permission: `${action}: denied` }, 'GW_AUTH_FORBIDDEN');
         next(new GatewayError('GW_AUTH_FORBIDDEN', { principal, action, route: `${req.method} ${path.slice(0, 200)}` }));
         return;
       }
@@ -178,7 +203,11 @@ export function authorization(deps: AuthorizationDeps) {
     res.locals.permission = granted.join(', ');
     if (actions.has('cancel') && !actions.has('submit')) {
       // Who cancelled, stopped or rescaled a job, and what the JobManager said.
-      res.on('finish', () => control(res.statusCode < 400 ? 'accepted' : res.statusCode < 500 ? 'rejected' : 'failed', res.statusCode, { permission: res.locals.permission as string }));
+      res.on('finish', () =>
+        control(res.statusCode < 400 ? 'accepted' : res.statusCode < 500 ? 'rejected' : 'failed', res.statusCode, {
+          permission: res.locals.permission as string,
+        }),
+      );
     }
     if (jobGraph) {
       const verdicts = { permission: res.locals.permission as string, policy: deps.policyMode };
@@ -194,7 +223,9 @@ export function authorization(deps: AuthorizationDeps) {
         return;
       }
       // Passed through unexamined: the record says who sent it and what the JobManager answered.
-      res.on('finish', () => audit(res.statusCode < 400 ? 'accepted' : res.statusCode < 500 ? 'rejected' : 'failed', res.statusCode, verdicts));
+      res.on('finish', () =>
+        audit(res.statusCode < 400 ? 'accepted' : res.statusCode < 500 ? 'rejected' : 'failed', res.statusCode, verdicts),
+      );
     }
     next();
   };
@@ -207,7 +238,8 @@ export function authorization(deps: AuthorizationDeps) {
  * that: open without authentication, so a gateway on loopback shows the Web UI's log pages.
  */
 export function permissionListsOf(config: Configuration): Record<Action, readonly string[]> {
-  const authenticated = config.getOptional(coreOptions.authTokensFile) !== undefined || config.getOptional(coreOptions.tlsClientCa) !== undefined;
+  const authenticated =
+    config.getOptional(coreOptions.authTokensFile) !== undefined || config.getOptional(coreOptions.tlsClientCa) !== undefined;
   return {
     read: config.get(coreOptions.permissionRead),
     submit: config.get(coreOptions.permissionSubmit),

@@ -80,7 +80,9 @@ export function classify(method: string, rawPath: string): Classification {
   const flinkView = stripVersion(views.flink);
   const canonical = stripVersion(views.canonical);
   // Empty segments ("//") do not hide a jar route: they are ignored when deciding ownership.
-  const touchesJars = [flinkView, canonical].some((v) => stripVersion(pathSegments(v.rest.filter(Boolean).join('/'))).rest[0] === 'jars' || v.rest.filter(Boolean)[0] === 'jars');
+  const touchesJars = [flinkView, canonical].some(
+    (v) => stripVersion(pathSegments(v.rest.filter(Boolean).join('/'))).rest[0] === 'jars' || v.rest.filter(Boolean)[0] === 'jars',
+  );
   if (!touchesJars) return { kind: 'pass-through' };
   const same =
     flinkView.versioned === canonical.versioned &&
@@ -92,7 +94,8 @@ export function classify(method: string, rawPath: string): Classification {
   // A route a later Flink adds under /jars passes through, now that the path has one meaning. The
   // routes that run code stay the gateway's by name (any method, any other shape: 404), and so does
   // a path with empty or dot segments, which no Flink route has.
-  if (namesCodeRunningRoute(flinkView.rest) || flinkView.rest.some((s) => s === '' || s === '.' || s === '..')) return { kind: 'jar-not-found' };
+  if (namesCodeRunningRoute(flinkView.rest) || flinkView.rest.some((s) => s === '' || s === '.' || s === '..'))
+    return { kind: 'jar-not-found' };
   return { kind: 'pass-through' };
 }
 
@@ -121,7 +124,10 @@ export function isGatewayFetch(method: string, rawPath: string): boolean {
  */
 export function isBareJarId(id: string): boolean {
   return (
-    id.length > 0 && id.length <= 255 && id !== '.' && id !== '..' &&
+    id.length > 0 &&
+    id.length <= 255 &&
+    id !== '.' &&
+    id !== '..' &&
     // '?' and '#' would change the meaning of the URL the gateway forwards (Flink reads a query);
     // '%' survives our decoding but Flink decodes path parameters once more and fails with a 500.
     !/[/\\?#%\u0000-\u001f\u007f]/.test(id)

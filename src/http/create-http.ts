@@ -62,7 +62,12 @@ export function createHttp(o: {
     ...(unregistered ? { jobGraphs: unregistered, registeredJobs: () => registrations.list() } : {}),
     ...(o.haStatus ? { haStatus: o.haStatus } : {}),
     auth: new Authenticator(authOptionsOf(config, logger.child({ component: 'auth' }))),
-    authorization: { permissions: new Permissions(permissionListsOf(config)), policyMode, audit, ...(unregistered ? { unregisteredJobs: unregistered.policy } : {}) },
+    authorization: {
+      permissions: new Permissions(permissionListsOf(config)),
+      policyMode,
+      audit,
+      ...(unregistered ? { unregisteredJobs: unregistered.policy } : {}),
+    },
     answerSecrets: () => answerSecrets,
     clusterVersion: o.cluster.version,
   });

@@ -29,7 +29,8 @@ export function dashboardConfig(deps: DashboardConfigDeps) {
     try {
       const r = await deps.cluster.json('GET', '/v1/config', { operation: 'dashboard configuration' });
       const body = r.body as { features?: unknown } | undefined;
-      if (r.status !== 200 || r.notJson || typeof body?.features !== 'object' || body.features === null) return sendJson(res, r.status, r.body);
+      if (r.status !== 200 || r.notJson || typeof body?.features !== 'object' || body.features === null)
+        return sendJson(res, r.status, r.body);
       sendJson(res, 200, { ...body, features: { ...(body.features as Record<string, unknown>), 'web-submit': false } });
     } catch (err) {
       next(err);

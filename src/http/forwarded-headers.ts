@@ -12,11 +12,24 @@ import type { Request } from 'express';
  * JobManager's JVM runs every team's `main()`, so nothing there may learn a caller's credential.
  */
 const FORWARDED = new Set([
-  'accept', 'accept-encoding', 'accept-language', 'cache-control', 'content-length', 'content-type', 'if-modified-since', 'pragma', 'user-agent',
+  'accept',
+  'accept-encoding',
+  'accept-language',
+  'cache-control',
+  'content-length',
+  'content-type',
+  'if-modified-since',
+  'pragma',
+  'user-agent',
 ]);
 
 function tokensOf(value: string | undefined): Set<string> {
-  return new Set((value ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
+  return new Set(
+    (value ?? '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+  );
 }
 
 /**

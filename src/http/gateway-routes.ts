@@ -37,9 +37,10 @@ export const TOKEN_ISOLATION = {
     'what a job may ask for: each job obtains only the containers, roles and scopes its principal is allowed',
   ],
   notIsolated: [
-    'job code from job code: any job running in this cluster can read every token delivered to it (the JobManager holds the bridge secret and every job\'s tokens; TaskManagers are shared)',
+    "job code from job code: any job running in this cluster can read every token delivered to it (the JobManager holds the bridge secret and every job's tokens; TaskManagers are shared)",
   ],
-  advice: 'run one session cluster per trust domain (team); do not share a session cluster between parties that must not read each other\'s tokens',
+  advice:
+    "run one session cluster per trust domain (team); do not share a session cluster between parties that must not read each other's tokens",
 } as const;
 
 export function createGatewayRoutes(deps: GatewayRouteDeps): Router {
@@ -74,7 +75,15 @@ export function createGatewayRoutes(deps: GatewayRouteDeps): Router {
   });
   // Delegation-token status: providers, last obtain, next renewal, registered jobs, last error.
   // Never a token value: the manager's status holds none.
-  router.get('/tokens', (_req, res) => sendJson(res, 200, { ...(deps.tokens?.status() ?? { enabled: false, providers: [], registeredJobs: [] }), restorePending: deps.restorePending?.() ?? [], jobs: deps.registeredJobs?.() ?? [], isolation: TOKEN_ISOLATION, ...(deps.haStatus ? { ha: deps.haStatus() } : {}) }));
+  router.get('/tokens', (_req, res) =>
+    sendJson(res, 200, {
+      ...(deps.tokens?.status() ?? { enabled: false, providers: [], registeredJobs: [] }),
+      restorePending: deps.restorePending?.() ?? [],
+      jobs: deps.registeredJobs?.() ?? [],
+      isolation: TOKEN_ISOLATION,
+      ...(deps.haStatus ? { ha: deps.haStatus() } : {}),
+    }),
+  );
   // The latest tokens themselves, for the Flink-side token bridge only (loopback + bridge secret).
   router.get('/tokens/bridge', tokenBridgeHandler(deps.tokenBridge));
   return router;

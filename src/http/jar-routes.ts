@@ -53,7 +53,9 @@ export function createJarRoutes(deps: JarRouteDeps) {
     const q = rawUrl.indexOf('?');
     const rawPath = q >= 0 ? rawUrl.slice(0, q) : rawUrl;
     const query = q >= 0 ? rawUrl.slice(q) : '';
-    const c: Classification = isGatewayFetch(req.method, rawPath) ? { kind: 'jar', route: 'fetch', versioned: false } : classify(req.method, rawPath);
+    const c: Classification = isGatewayFetch(req.method, rawPath)
+      ? { kind: 'jar', route: 'fetch', versioned: false }
+      : classify(req.method, rawPath);
     if (c.kind === 'pass-through') return next();
     const log: Logger = res.locals.log;
     let clientGone = false;
@@ -69,7 +71,8 @@ export function createJarRoutes(deps: JarRouteDeps) {
     try {
       if (c.kind === 'jar-noncanonical') throw new GatewayError('GW_ROUTE_NONCANONICAL', { path: rawPath });
       if (c.kind === 'jar-not-found') throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: rawUrl });
-      if (c.jarId !== undefined && !isBareJarId(c.jarId)) throw new GatewayError('GW_JAR_ID_INVALID', { jarId: Array.from(c.jarId).slice(0, 300).join('').toWellFormed() });
+      if (c.jarId !== undefined && !isBareJarId(c.jarId))
+        throw new GatewayError('GW_JAR_ID_INVALID', { jarId: Array.from(c.jarId).slice(0, 300).join('').toWellFormed() });
       const jarId = c.jarId ?? '';
       switch (c.route) {
         case 'list':
@@ -98,10 +101,16 @@ export function createJarRoutes(deps: JarRouteDeps) {
           }
           const body = await readJsonObject(req, 64 * 1024, 'JarFetchRequestBody');
           if (typeof body.uri !== 'string' || body.uri.trim() === '') {
-            throw new GatewayError('GW_REQUEST_MALFORMED', { type: 'JarFetchRequestBody', reason: 'uri must be a non-empty string, e.g. {"uri":"s3://bucket/app.jar"}' });
+            throw new GatewayError('GW_REQUEST_MALFORMED', {
+              type: 'JarFetchRequestBody',
+              reason: 'uri must be a non-empty string, e.g. {"uri":"s3://bucket/app.jar"}',
+            });
           }
           if (body.sha256 !== undefined && body.sha256 !== null && typeof body.sha256 !== 'string') {
-            throw new GatewayError('GW_REQUEST_MALFORMED', { type: 'JarFetchRequestBody', reason: 'sha256 must be a string of 64 hexadecimal characters' });
+            throw new GatewayError('GW_REQUEST_MALFORMED', {
+              type: 'JarFetchRequestBody',
+              reason: 'sha256 must be a string of 64 hexadecimal characters',
+            });
           }
           return sendJson(res, 200, await deps.runs.fetchJar(body.uri, (body.sha256 as string | undefined) ?? undefined, log, caller));
         }
@@ -112,7 +121,8 @@ export function createJarRoutes(deps: JarRouteDeps) {
             deps.runs.forgetJar(jarId);
             return sendJson(res, 200, r.body);
           }
-          if (isWebSubmitDisabled(r.status, r.body)) throw withFlinkErrors(new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation: 'delete jar' }), r);
+          if (isWebSubmitDisabled(r.status, r.body))
+            throw withFlinkErrors(new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation: 'delete jar' }), r);
           if (r.status === 400 || r.status === 404) {
             // Not there (any more): whatever the gateway kept of it goes.
             deps.runs.forgetJar(jarId);
@@ -125,8 +135,11 @@ export function createJarRoutes(deps: JarRouteDeps) {
           deps.runs.checkJarOwner(jarId, caller.principal, 'plan');
           // Flink's GET plan takes a JarPlanRequestBody too (its Web UI and older clients send one):
           // parsed like a POST's and sent on as a POST, the same handler on the JobManager.
-          const withBody = req.method === 'POST' || req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-          const request = withBody ? parseJarRequest(await readJsonObject(req, jsonLimit, 'JarPlanRequestBody', jsonBudget), 'JarPlanRequestBody') : undefined;
+          const withBody =
+            req.method === 'POST' || req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+          const request = withBody
+            ? parseJarRequest(await readJsonObject(req, jsonLimit, 'JarPlanRequestBody', jsonBudget), 'JarPlanRequestBody')
+            : undefined;
           const plan = await deps.runs.plan({ jarId, request, query, method: withBody ? 'POST' : 'GET', log, caller });
           return sendJson(res, 200, plan);
         }
@@ -143,7 +156,10 @@ export function createJarRoutes(deps: JarRouteDeps) {
           if (version !== undefined && !hasApplications(version)) throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: rawUrl });
           // The same pipeline as /run: owner, policy, fetch by URI, token registration, audit.
           deps.runs.checkJarOwner(jarId, caller.principal, 'run');
-          const request = parseJarRequest(await readJsonObject(req, jsonLimit, 'JarRunApplicationRequestBody', jsonBudget), 'JarRunApplicationRequestBody');
+          const request = parseJarRequest(
+            await readJsonObject(req, jsonLimit, 'JarRunApplicationRequestBody', jsonBudget),
+            'JarRunApplicationRequestBody',
+          );
           const { outcome } = await deps.runs.run({ jarId, request, query, log, caller, route: 'run-application' });
           return sendJson(res, 202, { applicationid: outcome.applicationid });
         }

@@ -101,7 +101,9 @@ export class JarStreamStorage implements StorageEngine {
     file.stream.on('limit', () => fail(this.opts.tooLarge?.() ?? new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes })));
     const spool = new SpoolTap(this.opts.spoolBase);
     this.spool = spool;
-    spool.on('error', (err: Error) => fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: `the gateway could not keep its copy of the upload (${err.message})` })));
+    spool.on('error', (err: Error) =>
+      fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: `the gateway could not keep its copy of the upload (${err.message})` })),
+    );
     if (this.opts.charge) {
       // Each chunk is charged to the jar budget before it goes anywhere; over budget, the upload stops.
       const meter = new BudgetMeter(this.opts.charge);
@@ -114,25 +116,35 @@ export class JarStreamStorage implements StorageEngine {
     // 'end' of the spool: every inspected byte has been handed to the multipart body (only then may
     // the closing boundary follow them) and the copy is on disk.
     spool.once('end', () => {
-      void this.check(inspector, spool).then((problem) => {
-        if (this.failed) return;
-        if (problem === 'classes') {
-          log.info({ jar: this.fileName }, 'upload refused: fetched-only mode accepts placeholder jars only');
-          fail(new GatewayError('GW_POLICY_FETCHED_ONLY', { what: `uploading '${this.fileName}', a jar with classes (an upload can only be the placeholder of a run by URI here)` }));
-          return;
-        }
-        if (problem) {
-          log.info({ jar: this.fileName, size: problem.size, sha256: problem.sha256, ...(problem.limit ? { limit: problem.limit } : {}) }, problem.limit ? 'upload refused: over a zip-structure bound' : 'upload refused: not a zip');
-          fail(new GatewayError('GW_UPLOAD_NOT_ZIP', { name: this.fileName, reason: problem.reason }));
-          return;
-        }
-        answer(undefined, { size: this.verdict!.size });
-      }, (err: unknown) => {
-        if (this.failed) return;
-        // The cause names a private path: the log has it, the client a plain reason.
-        log.warn({ err, jar: this.fileName }, 'upload refused: its copy could not be hashed');
-        fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: 'the gateway could not hash its copy of the upload; retry' }));
-      });
+      void this.check(inspector, spool).then(
+        (problem) => {
+          if (this.failed) return;
+          if (problem === 'classes') {
+            log.info({ jar: this.fileName }, 'upload refused: fetched-only mode accepts placeholder jars only');
+            fail(
+              new GatewayError('GW_POLICY_FETCHED_ONLY', {
+                what: `uploading '${this.fileName}', a jar with classes (an upload can only be the placeholder of a run by URI here)`,
+              }),
+            );
+            return;
+          }
+          if (problem) {
+            log.info(
+              { jar: this.fileName, size: problem.size, sha256: problem.sha256, ...(problem.limit ? { limit: problem.limit } : {}) },
+              problem.limit ? 'upload refused: over a zip-structure bound' : 'upload refused: not a zip',
+            );
+            fail(new GatewayError('GW_UPLOAD_NOT_ZIP', { name: this.fileName, reason: problem.reason }));
+            return;
+          }
+          answer(undefined, { size: this.verdict!.size });
+        },
+        (err: unknown) => {
+          if (this.failed) return;
+          // The cause names a private path: the log has it, the client a plain reason.
+          log.warn({ err, jar: this.fileName }, 'upload refused: its copy could not be hashed');
+          fail(new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: 'the gateway could not hash its copy of the upload; retry' }));
+        },
+      );
     });
   }
 
@@ -205,7 +217,10 @@ export class JarStreamStorage implements StorageEngine {
   }
 
   /** The streaming verdict, then the spooled copy read as Java's JarFile reads it; a problem or nothing. */
-  private async check(inspector: JarInspector, spool: SpoolTap): Promise<{ reason: string; limit?: string | undefined; sha256: string; size: number } | 'classes' | undefined> {
+  private async check(
+    inspector: JarInspector,
+    spool: SpoolTap,
+  ): Promise<{ reason: string; limit?: string | undefined; sha256: string; size: number } | 'classes' | undefined> {
     const sha256 = await spool.sha256();
     const verdict = inspector.verdict(sha256);
     if (!verdict.ok) {
@@ -214,7 +229,10 @@ export class JarStreamStorage implements StorageEngine {
     }
     // A manifest that lies about its size is refused here as it is for fetched jars — before the
     // JobManager would inflate it.
-    const inspected = await inspectJar(spool.path, this.opts.zipLimits).catch((e: unknown) => ({ problem: { reason: (e as Error).message, limit: undefined }, points: undefined }));
+    const inspected = await inspectJar(spool.path, this.opts.zipLimits).catch((e: unknown) => ({
+      problem: { reason: (e as Error).message, limit: undefined },
+      points: undefined,
+    }));
     // Linked, a good copy stays until `complete()` links it (or `discard()`).
     if (!this.linker || inspected.problem !== undefined) spool.discard();
     if (inspected.problem !== undefined) return { ...inspected.problem, sha256: verdict.sha256, size: verdict.size };
@@ -254,5 +272,7 @@ function badResponse(cluster: JobManagerClient): GatewayError {
 
 function asGatewayError(err: unknown, cluster: JobManagerClient): GatewayError {
   const e = cluster.translate(err, 'upload', 0);
-  return (e as { code?: string })?.code?.startsWith('GW_') ? (e as GatewayError) : new GatewayError('GW_CLUSTER_BAD_RESPONSE', { target: cluster.baseUrl, reason: String((err as Error)?.message ?? err) });
+  return (e as { code?: string })?.code?.startsWith('GW_')
+    ? (e as GatewayError)
+    : new GatewayError('GW_CLUSTER_BAD_RESPONSE', { target: cluster.baseUrl, reason: String((err as Error)?.message ?? err) });
 }

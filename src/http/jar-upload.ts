@@ -64,11 +64,14 @@ export function uploadJar(req: Request, opts: UploadJarOptions): Promise<UploadR
   const maxBytes = placeholderOnly ? Math.min(opts.maxBytes, placeholderMaxBytes) : opts.maxBytes;
   const tooLarge = () =>
     placeholderOnly
-      ? new GatewayError('GW_POLICY_FETCHED_ONLY', { what: `an upload larger than a placeholder jar (gateway.policy.fetched-only.max-upload-size: ${maxBytes} bytes)` })
+      ? new GatewayError('GW_POLICY_FETCHED_ONLY', {
+          what: `an upload larger than a placeholder jar (gateway.policy.fetched-only.max-upload-size: ${maxBytes} bytes)`,
+        })
       : new GatewayError('GW_UPLOAD_TOO_LARGE', { limit: maxBytes });
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes + MULTIPART_SLACK) return Promise.reject(closing(tooLarge()));
-  if (!/^multipart\/form-data\s*;/i.test(req.headers['content-type'] ?? '')) return Promise.reject(new GatewayError('GW_UPLOAD_NOT_MULTIPART'));
+  if (!/^multipart\/form-data\s*;/i.test(req.headers['content-type'] ?? ''))
+    return Promise.reject(new GatewayError('GW_UPLOAD_NOT_MULTIPART'));
   // A declared length over the budget is refused before any of the body is read.
   if (charge && Number.isFinite(declared)) {
     try {
@@ -191,7 +194,8 @@ function checkAttributes(fields: Record<string, unknown> | undefined): void {
   for (const [name, value] of Object.entries(fields ?? {})) {
     if (name !== 'request') throw new GatewayError('GW_UPLOAD_UNKNOWN_ATTRIBUTE', { name });
     for (const v of Array.isArray(value) ? value : [value]) {
-      if (typeof v !== 'string') throw new GatewayError('GW_REQUEST_MALFORMED', { type: REQUEST_ATTRIBUTE, reason: 'it must be a plain form field' });
+      if (typeof v !== 'string')
+        throw new GatewayError('GW_REQUEST_MALFORMED', { type: REQUEST_ATTRIBUTE, reason: 'it must be a plain form field' });
       parseObject(v, REQUEST_ATTRIBUTE);
     }
   }
@@ -213,7 +217,8 @@ function asUploadError(err: unknown, tooLarge: () => GatewayError): GatewayError
     case 'LIMIT_FIELD_COUNT':
       return new GatewayError('GW_REQUEST_MALFORMED', { type: 'multipart/form-data', reason: `more than ${MAX_FIELDS} attributes` });
     default:
-      if (code.startsWith('LIMIT_') || code.endsWith('_FIELD_NAME')) return new GatewayError('GW_REQUEST_MALFORMED', { type: 'multipart/form-data', reason: String(e.message) });
+      if (code.startsWith('LIMIT_') || code.endsWith('_FIELD_NAME'))
+        return new GatewayError('GW_REQUEST_MALFORMED', { type: 'multipart/form-data', reason: String(e.message) });
       return new GatewayError('GW_UPLOAD_INCOMPLETE', { reason: String(e?.message ?? err) });
   }
 }

@@ -47,7 +47,8 @@ export class JobGraphTap extends Transform {
         let size = 0;
         let graph: boolean | undefined;
         file.stream.on('data', (chunk: Buffer) => {
-          if (graph === undefined) graph = chunk.length >= SERIAL_MAGIC.length ? chunk.subarray(0, SERIAL_MAGIC.length).equals(SERIAL_MAGIC) : false;
+          if (graph === undefined)
+            graph = chunk.length >= SERIAL_MAGIC.length ? chunk.subarray(0, SERIAL_MAGIC.length).equals(SERIAL_MAGIC) : false;
           if (!graph) return;
           size += chunk.length;
           kept += chunk.length;
@@ -146,8 +147,12 @@ export class JobGraphTap extends Transform {
     const name = body?.executionPlanFileName ?? body?.jobGraphFileName;
     if (typeof name !== 'string') throw unreadable("its 'request' attribute names no jobGraphFileName");
     const graph = parsed.graphs.get(name);
-    if (graph === undefined) throw unreadable(`the file ${JSON.stringify(name.slice(0, 200))} it names is not among its parts, or is not a Java-serialised job graph`);
-    if (graph === 'too large') throw unreadable(`the serialised job graph is larger than gateway.tokens.job-graph.max-size (${this.opts.maxGraphBytes} bytes)`);
+    if (graph === undefined)
+      throw unreadable(
+        `the file ${JSON.stringify(name.slice(0, 200))} it names is not among its parts, or is not a Java-serialised job graph`,
+      );
+    if (graph === 'too large')
+      throw unreadable(`the serialised job graph is larger than gateway.tokens.job-graph.max-size (${this.opts.maxGraphBytes} bytes)`);
     let summary: JobGraphSummary;
     try {
       summary = readJobGraph(graph);

@@ -6,7 +6,12 @@ import { GatewayError } from '../errors/gateway-error';
  * routing). Like Flink, an empty body means `{}`; anything that is not a JSON object is refused
  * with Flink's wording.
  */
-export async function readJsonObject(req: Request, limitBytes: number, typeName: string, budget?: JsonBudget): Promise<Record<string, unknown>> {
+export async function readJsonObject(
+  req: Request,
+  limitBytes: number,
+  typeName: string,
+  budget?: JsonBudget,
+): Promise<Record<string, unknown>> {
   const tooLarge = () => {
     const err = new GatewayError('GW_REQUEST_TOO_LARGE', { limit: limitBytes });
     err.headers = { connection: 'close' };

@@ -20,11 +20,14 @@ export function createListener(config: Configuration, app: RequestListener): Ser
   const identity = keystore
     ? { pfx: readFileSync(keystore), passphrase: config.getOptional(coreOptions.tlsKeystorePassword) ?? '' }
     : { cert: readFileSync(cert!, 'utf8'), key: readFileSync(key ?? '', 'utf8') };
-  return createHttpsServer({
-    ...timeouts,
-    ...identity,
-    ...(clientCa ? { ca: readFileSync(clientCa, 'utf8'), requestCert: true, rejectUnauthorized: false } : {}),
-  }, app) as unknown as Server;
+  return createHttpsServer(
+    {
+      ...timeouts,
+      ...identity,
+      ...(clientCa ? { ca: readFileSync(clientCa, 'utf8'), requestCert: true, rejectUnauthorized: false } : {}),
+    },
+    app,
+  ) as unknown as Server;
 }
 
 /**
@@ -32,7 +35,12 @@ export function createListener(config: Configuration, app: RequestListener): Ser
  * within gateway.http.request-timeout (Node answers 408 and closes), so a dripping body cannot keep
  * a socket forever.
  */
-export function listenerTimeouts(config: Configuration): { requestTimeout: number; headersTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number } {
+export function listenerTimeouts(config: Configuration): {
+  requestTimeout: number;
+  headersTimeout: number;
+  keepAliveTimeout: number;
+  connectionsCheckingInterval: number;
+} {
   const requestTimeout = config.get(coreOptions.httpRequestTimeout);
   const headersTimeout = Math.min(config.get(coreOptions.httpHeadersTimeout), requestTimeout);
   // Node checks both bounds on this interval (default 30 s, which would stretch a 20 s bound to 50 s).

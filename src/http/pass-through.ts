@@ -16,8 +16,17 @@ import { JobGraphTap } from './job-graph-tap';
 
 // Hop-by-hop headers of an answer (RFC 9110 §7.6.1), not relayed to the client.
 const HOP_BY_HOP = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization',
-  'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'expect',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'expect',
 ]);
 
 function responseHeaders(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>): Record<string, string | string[]> {
@@ -31,7 +40,12 @@ function responseHeaders(headers: IncomingHttpHeaders | Record<string, string | 
 }
 
 function tokensOf(value: string | undefined): Set<string> {
-  return new Set((value ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
+  return new Set(
+    (value ?? '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+  );
 }
 
 function hasBody(req: Request): boolean {
@@ -85,7 +99,8 @@ export function createPassThrough(
   secrets: () => SecretRule = () => flinkSecretRule,
 ) {
   return async function passThrough(req: Request, res: Response, next: NextFunction): Promise<void> {
-    const endJobGraph = jobGraphs && isJobGraphSubmission(req.method, req.originalUrl.split('?')[0] ?? '/') ? jobGraphs.beginJobGraph() : undefined;
+    const endJobGraph =
+      jobGraphs && isJobGraphSubmission(req.method, req.originalUrl.split('?')[0] ?? '/') ? jobGraphs.beginJobGraph() : undefined;
     try {
       await relay(req, res, next, endJobGraph ? jobGraphs : undefined);
     } finally {
@@ -108,7 +123,12 @@ export function createPassThrough(
     if (forwardBody && BODYLESS.has(req.method)) {
       const declared = Number(req.headers['content-length'] ?? Number.POSITIVE_INFINITY);
       if (!(declared <= MAX_IGNORED_BODY)) {
-        next(new GatewayError('GW_REQUEST_MALFORMED', { type: `${req.method} request`, reason: `a ${req.method} request carries no body (this one declares ${req.headers['transfer-encoding'] ? 'a chunked' : `a ${declared}-byte`} body)` }));
+        next(
+          new GatewayError('GW_REQUEST_MALFORMED', {
+            type: `${req.method} request`,
+            reason: `a ${req.method} request carries no body (this one declares ${req.headers['transfer-encoding'] ? 'a chunked' : `a ${declared}-byte`} body)`,
+          }),
+        );
         return;
       }
       req.resume();
@@ -182,7 +202,11 @@ export function createPassThrough(
    * relayed when it claims success (502): what cannot be filtered does not pass.
    */
   async function relayFiltered(upstream: Dispatcher.ResponseData, req: Request, res: Response, next: NextFunction): Promise<void> {
-    const reason = (why: string) => new GatewayError('GW_CLUSTER_BAD_RESPONSE', { target: cluster.baseUrl, reason: `${why} (${req.method} ${req.path.slice(0, 200)}, a configuration listing the gateway filters)` });
+    const reason = (why: string) =>
+      new GatewayError('GW_CLUSTER_BAD_RESPONSE', {
+        target: cluster.baseUrl,
+        reason: `${why} (${req.method} ${req.path.slice(0, 200)}, a configuration listing the gateway filters)`,
+      });
     let text: string;
     try {
       const bytes = await readBounded(upstream.body, MAX_FILTERED_ANSWER);
@@ -198,7 +222,8 @@ export function createPassThrough(
       try {
         const { body: filteredBody, hidden } = filterConfigurationAnswer(JSON.parse(text), secrets());
         body = JSON.stringify(filteredBody);
-        if (hidden > 0) ((res.locals.log as Logger | undefined) ?? logger).debug({ hidden }, 'configuration values hidden from a JobManager answer');
+        if (hidden > 0)
+          ((res.locals.log as Logger | undefined) ?? logger).debug({ hidden }, 'configuration values hidden from a JobManager answer');
       } catch {
         if (upstream.statusCode >= 200 && upstream.statusCode < 300) {
           next(reason('the answer is not JSON'));
@@ -212,7 +237,13 @@ export function createPassThrough(
     res.end(out);
   }
 
-  async function relayJobGraphAnswer(upstream: Dispatcher.ResponseData, hook: JobGraphHook, res: Response, next: NextFunction, read: JobGraphSummary | undefined): Promise<void> {
+  async function relayJobGraphAnswer(
+    upstream: Dispatcher.ResponseData,
+    hook: JobGraphHook,
+    res: Response,
+    next: NextFunction,
+    read: JobGraphSummary | undefined,
+  ): Promise<void> {
     let answer: Awaited<ReturnType<typeof readJobGraphAnswer>>;
     const log: Logger = res.locals.log ?? logger;
     try {
@@ -230,7 +261,13 @@ export function createPassThrough(
     }
     if (answer.jobId) {
       try {
-        await hook.jobGraphAccepted(answer.jobId, res.locals.principal ?? 'anonymous', res.locals.reqId ?? '', log.child({ jobId: answer.jobId }), read);
+        await hook.jobGraphAccepted(
+          answer.jobId,
+          res.locals.principal ?? 'anonymous',
+          res.locals.reqId ?? '',
+          log.child({ jobId: answer.jobId }),
+          read,
+        );
       } catch (err) {
         next(err);
         return;

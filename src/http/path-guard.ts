@@ -14,7 +14,9 @@ export function pathGuard() {
     const rawPath = q >= 0 ? req.originalUrl.slice(0, q) : req.originalUrl;
     const views = pathViews(rawPath);
     if (!views.ok) {
-      next(new GatewayError('GW_ROUTE_AMBIGUOUS', { path: Array.from(rawPath).slice(0, 200).join('').toWellFormed(), reason: views.reason }));
+      next(
+        new GatewayError('GW_ROUTE_AMBIGUOUS', { path: Array.from(rawPath).slice(0, 200).join('').toWellFormed(), reason: views.reason }),
+      );
       return;
     }
     next();

@@ -37,7 +37,14 @@ export function requestContext(logger: Logger) {
     res.on('close', () => {
       const path = req.originalUrl.split('?')[0];
       const ms = Math.round((performance.now() - started) * 10) / 10;
-      const entry = { method: req.method, path, status: res.statusCode, ms, completed: res.writableFinished, principal: res.locals.principal };
+      const entry = {
+        method: req.method,
+        path,
+        status: res.statusCode,
+        ms,
+        completed: res.writableFinished,
+        principal: res.locals.principal,
+      };
       // res.locals.log may have gained the principal after authentication.
       const final: Logger = res.locals.log ?? log;
       if (res.statusCode >= 500) final.warn(entry, 'request failed');

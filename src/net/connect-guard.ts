@@ -4,14 +4,32 @@ import { GatewayError } from '../errors/gateway-error';
 
 // Addresses a fetch must not reach unless exempted: the server-side request forgery guard.
 const V4_RESTRICTED: [string, number][] = [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
 ];
 const V6_RESTRICTED: [string, number][] = [
   // ::/96 holds :: and ::1 and the deprecated IPv4-compatible form (::a.b.c.d, which WHATWG URL writes as
   // ::7f00:1); ::ffff:0:0:0/96 is the IPv4-translated form. Neither has a legitimate use as a jar origin.
-  ['::', 96], ['::ffff:0:0:0', 96], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64],
+  ['::', 96],
+  ['::ffff:0:0:0', 96],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+  ['2001:db8::', 32],
+  ['100::', 64],
 ];
 
 const V6_TUNNEL_RESTRICTED: [string, number][] = [
@@ -32,7 +50,8 @@ const blocked = new BlockList();
 for (const [net, prefix] of V4_RESTRICTED) blocked.addSubnet(net, prefix, 'ipv4');
 // A 6to4 address is restricted when the IPv4 address it embeds is; one with a public IPv4 address
 // is an ordinary (if deprecated, RFC 7526) global address.
-for (const [net, prefix] of [...V6_RESTRICTED, ...V6_TUNNEL_RESTRICTED, ...V4_RESTRICTED.map(sixToFour)]) blocked.addSubnet(net, prefix, 'ipv6');
+for (const [net, prefix] of [...V6_RESTRICTED, ...V6_TUNNEL_RESTRICTED, ...V4_RESTRICTED.map(sixToFour)])
+  blocked.addSubnet(net, prefix, 'ipv6');
 
 /** The IPv4 address embedded in an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::/96) IPv6 address. */
 function embeddedV4(address: string): string | undefined {
@@ -91,7 +110,11 @@ export interface ConnectGuard {
 }
 
 /** `dns.lookup` with `all: true`: every address a name resolves to. */
-export type ResolveAll = (hostname: string, options: LookupAllOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+export type ResolveAll = (
+  hostname: string,
+  options: LookupAllOptions,
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
 export interface ConnectGuardOptions {
   /** `gateway.artifacts.disallow-restricted-hosts`. */
@@ -126,7 +149,11 @@ export function createConnectGuard(opts: ConnectGuardOptions): ConnectGuard {
   };
 
   const lookupFor = (port: number): LookupFunction =>
-    ((hostname: string, options: { all?: boolean; family?: number }, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+    ((
+      hostname: string,
+      options: { all?: boolean; family?: number },
+      callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+    ) => {
       resolve(hostname, { ...options, all: true }, (err, addresses) => {
         if (err) return callback(err, options.all ? [] : '', 0);
         if (opts.enabled && !exempt(hostname, port)) {
@@ -153,7 +180,10 @@ export function createConnectGuard(opts: ConnectGuardOptions): ConnectGuard {
  * lookup to connect with, which checks every address a name resolves to at connect time (no
  * check-then-connect race). Throws `GW_FETCH_RESTRICTED_HOST` for a restricted literal.
  */
-export function guardedConnection(guard: ConnectGuard, target: { protocol: string; hostname: string; port: string }): { port: number; lookup: LookupFunction } {
+export function guardedConnection(
+  guard: ConnectGuard,
+  target: { protocol: string; hostname: string; port: string },
+): { port: number; lookup: LookupFunction } {
   const port = Number(target.port) || (target.protocol === 'https:' ? 443 : 80);
   guard.checkHost(target.hostname, port);
   return { port, lookup: guard.lookupFor(port) };

@@ -36,7 +36,7 @@ export interface ObjectStat {
    * when unsure: a wrong expectation fails good downloads. `sha256` is compared with the digest the
    * gateway computes anyway (free); `crc32` costs a seventh of `md5`'s CPU per byte.
    */
-  integrity?: { algorithm: 'md5' | 'crc32' | 'sha256'; /** hex */ expected: string };
+  integrity?: { algorithm: 'md5' | 'crc32' | 'sha256' /** hex */; expected: string };
   /**
    * The store serves byte ranges of this object and can pin each one to `version` or `etag` (a
    * strong validator): `open` with `range` and `pin` then returns exactly those bytes of exactly

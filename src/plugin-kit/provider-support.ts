@@ -3,7 +3,14 @@ import type { Dispatcher } from 'undici';
 import { ConfigError, type ConfigRule, OptionsRegistry, type RawEntry } from '../config/registry';
 import { parseUrl, type OptionDef, type OptionValueMap } from '../config/types';
 import { JobRefusedError } from './registration-error';
-import type { DelegationTokenManagerCallback, DelegationTokenProvider, JobConfiguration, JobContext, ObtainedDelegationTokens, ProviderConfig } from './token-spi';
+import type {
+  DelegationTokenManagerCallback,
+  DelegationTokenProvider,
+  JobConfiguration,
+  JobContext,
+  ObtainedDelegationTokens,
+  ProviderConfig,
+} from './token-spi';
 
 /** Root of every provider's options (Flink's `DelegationTokenProvider.CONFIG_PREFIX`). */
 export const PROVIDER_CONFIG_PREFIX = 'security.delegation.token.provider';
@@ -86,7 +93,12 @@ export type ParsedOptions<D extends OptionDefs> = {
  * verdicts; every problem is reported at once (`ConfigError`, `GW_CONFIG_INVALID`), and the value of
  * a sensitive option is never echoed.
  */
-export function readProviderOptions<D extends OptionDefs>(serviceName: string, defs: D, config: ProviderConfig, rules: readonly ConfigRule[] = []): ParsedOptions<D> {
+export function readProviderOptions<D extends OptionDefs>(
+  serviceName: string,
+  defs: D,
+  config: ProviderConfig,
+  rules: readonly ConfigRule[] = [],
+): ParsedOptions<D> {
   const prefix = `${PROVIDER_CONFIG_PREFIX}.${serviceName}.`;
   const raw = new Map<string, RawEntry>();
   for (const def of Object.values(defs)) {
@@ -135,7 +147,14 @@ export function jobValue(jobConfiguration: JobConfiguration, key: string): strin
 
 /** Splits a Flink list (`a;b`; commas are accepted too), dropping blanks and duplicates, sorted. */
 export function splitList(text: string): string[] {
-  return [...new Set(text.split(/[;,]/).map((s) => s.trim()).filter(Boolean))].sort();
+  return [
+    ...new Set(
+      text
+        .split(/[;,]/)
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ].sort();
 }
 
 /**
@@ -145,7 +164,9 @@ export function splitList(text: string): string[] {
  */
 export function httpsUnlessLoopback(text: string): string | undefined {
   const url = new URL(text);
-  return url.protocol === 'http:' && !isLoopback(url.hostname) ? `must use https:// (plain http is allowed only for loopback hosts, not ${url.hostname})` : undefined;
+  return url.protocol === 'http:' && !isLoopback(url.hostname)
+    ? `must use https:// (plain http is allowed only for loopback hosts, not ${url.hostname})`
+    : undefined;
 }
 
 /**

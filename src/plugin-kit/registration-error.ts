@@ -16,7 +16,8 @@ export function describeCause(err: unknown): string {
  * the HTTP edge, so it wraps instead).
  */
 export function tokensRejected(provider: string, cause: unknown): GatewayError & TokenRegistrationFailure {
-  const err = new GatewayError('GW_TOKENS_REJECTED', { provider, reason: describeCause(cause) }, { cause }) as GatewayError & TokenRegistrationFailure;
+  const err = new GatewayError('GW_TOKENS_REJECTED', { provider, reason: describeCause(cause) }, { cause }) as GatewayError &
+    TokenRegistrationFailure;
   Object.defineProperty(err, 'provider', { value: provider, enumerable: true });
   return err;
 }

@@ -97,7 +97,14 @@ export class ApplicationRuns {
   }
 
   /** Follows an accepted application until it is terminal: its later jobs are registered, its jar released at the end. */
-  track(app: { applicationId: string; configuration: Readonly<Record<string, string>>; principal: string; release: () => Promise<void>; log: Logger; provisional?: boolean }): void {
+  track(app: {
+    applicationId: string;
+    configuration: Readonly<Record<string, string>>;
+    principal: string;
+    release: () => Promise<void>;
+    log: Logger;
+    provisional?: boolean;
+  }): void {
     this.apps.set(app.applicationId, { ...app, missing: 0, seen: new Set(), provisional: app.provisional === true });
     this.schedule();
   }
@@ -126,7 +133,8 @@ export class ApplicationRuns {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.reading;
-    for (const app of this.apps.values()) app.log.info({ applicationId: app.applicationId }, 'gateway stopping: the running application keeps its transient jar');
+    for (const app of this.apps.values())
+      app.log.info({ applicationId: app.applicationId }, 'gateway stopping: the running application keeps its transient jar');
     this.apps.clear();
   }
 
@@ -167,12 +175,14 @@ export class ApplicationRuns {
     app.missing = 0;
     const body = res.body as { status?: unknown; jobs?: { jid?: unknown; state?: unknown }[] };
     for (const job of Array.isArray(body.jobs) ? body.jobs : []) {
-      if (typeof job?.jid !== 'string' || !/^[0-9a-f]{32}$/.test(job.jid) || job.jid === app.applicationId || app.seen.has(job.jid)) continue;
+      if (typeof job?.jid !== 'string' || !/^[0-9a-f]{32}$/.test(job.jid) || job.jid === app.applicationId || app.seen.has(job.jid))
+        continue;
       app.seen.add(job.jid);
       // A job that ended before it was seen needs no tokens any more.
       if (!TERMINAL.has(String(job.state))) await this.registerLater(app, job.jid);
     }
-    if (app.provisional && (Array.isArray(body.jobs) && body.jobs.length > 0 || TERMINAL.has(String(body.status)))) await this.endProvisional(app);
+    if (app.provisional && ((Array.isArray(body.jobs) && body.jobs.length > 0) || TERMINAL.has(String(body.status))))
+      await this.endProvisional(app);
     if (TERMINAL.has(String(body.status))) await this.end(app, `the application is ${String(body.status)}`);
   }
 
@@ -184,11 +194,17 @@ export class ApplicationRuns {
     try {
       await registrar.register(jobId, app.configuration, log, app.principal);
       registrar.submitted(jobId);
-      log.info({ applicationId: app.applicationId }, "a later job of the application is registered with the application's own registration");
+      log.info(
+        { applicationId: app.applicationId },
+        "a later job of the application is registered with the application's own registration",
+      );
     } catch (err) {
       // Its first job passed the same providers with the same configuration: a refusal now is a
       // provider's change of mind; the job watcher then treats the job as one nobody registered.
-      log.warn({ err: (err as Error).message, applicationId: app.applicationId }, "a later job of the application could not be registered with the application's registration");
+      log.warn(
+        { err: (err as Error).message, applicationId: app.applicationId },
+        "a later job of the application could not be registered with the application's registration",
+      );
     }
   }
 

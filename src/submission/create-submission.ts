@@ -67,9 +67,31 @@ export function createSubmission(o: {
   const policy = config.get(tokenOptions.unregisteredJobs);
   const maxGraphBytes = config.get(tokenOptions.jobGraphMaxSize);
   // Flink 2.3 applications: job ids as Flink derives them, later jobs registered, jars kept until the end.
-  const applications = o.resources.adopt(new ApplicationRuns({ cluster, registrations, intervalMs: config.get(tokenOptions.watchInterval), log: logger.child({ component: 'applications' }) }), (a) => a.close());
-  const unregistered = store ? new UnregisteredJobs({ policy, registrations, cluster, defaults, audit, log: logger.child({ component: 'unregistered-jobs' }), maxGraphBytes, applications }) : undefined;
-  if (unregistered?.policy === 'ignore') tokenLog.warn('gateway.tokens.unregistered-jobs: ignore — jobs the gateway did not register run without delegation tokens (each is audited)');
+  const applications = o.resources.adopt(
+    new ApplicationRuns({
+      cluster,
+      registrations,
+      intervalMs: config.get(tokenOptions.watchInterval),
+      log: logger.child({ component: 'applications' }),
+    }),
+    (a) => a.close(),
+  );
+  const unregistered = store
+    ? new UnregisteredJobs({
+        policy,
+        registrations,
+        cluster,
+        defaults,
+        audit,
+        log: logger.child({ component: 'unregistered-jobs' }),
+        maxGraphBytes,
+        applications,
+      })
+    : undefined;
+  if (unregistered?.policy === 'ignore')
+    tokenLog.warn(
+      'gateway.tokens.unregistered-jobs: ignore — jobs the gateway did not register run without delegation tokens (each is audited)',
+    );
   const runs = new RunService({
     cluster,
     applications,
@@ -88,7 +110,13 @@ export function createSubmission(o: {
     audit,
     onSubmission: o.onSubmission,
   });
-  const watching = { cluster, jobs: registrations, ...(unregistered ? { discovery: unregistered } : {}), ...watcherSettings(config), log: logger.child({ component: 'job-watcher' }) };
+  const watching = {
+    cluster,
+    jobs: registrations,
+    ...(unregistered ? { discovery: unregistered } : {}),
+    ...watcherSettings(config),
+    log: logger.child({ component: 'job-watcher' }),
+  };
   const watcher = store ? o.resources.adopt(new JobWatcher(watching), (w) => w.stop()) : undefined;
   return { registrations, unregistered, handoff, runs, watcher };
 }

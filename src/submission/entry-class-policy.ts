@@ -7,9 +7,24 @@ import type { JarEntryPoints } from '../artifacts/jar-entry-points';
  * code (e.g. `org.apache.flink.client.cli.CliFrontend`, which calls System.exit), not the jar's.
  */
 const PARENT_FIRST = [
-  'java.', 'javax.', 'jdk.', 'sun.', 'com.sun.', 'scala.',
-  'org.apache.flink.', 'com.esotericsoftware.kryo', 'org.apache.hadoop.', 'org.xml', 'org.apache.xerces', 'org.w3c',
-  'org.rocksdb.', 'org.slf4j', 'org.apache.log4j', 'org.apache.logging', 'org.apache.commons.logging', 'ch.qos.logback',
+  'java.',
+  'javax.',
+  'jdk.',
+  'sun.',
+  'com.sun.',
+  'scala.',
+  'org.apache.flink.',
+  'com.esotericsoftware.kryo',
+  'org.apache.hadoop.',
+  'org.xml',
+  'org.apache.xerces',
+  'org.w3c',
+  'org.rocksdb.',
+  'org.slf4j',
+  'org.apache.log4j',
+  'org.apache.logging',
+  'org.apache.commons.logging',
+  'ch.qos.logback',
   'dev.flinkjargateway.',
 ];
 
@@ -25,10 +40,11 @@ const FLINK_EXAMPLES = ['org.apache.flink.examples.', 'org.apache.flink.streamin
  */
 export function entryClassProblem(entryClass: string | undefined, points: JarEntryPoints): string | undefined {
   const requested = entryClass?.trim() ? entryClass.trim() : undefined;
-  if (requested === undefined && points.manifestUnread) return 'no entryClass was given and the jar\'s manifest could not be read to find its entry class';
+  if (requested === undefined && points.manifestUnread)
+    return "no entryClass was given and the jar's manifest could not be read to find its entry class";
   const cls = requested ?? points.manifestEntryClass;
   if (cls === undefined) return undefined; // Flink refuses a jar that names no entry class
-  const shown = `'${cls.slice(0, 200)}'${requested === undefined ? ' (the manifest\'s entry class)' : ''}`;
+  const shown = `'${cls.slice(0, 200)}'${requested === undefined ? " (the manifest's entry class)" : ''}`;
   const pkg = FLINK_EXAMPLES.some((p) => cls.startsWith(p)) ? undefined : PARENT_FIRST.find((p) => cls.startsWith(p));
   if (pkg !== undefined) return `${shown} is under ${pkg.replace(/\.$/, '')}, which Flink loads from its own classpath, not from the jar`;
   if (!points.classes.has(cls)) return `${shown} is not a class of the fetched jar`;

@@ -44,7 +44,10 @@ export interface ForwardedConfiguration {
 }
 
 /** The configuration to forward for `requested`, under `policyMode`. */
-export function forwardedConfiguration(requested: Readonly<Record<string, string>>, policyMode: 'open' | 'fetched-only'): ForwardedConfiguration {
+export function forwardedConfiguration(
+  requested: Readonly<Record<string, string>>,
+  policyMode: 'open' | 'fetched-only',
+): ForwardedConfiguration {
   const config: Record<string, string> = {};
   const dropped: string[] = [];
   for (const [key, value] of Object.entries(requested)) {

@@ -137,7 +137,11 @@ export class JarBudget {
       }
     }
     if (this.totalBytes + delta > this.limits.maxTotalBytes) {
-      throw new GatewayError('GW_JAR_CEILING', { limit: this.limits.maxTotalBytes, would: this.totalBytes + delta, option: JAR_BUDGET_OPTIONS.total });
+      throw new GatewayError('GW_JAR_CEILING', {
+        limit: this.limits.maxTotalBytes,
+        would: this.totalBytes + delta,
+        option: JAR_BUDGET_OPTIONS.total,
+      });
     }
   }
 

@@ -30,7 +30,16 @@ export interface Claim {
 export type ClaimResult = 'new' | 'retry' | 'conflict';
 
 /** Body fields that make two runs different runs (Flink's JarRunRequestBody). */
-const RUN_FIELDS = ['entryClass', 'programArgs', 'programArgsList', 'parallelism', 'savepointPath', 'allowNonRestoredState', 'claimMode', 'restoreMode'];
+const RUN_FIELDS = [
+  'entryClass',
+  'programArgs',
+  'programArgsList',
+  'parallelism',
+  'savepointPath',
+  'allowNonRestoredState',
+  'claimMode',
+  'restoreMode',
+];
 
 /**
  * The fingerprint of a run request. A jar is named by what it holds, never by its upload: for a run
@@ -39,7 +48,14 @@ const RUN_FIELDS = ['entryClass', 'programArgs', 'programArgsList', 'parallelism
  * (`jarSha256`) when the gateway saw them arrive — the operator uploads a fresh copy of a `jarURI`
  * jar for every attempt — and by its id otherwise.
  */
-export function runFingerprint(jarId: string, request: JarRequest, principal: string, query: string, route: 'run' | 'run-application' = 'run', jarSha256?: string): string {
+export function runFingerprint(
+  jarId: string,
+  request: JarRequest,
+  principal: string,
+  query: string,
+  route: 'run' | 'run-application' = 'run',
+  jarSha256?: string,
+): string {
   const uri = request.flinkConfiguration[JOB_JAR_KEY]?.trim();
   const fields: Record<string, unknown> = {};
   for (const f of RUN_FIELDS) if (request.body[f] !== undefined && request.body[f] !== null) fields[f] = request.body[f];
@@ -141,7 +157,13 @@ export class JobClaims implements JobClaimBook {
     try {
       const parsed = JSON.parse(text) as { version: number; claims: Claim[] };
       for (const c of parsed.claims ?? []) {
-        if (typeof c?.jobId === 'string' && typeof c.principal === 'string' && typeof c.fingerprint === 'string' && typeof c.at === 'number') this.claims.set(c.jobId, c);
+        if (
+          typeof c?.jobId === 'string' &&
+          typeof c.principal === 'string' &&
+          typeof c.fingerprint === 'string' &&
+          typeof c.at === 'number'
+        )
+          this.claims.set(c.jobId, c);
       }
     } catch (err) {
       const aside = `${file}.corrupt-${Date.now()}`;

@@ -40,7 +40,13 @@ export interface JobRegistrar {
    * Registers the job with every token provider BEFORE the JobManager is asked to run it. Rejects
    * with GW_TOKENS_REJECTED when a provider refuses (every provider is then rolled back).
    */
-  register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger, principal?: string, origin?: RegistrationOrigin): Promise<void>;
+  register(
+    jobId: string,
+    flinkConfiguration: Readonly<Record<string, string>>,
+    log: Logger,
+    principal?: string,
+    origin?: RegistrationOrigin,
+  ): Promise<void>;
   /** The JobManager refused the run: undo the registration everywhere. */
   rollback(jobId: string, log: Logger): Promise<void>;
   /** The run reached the JobManager (accepted, or the outcome is unknown): the job watcher may follow it. */
@@ -95,14 +101,21 @@ const RESTORE_RETRY_MAX_MS = 5 * 60_000;
 const ABSENT_RETENTION_DEFAULT_MS = 24 * 3_600_000;
 
 /** A copy of the job's configuration without any sensitive value: that is all a provider sees or the store keeps. */
-export function redactConfiguration(config: Readonly<Record<string, string>>, isSensitive: (key: string) => boolean): Record<string, string> {
+export function redactConfiguration(
+  config: Readonly<Record<string, string>>,
+  isSensitive: (key: string) => boolean,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(config)) if (!isSensitive(k)) out[k] = v;
   return out;
 }
 
 function originOf(rec: StoredRegistration): { principal: string; source: RegistrationSource; submittedBy?: string } {
-  return { principal: rec.principal ?? 'anonymous', source: rec.source ?? 'submitted', ...(rec.submittedBy ? { submittedBy: rec.submittedBy } : {}) };
+  return {
+    principal: rec.principal ?? 'anonymous',
+    source: rec.source ?? 'submitted',
+    ...(rec.submittedBy ? { submittedBy: rec.submittedBy } : {}),
+  };
 }
 
 /** Key order does not make two configurations different. */
@@ -150,14 +163,21 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     return [...this.pending.values()].map(({ jobId, attempts, lastError, nextRetryAt }) => ({ jobId, attempts, lastError, nextRetryAt }));
   }
 
-  async register(jobId: string, flinkConfiguration: Readonly<Record<string, string>>, log: Logger, principal = 'anonymous', origin: RegistrationOrigin = { source: 'submitted' }): Promise<void> {
+  async register(
+    jobId: string,
+    flinkConfiguration: Readonly<Record<string, string>>,
+    log: Logger,
+    principal = 'anonymous',
+    origin: RegistrationOrigin = { source: 'submitted' },
+  ): Promise<void> {
     if (!this.enabled) return;
     const configuration = redactConfiguration({ ...this.opts.cluster, ...flinkConfiguration }, this.opts.isSensitive);
     // An earlier attempt's registration, here or (HA) stored by another replica.
     const earlier = this.jobs.has(jobId) || this.opts.store?.get(jobId) !== undefined;
     // A registration is never changed by a later request: only an identical one (a retry) may
     // register the same id again, so nobody can switch a running job's tokens to theirs.
-    const known = this.configurations.get(jobId) ?? (this.opts.store?.get(jobId) ? canonical(this.opts.store.get(jobId)!.configuration) : undefined);
+    const known =
+      this.configurations.get(jobId) ?? (this.opts.store?.get(jobId) ? canonical(this.opts.store.get(jobId)!.configuration) : undefined);
     // A job registered with the cluster default scope is not anyone's to take over by resubmitting its id.
     const adopted = (this.origins.get(jobId)?.principal ?? this.opts.store?.get(jobId)?.principal) === CLUSTER_DEFAULT_PRINCIPAL;
     if (adopted || (known !== undefined && known !== canonical(configuration))) {
@@ -186,7 +206,16 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
       const attempt = randomUUID();
       this.attempts.set(jobId, attempt);
       const stored = origin.source === 'submitted' ? {} : origin;
-      await this.opts.store.put({ jobId, principal, configuration, provenance, registeredAt: new Date(registeredAt).toISOString(), attempt, ...stored, ...(this.opts.store.shared ? { submitted: false } : {}) });
+      await this.opts.store.put({
+        jobId,
+        principal,
+        configuration,
+        provenance,
+        registeredAt: new Date(registeredAt).toISOString(),
+        attempt,
+        ...stored,
+        ...(this.opts.store.shared ? { submitted: false } : {}),
+      });
     } catch (err) {
       // Without the record a gateway restart would silently strip the job of its tokens: refuse now.
       log.error({ err, store: this.opts.store.where }, 'cannot persist the job registration; the job was not started');
@@ -220,7 +249,9 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
       // A refused retry proves nothing about the earlier attempt: leave the job to the watcher,
       // which drops it once the JobManager provably does not have it.
       this.submitted(jobId);
-      log.info('run failed, but an earlier run with this jobId may have reached the JobManager; its registration is kept for the job watcher');
+      log.info(
+        'run failed, but an earlier run with this jobId may have reached the JobManager; its registration is kept for the job watcher',
+      );
       return;
     }
     await this.forget(jobId, log, this.attempts.get(jobId));
@@ -234,7 +265,14 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     const rec = this.opts.store?.get(jobId);
     if (rec?.submitted === false) {
       const { submitted: _answered, ...done } = rec;
-      this.opts.store!.put(done).catch((err: unknown) => this.opts.log.warn({ jobId, err: (err as Error).message }, 'cannot mark the stored registration as submitted; the leader follows it once its grace has passed'));
+      this.opts
+        .store!.put(done)
+        .catch((err: unknown) =>
+          this.opts.log.warn(
+            { jobId, err: (err as Error).message },
+            'cannot mark the stored registration as submitted; the leader follows it once its grace has passed',
+          ),
+        );
     }
   }
 
@@ -266,7 +304,10 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
       return;
     }
     await this.markAbsent(rec, log);
-    log.info({ reason }, 'job unregistered from the delegation-token providers; its stored registration is kept in case the same job comes back');
+    log.info(
+      { reason },
+      'job unregistered from the delegation-token providers; its stored registration is kept in case the same job comes back',
+    );
   }
 
   private async markAbsent(rec: StoredRegistration, log: Logger): Promise<void> {
@@ -306,7 +347,10 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
       await this.registerStored(present);
       log.info({ state, absentSince: rec.absentSince }, 'a job that was gone is back; registered again from its stored registration');
     } catch (err) {
-      log.error({ err: (err as Error)?.message }, 'a job that came back could not be registered again (a provider refused it); retrying with backoff');
+      log.error(
+        { err: (err as Error)?.message },
+        'a job that came back could not be registered again (a provider refused it); retrying with backoff',
+      );
       this.scheduleRestore(present, 1, (err as Error)?.message ?? String(err));
     }
     try {
@@ -318,14 +362,25 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
 
   /** Registered jobs: when, for whom and how they came to be registered, for the status route. */
   list(): RegisteredJob[] {
-    return [...this.jobs].map(([jobId, at]) => ({ jobId, registeredAt: new Date(at).toISOString(), principal: 'anonymous', source: 'submitted', ...this.origins.get(jobId) }));
+    return [...this.jobs].map(([jobId, at]) => ({
+      jobId,
+      registeredAt: new Date(at).toISOString(),
+      principal: 'anonymous',
+      source: 'submitted',
+      ...this.origins.get(jobId),
+    }));
   }
 
   /** Registered, being submitted through the gateway, or waiting for a re-registration retry. */
   isKnown(jobId: string): boolean {
     // HA: a job another replica registered is known before this gateway has registered it from the
     // store (the watch may lag the job's start): never "discovered", never cancelled as unregistered.
-    return this.jobs.has(jobId) || this.submitting.has(jobId) || this.pending.has(jobId) || (this.opts.store?.shared === true && this.opts.store.get(jobId) !== undefined);
+    return (
+      this.jobs.has(jobId) ||
+      this.submitting.has(jobId) ||
+      this.pending.has(jobId) ||
+      (this.opts.store?.shared === true && this.opts.store.get(jobId) !== undefined)
+    );
   }
 
   /**
@@ -336,7 +391,13 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
    * A store that cannot be written is logged, not fatal: the job runs already, and a restarted
    * gateway would discover it again.
    */
-  async adopt(jobId: string, defaults: Readonly<Record<string, string>>, source: 'job-graph' | 'discovered', log: Logger, submittedBy?: string): Promise<void> {
+  async adopt(
+    jobId: string,
+    defaults: Readonly<Record<string, string>>,
+    source: 'job-graph' | 'discovered',
+    log: Logger,
+    submittedBy?: string,
+  ): Promise<void> {
     if (!this.enabled || this.isKnown(jobId)) return;
     const configuration = redactConfiguration({ ...this.opts.cluster, ...defaults }, this.opts.isSensitive);
     await this.opts.tokens.registerJob(jobId, configuration as JobConfiguration, { principal: CLUSTER_DEFAULT_PRINCIPAL });
@@ -348,7 +409,10 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     try {
       await this.opts.store?.put({ jobId, configuration, provenance: {}, registeredAt: new Date(registeredAt).toISOString(), ...origin });
     } catch (err) {
-      log.error({ err, store: this.opts.store?.where }, 'cannot persist the registration of a job the gateway did not submit; it stays registered (a restart discovers it again)');
+      log.error(
+        { err, store: this.opts.store?.where },
+        'cannot persist the registration of a job the gateway did not submit; it stays registered (a restart discovers it again)',
+      );
       return;
     }
     await this.handOverIfStandby(jobId, log);
@@ -369,13 +433,17 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
     try {
       states = await readStates();
     } catch (err) {
-      this.opts.log.warn({ err: (err as Error).message, jobs: stored.length }, 'cannot read the JobManager job overview at start; registering every stored job again');
+      this.opts.log.warn(
+        { err: (err as Error).message, jobs: stored.length },
+        'cannot read the JobManager job overview at start; registering every stored job again',
+      );
     }
     for (const rec of stored) {
       const log = this.opts.log.child({ jobId: rec.jobId });
       const state = states?.get(rec.jobId);
       // Another replica may be submitting it right now (HA): not listed yet is not gone yet.
-      const beingSubmitted = store.shared && rec.submitted === false && this.now() - Date.parse(rec.registeredAt) < SUBMITTING_GRACE_MS && state === undefined;
+      const beingSubmitted =
+        store.shared && rec.submitted === false && this.now() - Date.parse(rec.registeredAt) < SUBMITTING_GRACE_MS && state === undefined;
       if (states && !beingSubmitted && state !== undefined && GLOBALLY_TERMINAL.has(state)) {
         // Providers may hold state of the previous process (files, say): let them clean it up.
         await this.forget(rec.jobId, log);
@@ -399,11 +467,17 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
       try {
         await this.registerStored(rec);
         if (beingSubmitted) this.submitting.add(rec.jobId);
-        log.info({ state: state ?? (beingSubmitted ? 'being submitted' : 'unknown (JobManager unreachable)') }, 'job registered again from the store');
+        log.info(
+          { state: state ?? (beingSubmitted ? 'being submitted' : 'unknown (JobManager unreachable)') },
+          'job registered again from the store',
+        );
       } catch (err) {
         // Not dropped: the job is running and needs its tokens. Retried with backoff until a provider
         // accepts it or the job ends (the job watcher follows it meanwhile); visible on the status route.
-        log.error({ err: (err as Error)?.message }, 'a running job could not be registered again (a provider refused it); retrying with backoff');
+        log.error(
+          { err: (err as Error)?.message },
+          'a running job could not be registered again (a provider refused it); retrying with backoff',
+        );
         this.scheduleRestore(rec, 1, (err as Error)?.message ?? String(err));
       }
     }
@@ -433,7 +507,10 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
       await this.registerStored(rec);
       log.info('job registered from the shared store (another replica accepted its run)');
     } catch (err) {
-      log.error({ err: (err as Error)?.message }, 'a job another replica registered was refused here (do the replicas share one configuration?); retrying with backoff');
+      log.error(
+        { err: (err as Error)?.message },
+        'a job another replica registered was refused here (do the replicas share one configuration?); retrying with backoff',
+      );
       this.scheduleRestore(rec, 1, (err as Error)?.message ?? String(err));
     }
   }
@@ -465,7 +542,14 @@ export class JobRegistrations implements JobRegistrar, WatchedJobs {
   private scheduleRestore(rec: StoredRegistration, attempt: number, lastError: string): void {
     const delay = Math.min(RESTORE_RETRY_FIRST_MS * 2 ** (attempt - 1), RESTORE_RETRY_MAX_MS);
     const timer = this.clock.setTimer(() => void this.retryRestore(rec, attempt), delay);
-    this.pending.set(rec.jobId, { jobId: rec.jobId, attempts: attempt, lastError: lastError.slice(0, 500), nextRetryAt: new Date(this.clock.wallMs() + delay).toISOString(), timer, rec });
+    this.pending.set(rec.jobId, {
+      jobId: rec.jobId,
+      attempts: attempt,
+      lastError: lastError.slice(0, 500),
+      nextRetryAt: new Date(this.clock.wallMs() + delay).toISOString(),
+      timer,
+      rec,
+    });
   }
 
   private async retryRestore(rec: StoredRegistration, attempt: number): Promise<void> {

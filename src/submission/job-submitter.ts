@@ -97,11 +97,13 @@ export class JobSubmitter {
   async jobKnown(jobId: string): Promise<boolean> {
     const res = await this.cluster.json('GET', `/v1/jobs/${jobId}`, { operation: 'job details' });
     if (res.status === 200) return true;
-    if (!res.notJson && (res.status === 404 || (res.status === 500 && /FlinkJobNotFoundException/.test(JSON.stringify(res.body))))) return false;
+    if (!res.notJson && (res.status === 404 || (res.status === 500 && /FlinkJobNotFoundException/.test(JSON.stringify(res.body)))))
+      return false;
     // A standby JobManager whose leader is gone answers 500 "… the recipient is unreachable": not
     // now, rather than a failure — 503 with Retry-After, which the client's retry of the run outlasts.
     const flinkMessage = summariseFlinkErrors(res.body);
-    if (!res.notJson && res.status === 500 && isLeaderUnreachable(flinkMessage)) throw withFlinkErrors(new GatewayError('GW_CLUSTER_NOT_READY', { operation: 'job details', flinkMessage }), res);
+    if (!res.notJson && res.status === 500 && isLeaderUnreachable(flinkMessage))
+      throw withFlinkErrors(new GatewayError('GW_CLUSTER_NOT_READY', { operation: 'job details', flinkMessage }), res);
     throw this.cluster.failure('job details', res);
   }
 
@@ -112,7 +114,8 @@ export class JobSubmitter {
    * is noticed by the job watcher (it unregisters the job), not by this call.
    */
   private async runApplication(s: Submission, log: Logger): Promise<RunOutcome> {
-    const applicationid = typeof s.body.applicationId === 'string' ? s.body.applicationId : (s.applicationId ?? randomBytes(16).toString('hex'));
+    const applicationid =
+      typeof s.body.applicationId === 'string' ? s.body.applicationId : (s.applicationId ?? randomBytes(16).toString('hex'));
     const res = await this.cluster.json('POST', `/v1/jars/${encodeURIComponent(s.jarId)}/run-application${s.query}`, {
       body: { ...s.body, applicationId: applicationid },
       timeoutMs: this.cluster.runTimeoutMs(),
@@ -127,7 +130,8 @@ export class JobSubmitter {
       return { jobid: s.jobId, applicationid: accepted };
     }
     // The JobManager has no such route (older than the version the gateway learnt): as Flink answers.
-    if (res.status === 404 && !res.notJson && /Not found/.test(summariseFlinkErrors(res.body))) throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: `/v1/jars/${s.jarId}/run-application` });
+    if (res.status === 404 && !res.notJson && /Not found/.test(summariseFlinkErrors(res.body)))
+      throw new GatewayError('GW_ROUTE_NOT_FOUND', { uri: `/v1/jars/${s.jarId}/run-application` });
     if (res.status === 400 && (await this.jobExists(s.jobId))) return this.earlierAttempt(s, { jobid: s.jobId, applicationid }, res, log);
     throw this.failure('run', res, s.jobId);
   }
@@ -136,9 +140,15 @@ export class JobSubmitter {
   private async untilApplicationSubmitted(applicationId: string, jobId: string | undefined): Promise<void> {
     const deadline = this.now() + this.cluster.runTimeoutMs();
     while (this.now() < deadline) {
-      const r = await this.cluster.json('GET', `/v1/applications/${applicationId}`, { operation: 'application status' }).catch(() => undefined);
+      const r = await this.cluster
+        .json('GET', `/v1/applications/${applicationId}`, { operation: 'application status' })
+        .catch(() => undefined);
       const app = r?.status === 200 ? (r.body as { status?: string; jobs?: { jid?: string }[] }) : undefined;
-      if (app && (app.jobs?.some((j) => jobId === undefined || j.jid === jobId) || ['FINISHED', 'FAILED', 'CANCELED'].includes(String(app.status)))) return;
+      if (
+        app &&
+        (app.jobs?.some((j) => jobId === undefined || j.jid === jobId) || ['FINISHED', 'FAILED', 'CANCELED'].includes(String(app.status)))
+      )
+        return;
       await new Promise((res) => setTimeout(res, 100));
     }
   }
@@ -163,11 +173,14 @@ export class JobSubmitter {
     const flinkMessage = summariseFlinkErrors(res.body);
     const translated = (): GatewayError => {
       if (isWebSubmitDisabled(res.status, res.body)) return new GatewayError('GW_CLUSTER_SUBMIT_DISABLED', { operation });
-      if (/Jar file .* does not exist/.test(flinkMessage) || res.status === 404) return new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage });
+      if (/Jar file .* does not exist/.test(flinkMessage) || res.status === 404)
+        return new GatewayError('GW_JAR_NOT_FOUND', { flinkMessage });
       // Only Flink's own handler blames the jar; a plain-text 500 comes from something in between.
       if (res.status === 500 && !res.notJson) return new GatewayError('GW_JAR_INVALID', { flinkMessage });
-      if (res.status === 400 && isLeaderUnreachable(flinkMessage)) return new GatewayError('GW_CLUSTER_NOT_READY', { operation, flinkMessage });
-      if (res.status === 400 && jobId !== undefined && isDuplicateJobId(flinkMessage)) return new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
+      if (res.status === 400 && isLeaderUnreachable(flinkMessage))
+        return new GatewayError('GW_CLUSTER_NOT_READY', { operation, flinkMessage });
+      if (res.status === 400 && jobId !== undefined && isDuplicateJobId(flinkMessage))
+        return new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
       if (res.status === 400) return new GatewayError(operation === 'run' ? 'GW_RUN_REJECTED' : 'GW_PLAN_REJECTED', { flinkMessage });
       return this.cluster.failure(operation, res);
     };

@@ -60,8 +60,13 @@ export type RegistrationSource = 'submitted' | 'job-graph' | 'discovered';
 /** A stored registration read back (from a file, or a store other replicas write): only well-formed fields are kept. */
 export function parseStoredRegistration(value: unknown): StoredRegistration | undefined {
   const j = value as Partial<StoredRegistration> | null;
-  if (typeof j?.jobId !== 'string' || !/^[0-9a-f]{32}$/.test(j.jobId) || typeof j.configuration !== 'object' || j.configuration === null) return undefined;
-  const strings = (o: unknown): Record<string, string> => Object.fromEntries(Object.entries((o ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
+  if (typeof j?.jobId !== 'string' || !/^[0-9a-f]{32}$/.test(j.jobId) || typeof j.configuration !== 'object' || j.configuration === null)
+    return undefined;
+  const strings = (o: unknown): Record<string, string> =>
+    Object.fromEntries(Object.entries((o ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === 'string')) as Record<
+      string,
+      string
+    >;
   return {
     jobId: j.jobId,
     ...(typeof j.principal === 'string' ? { principal: j.principal } : {}),
@@ -120,7 +125,8 @@ export class FileRegistrationStore implements RegistrationStore {
     }
     try {
       const parsed = JSON.parse(text) as StoreFile;
-      if (parsed.version !== 1 || !Array.isArray(parsed.jobs)) throw new Error(`unsupported store format (version ${String(parsed.version)})`);
+      if (parsed.version !== 1 || !Array.isArray(parsed.jobs))
+        throw new Error(`unsupported store format (version ${String(parsed.version)})`);
       for (const j of parsed.jobs) {
         const rec = parseStoredRegistration(j);
         if (rec) this.jobs.set(rec.jobId, rec);
@@ -128,7 +134,10 @@ export class FileRegistrationStore implements RegistrationStore {
     } catch (err) {
       const aside = `${this.file}.corrupt-${Date.now()}`;
       await rename(this.file, aside).catch(() => undefined);
-      this.log.error({ file: this.file, movedTo: aside, err: (err as Error).message }, 'job-registration store is unreadable; moved aside, running jobs will not be registered again');
+      this.log.error(
+        { file: this.file, movedTo: aside, err: (err as Error).message },
+        'job-registration store is unreadable; moved aside, running jobs will not be registered again',
+      );
     }
   }
 

@@ -101,11 +101,24 @@ export class RemoteJars implements RemoteJarSource {
       if (artifacts.length > 0) {
         // Each artifact through the same plugins, policy, allow-list, cache and limits as the job jar.
         for (const a of artifacts) {
-          libs.push(await this.fetcher.fetch(a, { log: ctx.log, ...(ctx.audit ? { audit: { ...ctx.audit, ...(ctx.jobId ? { jobId: ctx.jobId } : {}) } } : {}) }));
+          libs.push(
+            await this.fetcher.fetch(a, {
+              log: ctx.log,
+              ...(ctx.audit ? { audit: { ...ctx.audit, ...(ctx.jobId ? { jobId: ctx.jobId } : {}) } } : {}),
+            }),
+          );
         }
         const names = libs.map((l, i) => libName(i, new URL(l.uri).pathname));
-        const key = createHash('sha256').update(JSON.stringify([jar.sha256, libs.map((l, i) => [l.sha256, names[i]])])).digest('hex');
-        nested = await this.cache.derived(`nested-${key}`, (tmp) => nestArtifacts(jar.path, libs.map((l, i) => ({ path: l.path, name: names[i]! })), tmp));
+        const key = createHash('sha256')
+          .update(JSON.stringify([jar.sha256, libs.map((l, i) => [l.sha256, names[i]])]))
+          .digest('hex');
+        nested = await this.cache.derived(`nested-${key}`, (tmp) =>
+          nestArtifacts(
+            jar.path,
+            libs.map((l, i) => ({ path: l.path, name: names[i]! })),
+            tmp,
+          ),
+        );
       }
       try {
         ctx.charge?.(nested ? (await stat(nested.path)).size : jar.size);
@@ -124,7 +137,10 @@ export class RemoteJars implements RemoteJarSource {
       releaseAll();
       throw err;
     }
-    ctx.log.info({ jarId: handed.jarId, sha256: jar.sha256, fromCache: jar.fromCache, handoff: this.handoff.mode, pipelined }, 'remote jar handed to the JobManager');
+    ctx.log.info(
+      { jarId: handed.jarId, sha256: jar.sha256, fromCache: jar.fromCache, handoff: this.handoff.mode, pipelined },
+      'remote jar handed to the JobManager',
+    );
     return {
       jarId: handed.jarId,
       filename: handed.filename,
@@ -134,7 +150,13 @@ export class RemoteJars implements RemoteJarSource {
         ...(jar.version !== undefined ? { 'gateway.artifact.version': jar.version } : {}),
         ...(libs.length > 0 ? { 'gateway.artifact.artifacts': libs.map((l) => `${l.uri}@sha256:${l.sha256}`).join(';') } : {}),
       },
-      artifact: { uri: jar.uri, sha256: jar.sha256, size: jar.size, ...(jar.version !== undefined ? { version: jar.version } : {}), verdicts: jar.verdicts },
+      artifact: {
+        uri: jar.uri,
+        sha256: jar.sha256,
+        size: jar.size,
+        ...(jar.version !== undefined ? { version: jar.version } : {}),
+        verdicts: jar.verdicts,
+      },
       entryPoints: () => jarEntryPoints(nested?.path ?? jar.path),
       detach: releaseAll,
       release: async () => {

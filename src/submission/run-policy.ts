@@ -40,7 +40,7 @@ export class RunPolicy {
     const fromQuery = new URLSearchParams(trace.query.replace(/^\?/, '')).getAll('entry-class');
     const problem =
       points === undefined
-        ? 'the jar\'s classes are unknown to this gateway'
+        ? "the jar's classes are unknown to this gateway"
         : [fromBody, ...fromQuery].map((c) => entryClassProblem(c, points)).find((p) => p !== undefined);
     if (problem === undefined) return;
     trace.verdicts.policy = 'fetched-only: refused the entry class';

@@ -26,7 +26,10 @@ export interface JarRequest {
   body: Record<string, unknown>;
 }
 
-export function parseJarRequest(raw: Record<string, unknown>, typeName: 'JarRunRequestBody' | 'JarPlanRequestBody' | 'JarRunApplicationRequestBody'): JarRequest {
+export function parseJarRequest(
+  raw: Record<string, unknown>,
+  typeName: 'JarRunRequestBody' | 'JarPlanRequestBody' | 'JarRunApplicationRequestBody',
+): JarRequest {
   const bad = (reason: string): never => {
     throw new GatewayError('GW_REQUEST_MALFORMED', { type: typeName, reason });
   };
@@ -49,7 +52,12 @@ export function parseJarRequest(raw: Record<string, unknown>, typeName: 'JarRunR
   const p = body.parallelism;
   if (p === '') delete body.parallelism;
   else if (p !== undefined && p !== null) {
-    const n = typeof p === 'string' && /^\s*-?\d+\s*$/.test(p) ? Number(p) : typeof p === 'number' && Number.isFinite(p) ? Math.trunc(p) : Number.NaN;
+    const n =
+      typeof p === 'string' && /^\s*-?\d+\s*$/.test(p)
+        ? Number(p)
+        : typeof p === 'number' && Number.isFinite(p)
+          ? Math.trunc(p)
+          : Number.NaN;
     if (!Number.isInteger(n) || n > 2 ** 31 - 1 || n < -(2 ** 31)) bad('parallelism must be an integer');
     body.parallelism = n;
   }
@@ -62,7 +70,8 @@ export function parseJarRequest(raw: Record<string, unknown>, typeName: 'JarRunR
   }
   for (const name of ['claimMode', 'restoreMode']) {
     const v = body[name];
-    if (v !== undefined && v !== null && (typeof v !== 'string' || !CLAIM_MODES.includes(v))) bad(`${name} must be one of ${CLAIM_MODES.join(', ')}`);
+    if (v !== undefined && v !== null && (typeof v !== 'string' || !CLAIM_MODES.includes(v)))
+      bad(`${name} must be one of ${CLAIM_MODES.join(', ')}`);
   }
   // Flink 2.3's JarRunApplicationRequestBody: an ApplicationID, 32 hex like a JobID.
   const a = body.applicationId;

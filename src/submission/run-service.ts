@@ -111,14 +111,22 @@ export class RunService {
   constructor(private readonly opts: RunServiceOptions) {
     this.flights = new SingleFlight(opts.dedupeRetentionMs, opts.clock);
     this.policy = new RunPolicy(opts.policyMode ?? 'open');
-    this.budget = new JarBudget(opts.jarBudget ?? { maxCount: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER, maxTotalBytes: Number.MAX_SAFE_INTEGER });
+    this.budget = new JarBudget(
+      opts.jarBudget ?? { maxCount: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER, maxTotalBytes: Number.MAX_SAFE_INTEGER },
+    );
     this.submitter = new JobSubmitter(opts.cluster, opts.claims !== undefined, opts.clock ? () => opts.clock!.monotonicMs() : undefined);
   }
 
   async run(r: RunRequest): Promise<{ outcome: RunOutcome; shared: boolean }> {
     const { jarId, request, query, log, caller, route = 'run' } = r;
     const t0 = performance.now();
-    const ids = route === 'run-application' ? await this.opts.applications?.idsFor({ jobId: requestedJobId(request), applicationId: request.body.applicationId as string | undefined }) : undefined;
+    const ids =
+      route === 'run-application'
+        ? await this.opts.applications?.idsFor({
+            jobId: requestedJobId(request),
+            applicationId: request.body.applicationId as string | undefined,
+          })
+        : undefined;
     const jobId = ids?.jobId ?? jobIdFor(request);
     const jobLog = log.child({ jobId });
     const trace = this.traceFor(jarId, request, caller, query);
@@ -135,7 +143,23 @@ export class RunService {
         const claimed = await this.decide(jobId, principal, fingerprint, trace, jobLog);
         claim = claimed;
         if (claimed === 'conflict') throw new GatewayError('GW_RUN_JOB_ID_CONFLICT', { jobId });
-        return { settled: this.flights.run(jobId, () => this.runOnce({ jarId, jobId, applicationId: ids?.applicationId, idRule: ids?.rule, request, query, log: jobLog, trace, claim: claimed, caller, route })) };
+        return {
+          settled: this.flights.run(jobId, () =>
+            this.runOnce({
+              jarId,
+              jobId,
+              applicationId: ids?.applicationId,
+              idRule: ids?.rule,
+              request,
+              query,
+              log: jobLog,
+              trace,
+              claim: claimed,
+              caller,
+              route,
+            }),
+          ),
+        };
       });
       result = await flight.settled;
     } catch (err) {
@@ -147,7 +171,11 @@ export class RunService {
       throw err;
     }
     this.opts.onSubmission?.(source, result.shared ? 'deduplicated' : 'accepted');
-    this.auditRun(route, trace, caller, t0, { jobId: result.value.jobid, outcome: result.shared ? 'deduplicated' : 'accepted', status: route === 'run' ? 200 : 202 });
+    this.auditRun(route, trace, caller, t0, {
+      jobId: result.value.jobid,
+      outcome: result.shared ? 'deduplicated' : 'accepted',
+      status: route === 'run' ? 200 : 202,
+    });
     if (result.shared) jobLog.info('run for this jobId already in flight or accepted; returning its result');
     return { outcome: result.value, shared: result.shared };
   }
@@ -175,7 +203,10 @@ export class RunService {
     this.flights.forget(jobId);
     const registrar = this.opts.registrations;
     if (registrar?.isKnown(jobId)) await registrar.unregister(jobId, 'the JobManager no longer knows the job; a new run takes its id');
-    log.info({ earlier: claimed === 'new' ? 'remembered result' : `${claimed} claim` }, 'the JobManager no longer knows this jobId; its earlier run is forgotten and this one goes to the JobManager as a new run');
+    log.info(
+      { earlier: claimed === 'new' ? 'remembered result' : `${claimed} claim` },
+      'the JobManager no longer knows this jobId; its earlier run is forgotten and this one goes to the JobManager as a new run',
+    );
     trace.verdicts.jobId = 'earlier run gone from the JobManager';
     if (claimed === 'new') return claimed;
     try {
@@ -234,10 +265,29 @@ export class RunService {
       await registrar?.register(r.jobId, jar.configuration, r.log, r.caller?.principal ?? 'anonymous');
       if (registrar) r.trace.verdicts.tokens = 'registered';
       try {
-        const outcome = await this.submitter.submit(r.route, { jarId: jar.jarId, jobId: r.jobId, applicationId: r.applicationId, body: jar.body, query: r.query, claim: r.claim, anyJob: provisional }, r.log);
+        const outcome = await this.submitter.submit(
+          r.route,
+          {
+            jarId: jar.jarId,
+            jobId: r.jobId,
+            applicationId: r.applicationId,
+            body: jar.body,
+            query: r.query,
+            claim: r.claim,
+            anyJob: provisional,
+          },
+          r.log,
+        );
         registrar?.submitted(r.jobId);
         if (outcome.applicationid && this.opts.applications) {
-          this.opts.applications.track({ applicationId: outcome.applicationid, configuration: jar.configuration, principal: r.caller?.principal ?? 'anonymous', release: jar.release, log: r.log, provisional });
+          this.opts.applications.track({
+            applicationId: outcome.applicationid,
+            configuration: jar.configuration,
+            principal: r.caller?.principal ?? 'anonymous',
+            release: jar.release,
+            log: r.log,
+            provisional,
+          });
           releasedByApplication = true;
         }
         return outcome;
@@ -288,7 +338,14 @@ export class RunService {
    * `user.artifacts.job-jar` — the jar fetched from that URI (with its artifacts) and handed to the
    * JobManager, in place of the placeholder in the path.
    */
-  private async resolveJar(jarId: string, request: JarRequest, log: Logger, trace: Trace, caller: Caller | undefined, jobId?: string): Promise<ResolvedJar> {
+  private async resolveJar(
+    jarId: string,
+    request: JarRequest,
+    log: Logger,
+    trace: Trace,
+    caller: Caller | undefined,
+    jobId?: string,
+  ): Promise<ResolvedJar> {
     this.policy.checkSource(trace);
     const uri = request.flinkConfiguration[JOB_JAR_KEY]?.trim() ?? '';
     if (uri === '') {
@@ -296,7 +353,9 @@ export class RunService {
         // Flink ignores the key in session mode, and the operator merges the cluster's whole
         // configuration into every run: refusing it would fail every run of a cluster that sets it.
         trace.verdicts.artifacts = `ignored: ${ARTIFACT_LIST_KEY} without ${JOB_JAR_KEY} (the gateway adds artifacts only to a jar it fetches)`;
-        log.warn(`${ARTIFACT_LIST_KEY} is set without ${JOB_JAR_KEY}; ignored (not forwarded): the gateway adds artifacts only to a jar it fetches by URI`);
+        log.warn(
+          `${ARTIFACT_LIST_KEY} is set without ${JOB_JAR_KEY}; ignored (not forwarded): the gateway adds artifacts only to a jar it fetches by URI`,
+        );
       }
       this.policy.checkEntryClass(trace, request.body, this.jars.entryPointsOf(jarId));
       return { jarId, ...this.forwarded(request, trace, jobId), release: async () => undefined };
@@ -346,12 +405,18 @@ export class RunService {
    * The body and configuration the JobManager gets: the request's, minus what the gateway drops
    * (forwarded-config.ts), plus `extra` (the fetched jar's provenance) and the job id.
    */
-  private forwarded(request: JarRequest, trace: Trace, jobId: string | undefined, extra: Record<string, string> = {}): Pick<ResolvedJar, 'body' | 'configuration'> {
+  private forwarded(
+    request: JarRequest,
+    trace: Trace,
+    jobId: string | undefined,
+    extra: Record<string, string> = {},
+  ): Pick<ResolvedJar, 'body' | 'configuration'> {
     const forwarded = forwardedConfiguration(request.flinkConfiguration, this.policy.mode);
     if (forwarded.dropped.length > 0) trace.verdicts.configuration = describeDropped(forwarded.dropped);
     const configuration = { ...forwarded.config, ...extra };
     const body: Record<string, unknown> = { ...request.body, ...(jobId ? { jobId } : {}) };
-    if (request.body.flinkConfiguration !== undefined || forwarded.dropped.length > 0 || Object.keys(extra).length > 0) body.flinkConfiguration = configuration;
+    if (request.body.flinkConfiguration !== undefined || forwarded.dropped.length > 0 || Object.keys(extra).length > 0)
+      body.flinkConfiguration = configuration;
     return { body, configuration };
   }
 
@@ -365,7 +430,12 @@ export class RunService {
     let prepared: PreparedJar;
     let points: JarEntryPoints;
     try {
-      prepared = await this.opts.remoteJars.prepare(uri.trim(), { ...(sha256 ? { sha256 } : {}), log, ...(caller ? { audit: caller } : {}), charge: (bytes) => reservation.ensure(bytes) });
+      prepared = await this.opts.remoteJars.prepare(uri.trim(), {
+        ...(sha256 ? { sha256 } : {}),
+        log,
+        ...(caller ? { audit: caller } : {}),
+        charge: (bytes) => reservation.ensure(bytes),
+      });
     } catch (err) {
       reservation.cancel();
       throw this.refused(err);
@@ -401,13 +471,17 @@ export class RunService {
     try {
       result = await upload({
         charge: (bytes) => reservation.ensure(bytes),
-        ...(this.policy.mode === 'fetched-only' ? { placeholderMaxBytes: this.opts.placeholderMaxBytes ?? DEFAULT_PLACEHOLDER_MAX_BYTES } : {}),
+        ...(this.policy.mode === 'fetched-only'
+          ? { placeholderMaxBytes: this.opts.placeholderMaxBytes ?? DEFAULT_PLACEHOLDER_MAX_BYTES }
+          : {}),
       });
     } catch (err) {
       reservation.cancel();
       throw this.refused(err);
     }
-    const jarId = String((result.body as { filename?: unknown }).filename ?? '').split('/').pop();
+    const jarId = String((result.body as { filename?: unknown }).filename ?? '')
+      .split('/')
+      .pop();
     if (!jarId) {
       reservation.cancel();
       return result;
@@ -493,10 +567,21 @@ export class RunService {
   private traceFor(jarId: string, request: JarRequest | undefined, caller: Caller | undefined, query: string): Trace {
     const byUri = (request?.flinkConfiguration[JOB_JAR_KEY]?.trim() ?? '') !== '';
     const source = byUri ? 'uri' : this.jars.isFetched(jarId) ? 'fetched' : 'upload';
-    return { source, jarId, query, verdicts: { ...(caller?.permission ? { permission: caller.permission } : {}), policy: this.policy.mode } };
+    return {
+      source,
+      jarId,
+      query,
+      verdicts: { ...(caller?.permission ? { permission: caller.permission } : {}), policy: this.policy.mode },
+    };
   }
 
-  private auditRun(route: RunRoute | 'plan', trace: Trace, caller: Caller | undefined, t0: number, end: { jobId?: string; outcome: AuditOutcome; status: number; error?: string }): void {
+  private auditRun(
+    route: RunRoute | 'plan',
+    trace: Trace,
+    caller: Caller | undefined,
+    t0: number,
+    end: { jobId?: string; outcome: AuditOutcome; status: number; error?: string },
+  ): void {
     if (!this.opts.audit || !caller) return;
     const a = trace.artifact;
     this.opts.audit.submission({
@@ -553,8 +638,15 @@ const MAX_ARTIFACTS = 32;
 
 /** `uri1;uri2` (Flink's list syntax), trimmed, at most MAX_ARTIFACTS. */
 function artifactList(value: string | undefined): string[] {
-  const list = (value ?? '').split(';').map((s) => s.trim()).filter(Boolean);
-  if (list.length > MAX_ARTIFACTS) throw new GatewayError('GW_REQUEST_MALFORMED', { type: 'JarRunRequestBody', reason: `${ARTIFACT_LIST_KEY} names ${list.length} artifacts; at most ${MAX_ARTIFACTS}` });
+  const list = (value ?? '')
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (list.length > MAX_ARTIFACTS)
+    throw new GatewayError('GW_REQUEST_MALFORMED', {
+      type: 'JarRunRequestBody',
+      reason: `${ARTIFACT_LIST_KEY} names ${list.length} artifacts; at most ${MAX_ARTIFACTS}`,
+    });
   return list;
 }
 

@@ -70,7 +70,11 @@ export class UnregisteredJobs implements JobDiscovery {
    * then never completed: the job never exists).
    */
   async jobGraphRead(graph: JobGraphSummary, principal: string, log: Logger): Promise<void> {
-    if (graph.skippedKeys.length > 0) log.warn({ keys: graph.skippedKeys.slice(0, 20) }, "job graph configuration values of types the gateway does not read as text; providers do not see them");
+    if (graph.skippedKeys.length > 0)
+      log.warn(
+        { keys: graph.skippedKeys.slice(0, 20) },
+        'job graph configuration values of types the gateway does not read as text; providers do not see them',
+      );
     await this.opts.registrations.register(graph.jobId, graph.configuration, log, principal, { source: 'job-graph' });
   }
 
@@ -95,11 +99,26 @@ export class UnregisteredJobs implements JobDiscovery {
   async jobGraphAccepted(jobId: string, submittedBy: string, reqId: string, log: Logger, read?: JobGraphSummary): Promise<void> {
     if (read?.jobId === jobId) {
       this.opts.registrations.submitted(jobId);
-      this.opts.audit.job({ jobId, source: 'job-graph', principal: submittedBy, submittedBy, reqId, policy: this.opts.policy, action: 'registered' });
+      this.opts.audit.job({
+        jobId,
+        source: 'job-graph',
+        principal: submittedBy,
+        submittedBy,
+        reqId,
+        policy: this.opts.policy,
+        action: 'registered',
+      });
       log.info({ graph: read.graphClass }, "job graph job registered with the graph's own configuration");
       return;
     }
-    const base = { jobId, source: 'job-graph' as const, principal: CLUSTER_DEFAULT_PRINCIPAL, submittedBy, reqId, policy: this.opts.policy };
+    const base = {
+      jobId,
+      source: 'job-graph' as const,
+      principal: CLUSTER_DEFAULT_PRINCIPAL,
+      submittedBy,
+      reqId,
+      policy: this.opts.policy,
+    };
     if (this.opts.policy !== 'register') {
       this.opts.audit.job({ ...base, action: 'ignored' });
       log.warn({ jobId }, 'a job graph job runs without delegation-token registration (gateway.tokens.unregistered-jobs: ignore)');
@@ -111,7 +130,12 @@ export class UnregisteredJobs implements JobDiscovery {
       const refusal = err as { provider?: string; cause?: unknown; message?: string };
       const reason = (refusal.cause as Error | undefined)?.message ?? refusal.message ?? String(err);
       const cancelled = await this.cancel(jobId, log);
-      this.opts.audit.job({ ...base, action: cancelled ? 'cancelled' : 'failed', error: 'GW_TOKENS_JOB_CANCELLED', reason: reason.slice(0, 500) });
+      this.opts.audit.job({
+        ...base,
+        action: cancelled ? 'cancelled' : 'failed',
+        error: 'GW_TOKENS_JOB_CANCELLED',
+        reason: reason.slice(0, 500),
+      });
       throw new GatewayError('GW_TOKENS_JOB_CANCELLED', { provider: refusal.provider ?? '<unknown>', jobId, reason });
     }
     this.opts.audit.job({ ...base, action: 'registered' });
@@ -121,7 +145,8 @@ export class UnregisteredJobs implements JobDiscovery {
   /** One job overview read: every running job that is neither registered nor being submitted is handled. */
   async reconcile(states: ReadonlyMap<string, string>): Promise<void> {
     const now = this.clock.monotonicMs();
-    for (const jobId of [...this.firstSeen.keys()]) if (!states.has(jobId) || this.opts.registrations.isKnown(jobId)) this.firstSeen.delete(jobId);
+    for (const jobId of [...this.firstSeen.keys()])
+      if (!states.has(jobId) || this.opts.registrations.isKnown(jobId)) this.firstSeen.delete(jobId);
     for (const jobId of [...this.handled]) if (!states.has(jobId) || GLOBALLY_TERMINAL.has(states.get(jobId)!)) this.handled.delete(jobId);
     const oldestSubmission = Math.min(...this.inFlight.values());
     for (const [jobId, state] of states) {

@@ -24,17 +24,29 @@ export interface TokensFeature {
  * and receivers, and — for a cluster the gateway launches — the URL file its token bridge reads.
  * A provider that fails to initialise stops start-up here, before anything else starts.
  */
-export async function createTokens(o: { config: Configuration; logger: Logger; services: TokenServices; storeDir: string; resources: AsyncDisposableStack }): Promise<TokensFeature> {
+export async function createTokens(o: {
+  config: Configuration;
+  logger: Logger;
+  services: TokenServices;
+  storeDir: string;
+  resources: AsyncDisposableStack;
+}): Promise<TokensFeature> {
   const { config, resources } = o;
   const log = o.logger.child({ component: 'tokens' });
   const delivery = await createTokenDelivery(config, log, o.storeDir);
   resources.defer(async () => delivery?.file?.flush());
   const providers = o.services.providers ?? [];
   const receivers = receiversFor(o.services, delivery);
-  const tokens = resources.adopt(await createTokenManager({ config, providers, receivers, log, ...(delivery ? { jobListener: delivery.receivers } : {}) }), (t) => t.close());
+  const tokens = resources.adopt(
+    await createTokenManager({ config, providers, receivers, log, ...(delivery ? { jobListener: delivery.receivers } : {}) }),
+    (t) => t.close(),
+  );
   const launching = config.getOptional(coreOptions.clusterRestUrl) === undefined;
   const secret = launching ? delivery?.secret : undefined;
   const bridgeUrl = secret ? resources.adopt(new BridgeUrlFile(log), (f) => f.remove()) : undefined;
-  const launch = bridgeUrl && secret ? { flinkConfig: bridgeUrl.flinkConfig(config, secret), withTokenBridge: true } : { flinkConfig: {}, withTokenBridge: false };
+  const launch =
+    bridgeUrl && secret
+      ? { flinkConfig: bridgeUrl.flinkConfig(config, secret), withTokenBridge: true }
+      : { flinkConfig: {}, withTokenBridge: false };
   return { tokens, delivery, log, launch, bridgeUrl };
 }

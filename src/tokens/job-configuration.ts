@@ -6,7 +6,17 @@ import { looksSensitive } from '../config/registry';
  * sensitive when its lower-cased name contains one of these.
  */
 export const FLINK_SENSITIVE_KEY_PARTS: readonly string[] = [
-  'password', 'secret', 'fs.azure.account.key', 'apikey', 'api-key', 'auth-params', 'service-key', 'token', 'basic-auth', 'jaas.config', 'http-headers',
+  'password',
+  'secret',
+  'fs.azure.account.key',
+  'apikey',
+  'api-key',
+  'auth-params',
+  'service-key',
+  'token',
+  'basic-auth',
+  'jaas.config',
+  'http-headers',
 ];
 
 /** Flink's `GlobalConfiguration.isSensitive`. */

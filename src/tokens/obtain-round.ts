@@ -37,9 +37,11 @@ export async function obtainRound(
         continue;
       }
       const t = await p.obtainDelegationTokens();
-      if (t === null || t === undefined || !(t.tokens instanceof Uint8Array)) throw new Error('Obtained delegation tokens must not be null');
+      if (t === null || t === undefined || !(t.tokens instanceof Uint8Array))
+        throw new Error('Obtained delegation tokens must not be null');
       // A NaN expiry would become setTimeout(NaN), i.e. a cycle every millisecond.
-      if (t.validUntil !== undefined && !Number.isFinite(t.validUntil)) throw new Error(`validUntil must be epoch milliseconds, got ${String(t.validUntil)}`);
+      if (t.validUntil !== undefined && !Number.isFinite(t.validUntil))
+        throw new Error(`validUntil must be epoch milliseconds, got ${String(t.validUntil)}`);
       tokens.set(name, t.tokens);
       state.lastObtainAt = clock.wallMs();
       if (t.validUntil === undefined) delete state.validUntil;
@@ -60,7 +62,11 @@ export async function obtainRound(
 }
 
 /** Every service's tokens go to its receiver; one receiver's failure does not stop the others. */
-export async function notifyReceivers(receivers: ReadonlyMap<string, DelegationTokenReceiver>, tokens: Map<string, Uint8Array>, log: Logger): Promise<void> {
+export async function notifyReceivers(
+  receivers: ReadonlyMap<string, DelegationTokenReceiver>,
+  tokens: Map<string, Uint8Array>,
+  log: Logger,
+): Promise<void> {
   for (const name of tokens.keys()) {
     if (!receivers.has(name)) throw new Error(`Tokens arrived for service but no receiver found for it: ${name}`);
   }

@@ -43,7 +43,10 @@ export async function loadServices(opts: {
     } catch (err) {
       log.error({ provider: p.serviceName, err }, 'Failed to initialize delegation token provider');
       await closeQuietly(providers, log);
-      throw new TokenStartupError(`delegation token provider '${p.serviceName}' failed to initialise: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+      throw new TokenStartupError(
+        `delegation token provider '${p.serviceName}' failed to initialise: ${(err as Error)?.message ?? String(err)}`,
+        { cause: err },
+      );
     }
     providers.set(p.serviceName, p);
     log.info({ provider: p.serviceName }, 'Delegation token provider loaded and initialized');
@@ -55,7 +58,10 @@ export async function loadServices(opts: {
     } catch (err) {
       log.error({ receiver: r.serviceName, err }, 'Failed to initialize delegation token receiver');
       await closeQuietly(providers, log);
-      throw new TokenStartupError(`delegation token receiver '${r.serviceName}' failed to initialise: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+      throw new TokenStartupError(
+        `delegation token receiver '${r.serviceName}' failed to initialise: ${(err as Error)?.message ?? String(err)}`,
+        { cause: err },
+      );
     }
     receivers.set(r.serviceName, r);
   }
@@ -78,7 +84,8 @@ function enabledOnly<T extends { serviceName: string }>(config: Configuration, s
 function checkUnique(services: readonly { serviceName: string }[], kind: string): void {
   const seen = new Set<string>();
   for (const s of services) {
-    if (seen.has(s.serviceName)) throw new TokenStartupError(`Delegation token ${kind} with service name ${s.serviceName} has multiple implementations`);
+    if (seen.has(s.serviceName))
+      throw new TokenStartupError(`Delegation token ${kind} with service name ${s.serviceName} has multiple implementations`);
     seen.add(s.serviceName);
   }
 }
@@ -92,7 +99,9 @@ function checkSameNames(providers: readonly { serviceName: string }[], receivers
   if (missingReceivers.length > 0) problems.push(`Missing receivers: ${missingReceivers.join(',')}`);
   if (missingProviders.length > 0) problems.push(`Missing providers: ${missingProviders.join(',')}`);
   if (problems.length > 0) {
-    throw new TokenStartupError(`Delegation token providers and receivers must come in pairs with the same service names. ${problems.join('. ')}`);
+    throw new TokenStartupError(
+      `Delegation token providers and receivers must come in pairs with the same service names. ${problems.join('. ')}`,
+    );
   }
 }
 
@@ -105,7 +114,10 @@ function warnSamePrefix(names: readonly string[], log: Logger): void {
   }
   for (const [prefix, count] of byPrefix) {
     if (count > 1) {
-      log.warn({ prefix }, `Multiple providers loaded with the same prefix: ${prefix}. This might lead to unintended consequences, please consider using only one of them.`);
+      log.warn(
+        { prefix },
+        `Multiple providers loaded with the same prefix: ${prefix}. This might lead to unintended consequences, please consider using only one of them.`,
+      );
     }
   }
 }

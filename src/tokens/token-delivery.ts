@@ -98,14 +98,17 @@ export class BridgeUrlFile {
   write(address: AddressInfo, tls: boolean): void {
     const host = address.address;
     if (!(host === '0.0.0.0' || host === '::' || isLoopbackAddress(host))) {
-      this.log.warn({ address: host }, 'the gateway listens on a non-loopback address only, so the embedded cluster\'s token bridge cannot reach it (the bridge endpoint answers loopback clients only)');
+      this.log.warn(
+        { address: host },
+        "the gateway listens on a non-loopback address only, so the embedded cluster's token bridge cannot reach it (the bridge endpoint answers loopback clients only)",
+      );
       return;
     }
     const url = `${tls ? 'https' : 'http'}://${host === '::1' ? '[::1]' : '127.0.0.1'}:${address.port}`;
     const tmp = join(this.dir, `url.${process.pid}.tmp`);
     writeFileSync(tmp, `${url}\n`, { mode: 0o600 });
     renameSync(tmp, this.path);
-    this.log.info({ url }, 'the embedded cluster\'s token bridge pulls tokens from this gateway');
+    this.log.info({ url }, "the embedded cluster's token bridge pulls tokens from this gateway");
   }
 
   remove(): void {

@@ -33,7 +33,9 @@ export interface TokenManagerDeps {
 /** The manager for this configuration: the no-op one when `security.delegation.tokens.enabled` is false. */
 export async function createTokenManager(deps: TokenManagerDeps): Promise<TokenManager> {
   if (!tokensEnabled(deps.config)) {
-    deps.log.info('delegation tokens are disabled (gateway.tokens.enabled, by default security.delegation.tokens.enabled, is false); job registration is a no-op');
+    deps.log.info(
+      'delegation tokens are disabled (gateway.tokens.enabled, by default security.delegation.tokens.enabled, is false); job registration is a no-op',
+    );
     return new NoopTokenManager();
   }
   return DefaultTokenManager.create(deps);
@@ -139,7 +141,8 @@ export class DefaultTokenManager implements TokenManager {
     await this.cycleChain;
     if (epoch !== this.sessionEpoch || !this.running) return;
     this.backoff.reset();
-    if (this.providers.size === 0) this.log.info('no delegation token providers are enabled; jobs are registered but no tokens are obtained');
+    if (this.providers.size === 0)
+      this.log.info('no delegation token providers are enabled; jobs are registered but no tokens are obtained');
     await this.enqueueCycle(epoch);
   }
 
@@ -185,7 +188,9 @@ export class DefaultTokenManager implements TokenManager {
 
   reobtainDelegationTokens(): void {
     if (!this.running) {
-      this.log.debug('Re-obtain of delegation tokens requested while the manager is not running (not started yet, or already stopped), ignoring the request.');
+      this.log.debug(
+        'Re-obtain of delegation tokens requested while the manager is not running (not started yet, or already stopped), ignoring the request.',
+      );
       return;
     }
     if (this.reobtainScheduled) {
@@ -284,7 +289,9 @@ export class DefaultTokenManager implements TokenManager {
           ...(s.validUntil !== undefined ? { validUntil: iso(s.validUntil)! } : {}),
           ...(s.lastError !== undefined ? { lastError: s.lastError } : {}),
           healthy: !this.unhealthy.has(serviceName),
-          ...(this.unhealthy.has(serviceName) ? { failure: { at: iso(this.unhealthy.get(serviceName)!.at)!, message: this.unhealthy.get(serviceName)!.message } } : {}),
+          ...(this.unhealthy.has(serviceName)
+            ? { failure: { at: iso(this.unhealthy.get(serviceName)!.at)!, message: this.unhealthy.get(serviceName)!.message } }
+            : {}),
         };
       }),
       ...(this.nextRenewalWall !== undefined ? { nextRenewalAt: iso(this.nextRenewalWall)! } : {}),
@@ -296,9 +303,11 @@ export class DefaultTokenManager implements TokenManager {
   // ---- Obtain cycles ------------------------------------------------------------------------
 
   private enqueueCycle(epoch: number): Promise<void> {
-    const run = this.cycleChain.then(() => this.cycle(epoch)).catch((err: unknown) => {
-      this.log.error({ err }, 'tokens update cycle failed unexpectedly');
-    });
+    const run = this.cycleChain
+      .then(() => this.cycle(epoch))
+      .catch((err: unknown) => {
+        this.log.error({ err }, 'tokens update cycle failed unexpectedly');
+      });
     this.cycleChain = run;
     return run;
   }

@@ -31,7 +31,8 @@ const URI = `abfss://jars@${DFS}/apps/app.jar`;
 const CLIENT_CREDS = 'org.apache.hadoop.fs.azurebfs.oauth2.ClientCredsTokenProvider';
 const WORKLOAD = 'org.apache.hadoop.fs.azurebfs.oauth2.WorkloadIdentityTokenProvider';
 
-const raw = (settings: Record<string, string>) => new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
+const raw = (settings: Record<string, string>) =>
+  new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
 
 const failure = (p: Promise<unknown>) =>
   p.then(
@@ -51,7 +52,9 @@ describe('azure plugin: ABFS OAuth (client secret, workload identity) on Azurite
 
   const make = (settings: Record<string, string>, token: EntraStandIn = entra) => {
     const fs = new AzureFileSystem({
-      config: new OptionsRegistry(azurePlugin.options, azurePlugin.rules).resolve(raw({ [`fs.azure.account.endpoint.${ACCT.name}`]: azurite.blobUrl(ACCT.name), ...settings })),
+      config: new OptionsRegistry(azurePlugin.options, azurePlugin.rules).resolve(
+        raw({ [`fs.azure.account.endpoint.${ACCT.name}`]: azurite.blobUrl(ACCT.name), ...settings }),
+      ),
       log: pino({ level: 'silent' }),
       guard: createConnectGuard({ enabled: true, allowed: [`127.0.0.1:${azurite.port}`, `127.0.0.1:${token.port}`] }),
       ca: tls.cert,
@@ -106,7 +109,14 @@ describe('azure plugin: ABFS OAuth (client secret, workload identity) on Azurite
     expect((await fs.stat(new URL(URI), AbortSignal.timeout(30_000))).size).toBe(JAR.length);
     // One token for both requests (cached), asked with the secret for the storage scope.
     expect(entra.requests.slice(n)).toEqual([
-      { path: `/${TENANT}/oauth2/v2.0/token`, grantType: 'client_credentials', clientId: CLIENT_ID, scope: STORAGE_SCOPE, proof: { kind: 'secret', valid: true }, status: 200 },
+      {
+        path: `/${TENANT}/oauth2/v2.0/token`,
+        grantType: 'client_credentials',
+        clientId: CLIENT_ID,
+        scope: STORAGE_SCOPE,
+        proof: { kind: 'secret', valid: true },
+        status: 200,
+      },
     ]);
   });
 
@@ -132,7 +142,12 @@ describe('azure plugin: ABFS OAuth (client secret, workload identity) on Azurite
   });
 
   it('WorkloadIdentityTokenProvider from the webhook environment (AZURE_FEDERATED_TOKEN_FILE, AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_AUTHORITY_HOST)', async () => {
-    Object.assign(process.env, { AZURE_FEDERATED_TOKEN_FILE: tokenFile, AZURE_CLIENT_ID: CLIENT_ID, AZURE_TENANT_ID: TENANT, AZURE_AUTHORITY_HOST: `${entra.authorityHost}/` });
+    Object.assign(process.env, {
+      AZURE_FEDERATED_TOKEN_FILE: tokenFile,
+      AZURE_CLIENT_ID: CLIENT_ID,
+      AZURE_TENANT_ID: TENANT,
+      AZURE_AUTHORITY_HOST: `${entra.authorityHost}/`,
+    });
     const n = entra.requests.length;
     const fs = make({ 'fs.azure.account.auth.type': 'OAuth', 'fs.azure.account.oauth.provider.type': WORKLOAD });
     expect(await read(fs)).toEqual(JAR);
@@ -155,22 +170,40 @@ describe('azure plugin: ABFS OAuth (client secret, workload identity) on Azurite
     expect(entra.requests.slice(n)).toEqual([expect.objectContaining({ proof: { kind: 'assertion', valid: true }, status: 200 })]);
   });
 
-  it('MsiTokenProvider: ManagedIdentityCredential asks the node\'s identity endpoint (App Service form) for a storage token', async () => {
+  it("MsiTokenProvider: ManagedIdentityCredential asks the node's identity endpoint (App Service form) for a storage token", async () => {
     const header = randomBytes(16).toString('hex');
     const seen: { resource: string | null; clientId: string | null; header: boolean }[] = [];
     const identity: Server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://x');
-      seen.push({ resource: url.searchParams.get('resource'), clientId: url.searchParams.get('client_id'), header: req.headers['x-identity-header'] === header });
+      seen.push({
+        resource: url.searchParams.get('resource'),
+        clientId: url.searchParams.get('client_id'),
+        header: req.headers['x-identity-header'] === header,
+      });
       if (req.headers['x-identity-header'] !== header) return res.writeHead(401).end();
       const now = Math.floor(Date.now() / 1000);
       const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
       const token = `${b64({ typ: 'JWT', alg: 'RS256' })}.${b64({ aud: url.searchParams.get('resource'), iss: `https://sts.windows.net/${TENANT}/`, iat: now - 60, nbf: now - 60, exp: now + 3600 })}.c2ln`;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: token, expires_on: String(now + 3600), resource: url.searchParams.get('resource'), token_type: 'Bearer' }));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          access_token: token,
+          expires_on: String(now + 3600),
+          resource: url.searchParams.get('resource'),
+          token_type: 'Bearer',
+        }),
+      );
     });
     await new Promise<void>((r) => identity.listen(0, '127.0.0.1', () => r()));
     try {
-      Object.assign(process.env, { IDENTITY_ENDPOINT: `http://127.0.0.1:${(identity.address() as AddressInfo).port}/msi/token`, IDENTITY_HEADER: header });
-      const fs = make({ [`fs.azure.account.auth.type.${DFS}`]: 'OAuth', [`fs.azure.account.oauth.provider.type.${DFS}`]: 'org.apache.hadoop.fs.azurebfs.oauth2.MsiTokenProvider', [`fs.azure.account.oauth2.client.id.${DFS}`]: CLIENT_ID });
+      Object.assign(process.env, {
+        IDENTITY_ENDPOINT: `http://127.0.0.1:${(identity.address() as AddressInfo).port}/msi/token`,
+        IDENTITY_HEADER: header,
+      });
+      const fs = make({
+        [`fs.azure.account.auth.type.${DFS}`]: 'OAuth',
+        [`fs.azure.account.oauth.provider.type.${DFS}`]: 'org.apache.hadoop.fs.azurebfs.oauth2.MsiTokenProvider',
+        [`fs.azure.account.oauth2.client.id.${DFS}`]: CLIENT_ID,
+      });
       expect(await read(fs)).toEqual(JAR);
       // A user-assigned identity (client.id), asked for the storage resource only.
       expect(seen).toEqual([{ resource: 'https://storage.azure.com', clientId: CLIENT_ID, header: true }]);
@@ -189,9 +222,20 @@ describe('azure plugin: ABFS OAuth (client secret, workload identity) on Azurite
         return (err as ConfigError).problems.map((p) => `${p.key}: ${p.message}`);
       }
     };
-    expect(problems({ 'fs.azure.account.auth.type': 'Custom' })).toEqual([expect.stringMatching(/^fs\.azure\.account\.auth\.type: 'Custom' is not supported/)]);
-    expect(problems({ [`fs.azure.account.auth.type.${DFS}`]: 'OAuth', [`fs.azure.account.oauth.provider.type.${DFS}`]: 'org.apache.hadoop.fs.azurebfs.oauth2.RefreshTokenBasedTokenProvider' })).toEqual([
-      expect.stringMatching(new RegExp(`^fs\\.azure\\.account\\.oauth\\.provider\\.type\\.${DFS.replace(/\./g, '\\.')}: names org\\.apache\\.hadoop\\.fs\\.azurebfs\\.oauth2\\.RefreshTokenBasedTokenProvider, which has no counterpart`)),
+    expect(problems({ 'fs.azure.account.auth.type': 'Custom' })).toEqual([
+      expect.stringMatching(/^fs\.azure\.account\.auth\.type: 'Custom' is not supported/),
+    ]);
+    expect(
+      problems({
+        [`fs.azure.account.auth.type.${DFS}`]: 'OAuth',
+        [`fs.azure.account.oauth.provider.type.${DFS}`]: 'org.apache.hadoop.fs.azurebfs.oauth2.RefreshTokenBasedTokenProvider',
+      }),
+    ).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^fs\\.azure\\.account\\.oauth\\.provider\\.type\\.${DFS.replace(/\./g, '\\.')}: names org\\.apache\\.hadoop\\.fs\\.azurebfs\\.oauth2\\.RefreshTokenBasedTokenProvider, which has no counterpart`,
+        ),
+      ),
     ]);
     expect(problems({ 'fs.azure.account.auth.type': 'OAuth', 'fs.azure.account.oauth2.client.id': 'x' })).toEqual([
       'fs.azure.account.oauth2.client.secret: is needed for OAuth with ClientCredsTokenProvider (global settings)',
@@ -201,9 +245,17 @@ describe('azure plugin: ABFS OAuth (client secret, workload identity) on Azurite
 
   it('recognised ABFS keys the fetch does not act on are start-up warnings naming them', () => {
     const config = new OptionsRegistry(azurePlugin.options, azurePlugin.rules).resolve(
-      raw({ 'fs.azure.account.oauth2.msi.endpoint': 'http://169.254.169.254/x', 'fs.azure.sas.token.provider.type': 'com.example.Sas', 'fs.azure.account.oauth.provider.type': CLIENT_CREDS }),
+      raw({
+        'fs.azure.account.oauth2.msi.endpoint': 'http://169.254.169.254/x',
+        'fs.azure.sas.token.provider.type': 'com.example.Sas',
+        'fs.azure.account.oauth.provider.type': CLIENT_CREDS,
+      }),
     );
-    expect(config.notices.map((n) => n.key)).toEqual(['fs.azure.account.oauth2.msi.endpoint', 'fs.azure.sas.token.provider.type', 'fs.azure.account.oauth.provider.type']);
+    expect(config.notices.map((n) => n.key)).toEqual([
+      'fs.azure.account.oauth2.msi.endpoint',
+      'fs.azure.sas.token.provider.type',
+      'fs.azure.account.oauth.provider.type',
+    ]);
     expect(config.notices[2]?.message).toBe("ignored: the account's fs.azure.account.auth.type is not OAuth");
   });
 });

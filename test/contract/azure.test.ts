@@ -19,13 +19,11 @@ const DFS_HOST = `${ACCT.name}.dfs.core.windows.net`;
 const rawOf = (settings: Record<string, string>) =>
   new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
 
-
 /** Account key under its WASB (.blob.) name plus the Azurite endpoint override. */
 const keyed = (azurite: Azurite, key = ACCT.key) => ({
   [`fs.azure.account.key.${HOST}`]: key,
   [`fs.azure.account.endpoint.${ACCT.name}`]: azurite.blobUrl(ACCT.name),
 });
-
 
 async function failure(p: Promise<unknown>): Promise<{ code?: string | undefined; message: string; json: string }> {
   return p.then(
@@ -33,7 +31,6 @@ async function failure(p: Promise<unknown>): Promise<{ code?: string | undefined
     (e: unknown) => ({ code: (e as { code?: string }).code, message: String((e as Error).message), json: JSON.stringify(e) }),
   );
 }
-
 
 fsPluginContract('azure', async () => {
   const azurite = await startAzurite({ accounts: [ACCT] });
@@ -143,7 +140,9 @@ describe('azure plugin specifics', () => {
     expect(defaultBlobEndpoint(loc).href).toBe(`https://${HOST}/`);
     const cn = parseAzureUri(new URL('abfs://jars@acct.dfs.core.chinacloudapi.cn/a.jar'));
     expect(defaultBlobEndpoint(cn).href).toBe('https://acct.blob.core.chinacloudapi.cn/');
-    expect(defaultBlobEndpoint(parseAzureUri(new URL('wasb://jars@acct.blob.core.usgovcloudapi.net/a.jar'))).href).toBe('https://acct.blob.core.usgovcloudapi.net/');
+    expect(defaultBlobEndpoint(parseAzureUri(new URL('wasb://jars@acct.blob.core.usgovcloudapi.net/a.jar'))).href).toBe(
+      'https://acct.blob.core.usgovcloudapi.net/',
+    );
   });
 
   it('abfss:// and abfs:// read through the Blob endpoint', async () => {
@@ -178,7 +177,9 @@ describe('azure plugin specifics', () => {
   });
 
   it('chooses DefaultAzureCredential when neither an account key nor a SAS is configured (not testable against Azurite)', () => {
-    const config = new OptionsRegistry(azurePlugin.options, azurePlugin.rules).resolve(rawOf({ [`fs.azure.sas.other.${HOST}`]: 'sv=x&sig=y' }));
+    const config = new OptionsRegistry(azurePlugin.options, azurePlugin.rules).resolve(
+      rawOf({ [`fs.azure.sas.other.${HOST}`]: 'sv=x&sig=y' }),
+    );
     const loc = parseAzureUri(new URL(`wasbs://jars@${HOST}/dir/app.jar`));
     const auth = resolveAzureAuth(config, loc, () => ({ getToken: async () => null }));
     expect(auth.kind).toBe('default-azure-credential');
@@ -201,7 +202,10 @@ describe('azure plugin specifics', () => {
   });
 
   it('the guard also applies to host names: a localhost endpoint is refused unless its host:port is exempted', async () => {
-    const settings = { [`fs.azure.account.key.${HOST}`]: ACCT.key, [`fs.azure.account.endpoint.${ACCT.name}`]: `http://localhost:${azurite.port}/${ACCT.name}` };
+    const settings = {
+      [`fs.azure.account.key.${HOST}`]: ACCT.key,
+      [`fs.azure.account.endpoint.${ACCT.name}`]: `http://localhost:${azurite.port}/${ACCT.name}`,
+    };
     const uri = new URL(`wasbs://jars@${HOST}/dir/app.jar`);
     const refused = await failure(make(settings, []).open(uri, { signal: signal() }));
     expect(refused.code).toBe('GW_FETCH_RESTRICTED_HOST');
@@ -216,7 +220,10 @@ describe('azure plugin specifics', () => {
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
     const port = (probe.address() as AddressInfo).port;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
-    const fs = make({ [`fs.azure.account.key.${HOST}`]: ACCT.key, [`fs.azure.account.endpoint.${ACCT.name}`]: `http://127.0.0.1:${port}/${ACCT.name}` }, [`127.0.0.1:${port}`]);
+    const fs = make(
+      { [`fs.azure.account.key.${HOST}`]: ACCT.key, [`fs.azure.account.endpoint.${ACCT.name}`]: `http://127.0.0.1:${port}/${ACCT.name}` },
+      [`127.0.0.1:${port}`],
+    );
     // Baseline from this run on this machine: a fresh pipeline's call that Azurite answers (404).
     const answeredFrom = performance.now();
     await failure(make(keyed(azurite)).stat(new URL(`wasbs://jars@${HOST}/dir/missing.jar`), signal()));
@@ -234,7 +241,9 @@ describe('azure plugin specifics', () => {
     const own = await startAzurite({ accounts: [ACCT] });
     try {
       await uploadBlob(own, ACCT, 'jars', 'big.bin', randomBytes(32 * 1024 * 1024));
-      const fs = make({ [`fs.azure.account.key.${HOST}`]: ACCT.key, [`fs.azure.account.endpoint.${ACCT.name}`]: own.blobUrl(ACCT.name) }, [`127.0.0.1:${own.port}`]);
+      const fs = make({ [`fs.azure.account.key.${HOST}`]: ACCT.key, [`fs.azure.account.endpoint.${ACCT.name}`]: own.blobUrl(ACCT.name) }, [
+        `127.0.0.1:${own.port}`,
+      ]);
       const { stream } = await fs.open(new URL(`wasbs://jars@${HOST}/big.bin`), { signal: signal() });
       let received = 0;
       const f = await failure(

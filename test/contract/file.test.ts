@@ -28,7 +28,6 @@ const enabledIn = (...dirs: string[]) => ({
   'gateway.artifacts.local-file.allowed-dirs': dirs.join(';'),
 });
 
-
 async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
   return p.then(
     () => 'resolved',

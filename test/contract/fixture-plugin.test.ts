@@ -29,7 +29,6 @@ function fixtureFs(plugin: FsPluginDefinition, settings: Record<string, string>)
   });
 }
 
-
 fsPluginContract(
   'third-party fixture-store',
   async () => {

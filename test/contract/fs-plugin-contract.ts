@@ -33,7 +33,6 @@ export interface ContractFixture {
   close(): Promise<void>;
 }
 
-
 function expectCode(err: unknown, code: string, secrets: string[]): void {
   expect((err as { code?: string }).code).toBe(code);
   const text = `${(err as Error).message} ${JSON.stringify(err)}`;
@@ -78,17 +77,32 @@ export function fsPluginContract(name: string, setup: () => Promise<ContractFixt
     });
 
     it('stat and open of a missing object → GW_FETCH_NOT_FOUND', async () => {
-      await fx.fs.stat(fx.missing, signal()).then(() => fail('stat resolved'), (e) => expectCode(e, 'GW_FETCH_NOT_FOUND', fx.secrets));
-      await fx.fs.open(fx.missing, { signal: signal() }).then(() => fail('open resolved'), (e) => expectCode(e, 'GW_FETCH_NOT_FOUND', fx.secrets));
+      await fx.fs.stat(fx.missing, signal()).then(
+        () => fail('stat resolved'),
+        (e) => expectCode(e, 'GW_FETCH_NOT_FOUND', fx.secrets),
+      );
+      await fx.fs.open(fx.missing, { signal: signal() }).then(
+        () => fail('open resolved'),
+        (e) => expectCode(e, 'GW_FETCH_NOT_FOUND', fx.secrets),
+      );
     });
 
     it('wrong credentials → GW_FETCH_DENIED, with no secret in the message', async () => {
-      await fx.wrongCredentialsFs.stat(fx.small.uri, signal()).then(() => fail('stat resolved'), (e) => expectCode(e, 'GW_FETCH_DENIED', fx.secrets));
-      await fx.wrongCredentialsFs.open(fx.small.uri, { signal: signal() }).then(() => fail('open resolved'), (e) => expectCode(e, 'GW_FETCH_DENIED', fx.secrets));
+      await fx.wrongCredentialsFs.stat(fx.small.uri, signal()).then(
+        () => fail('stat resolved'),
+        (e) => expectCode(e, 'GW_FETCH_DENIED', fx.secrets),
+      );
+      await fx.wrongCredentialsFs.open(fx.small.uri, { signal: signal() }).then(
+        () => fail('open resolved'),
+        (e) => expectCode(e, 'GW_FETCH_DENIED', fx.secrets),
+      );
     });
 
     (options.guardNotApplicable ? it.skip : it)('a restricted address is refused at connect time unless exempted', async () => {
-      await fx.guardedFs.open(fx.small.uri, { signal: signal() }).then(() => fail('open resolved'), (e) => expectCode(e, 'GW_FETCH_RESTRICTED_HOST', fx.secrets));
+      await fx.guardedFs.open(fx.small.uri, { signal: signal() }).then(
+        () => fail('open resolved'),
+        (e) => expectCode(e, 'GW_FETCH_RESTRICTED_HOST', fx.secrets),
+      );
     });
 
     it('streams a large object with the right digest, bounded chunks and bounded buffering', async () => {
@@ -179,7 +193,14 @@ export function fsPluginContract(name: string, setup: () => Promise<ContractFixt
       const dir = await mkdtemp(join(tmpdir(), 'contract-ranged-'));
       try {
         const file = join(dir, 'large.part');
-        const r = await downloadTo(fx.fs, fx.large.uri, file, { signal: signal(), maxBytes: fx.large.size, onProgress: () => undefined, stat: st, parallel, ...(clock ? { clock } : {}) });
+        const r = await downloadTo(fx.fs, fx.large.uri, file, {
+          signal: signal(),
+          maxBytes: fx.large.size,
+          onProgress: () => undefined,
+          stat: st,
+          parallel,
+          ...(clock ? { clock } : {}),
+        });
         const onDisk = createHash('sha256');
         for await (const c of createReadStream(file)) onDisk.update(c as Buffer);
         expect(onDisk.digest('hex')).toBe(fx.large.sha256);
@@ -189,17 +210,30 @@ export function fsPluginContract(name: string, setup: () => Promise<ContractFixt
       }
     };
 
-    (pinned ? it : it.skip)('a parallel ranged download of the large object: pinned parts at their offsets, one in-order SHA-256', async () => {
-      const r = await downloadLarge({ partSize: 4 * 1024 * 1024, concurrency: 4 });
-      expect(r.parts).toBe(planParts(fx.large.size, { partSize: 4 * 1024 * 1024, concurrency: 4 }).length);
-      expect(r.parts).toBeGreaterThan(1);
-      expect({ size: r.size, sha256: r.sha256 }).toEqual({ size: fx.large.size, sha256: fx.large.sha256 });
-    }, 120_000);
+    (pinned ? it : it.skip)(
+      'a parallel ranged download of the large object: pinned parts at their offsets, one in-order SHA-256',
+      async () => {
+        const r = await downloadLarge({ partSize: 4 * 1024 * 1024, concurrency: 4 });
+        expect(r.parts).toBe(planParts(fx.large.size, { partSize: 4 * 1024 * 1024, concurrency: 4 }).length);
+        expect(r.parts).toBeGreaterThan(1);
+        expect({ size: r.size, sha256: r.sha256 }).toEqual({ size: fx.large.size, sha256: fx.large.sha256 });
+      },
+      120_000,
+    );
 
-    (pinned ? it : it.skip)('a first ranged request fast enough alone: the object is read in one stream of two pinned ranges, one in-order SHA-256', async () => {
-      // Time stands still: the first request delivers any number of bytes in no time.
-      const r = await downloadLarge({ partSize: 4 * 1024 * 1024, concurrency: 4, loneStreamRate: 1024 ** 2 }, stillClock);
-      expect({ parts: r.parts, atOnce: r.atOnce, size: r.size, sha256: r.sha256 }).toEqual({ parts: 2, atOnce: 1, size: fx.large.size, sha256: fx.large.sha256 });
-    }, 120_000);
+    (pinned ? it : it.skip)(
+      'a first ranged request fast enough alone: the object is read in one stream of two pinned ranges, one in-order SHA-256',
+      async () => {
+        // Time stands still: the first request delivers any number of bytes in no time.
+        const r = await downloadLarge({ partSize: 4 * 1024 * 1024, concurrency: 4, loneStreamRate: 1024 ** 2 }, stillClock);
+        expect({ parts: r.parts, atOnce: r.atOnce, size: r.size, sha256: r.sha256 }).toEqual({
+          parts: 2,
+          atOnce: 1,
+          size: fx.large.size,
+          sha256: fx.large.sha256,
+        });
+      },
+      120_000,
+    );
   });
 }

@@ -16,7 +16,6 @@ import { randomFile } from './plugin-fixtures';
 
 const LARGE_SIZE = 64 * 1024 * 1024;
 
-
 fsPluginContract('gcs', async () => {
   const tls = makeSelfSignedCert();
   const dir = await mkdtemp(join(tmpdir(), 'gcs-contract-'));
@@ -113,8 +112,18 @@ describe('gcs plugin specifics (fake-gcs-server)', () => {
     const fs = make({});
     const whole = await fs.open(new URL('gs://jars/dir/app.jar'), { signal: signal() });
     whole.stream.resume();
-    expect(whole.stat).toEqual(expect.objectContaining({ size: content.length, version: first.generation, integrity: { algorithm: 'md5', expected: createHash('md5').update(content).digest('hex') } }));
-    const part = await fs.open(new URL('gs://jars/dir/app.jar'), { signal: signal(), range: { start: 4, end: 8 }, pin: { version: first.generation } });
+    expect(whole.stat).toEqual(
+      expect.objectContaining({
+        size: content.length,
+        version: first.generation,
+        integrity: { algorithm: 'md5', expected: createHash('md5').update(content).digest('hex') },
+      }),
+    );
+    const part = await fs.open(new URL('gs://jars/dir/app.jar'), {
+      signal: signal(),
+      range: { start: 4, end: 8 },
+      pin: { version: first.generation },
+    });
     const chunks: Buffer[] = [];
     for await (const c of part.stream) chunks.push(c as Buffer);
     expect(Buffer.concat(chunks)).toEqual(content.subarray(4, 9));
@@ -129,17 +138,27 @@ describe('gcs plugin specifics (fake-gcs-server)', () => {
     expect(Buffer.concat(chunks).toString()).toBe('odd name');
   });
 
-  it('a range pinned to a generation that was overwritten → GW_FETCH_CHANGED (the emulator ignores ifGenerationMatch: the answer\'s generation is held to the pin)', async () => {
+  it("a range pinned to a generation that was overwritten → GW_FETCH_CHANGED (the emulator ignores ifGenerationMatch: the answer's generation is held to the pin)", async () => {
     const fs = make({});
     const before = await emulator.upload('jars', 'dir/moving.jar', randomBytes(64));
     await emulator.upload('jars', 'dir/moving.jar', randomBytes(64));
-    const f = await failure(fs.open(new URL('gs://jars/dir/moving.jar'), { signal: signal(), range: { start: 0, end: 9 }, pin: { version: before.generation } }));
+    const f = await failure(
+      fs.open(new URL('gs://jars/dir/moving.jar'), { signal: signal(), range: { start: 0, end: 9 }, pin: { version: before.generation } }),
+    );
     expect(f.code).toBe('GW_FETCH_CHANGED');
   });
 
   it('refuses URIs Cloud Storage could not name, before any connection', async () => {
     const fs = make({}, []);
-    for (const u of ['gs://Jars/a.jar', 'gs://jars:443/a.jar', 'gs://user@jars/a.jar', 'gs://jars/', 'gs://ab/a.jar', 'gs://jars/%E0%A4%A', 'gs://a..b/x.jar']) {
+    for (const u of [
+      'gs://Jars/a.jar',
+      'gs://jars:443/a.jar',
+      'gs://user@jars/a.jar',
+      'gs://jars/',
+      'gs://ab/a.jar',
+      'gs://jars/%E0%A4%A',
+      'gs://a..b/x.jar',
+    ]) {
       expect(await failure(fs.stat(new URL(u), signal()))).toMatchObject({ code: 'GW_FETCH_URI_INVALID' });
     }
   });

@@ -44,8 +44,10 @@ function httpFs(settings: Record<string, string>, opts: BuildOptions): FileSyste
   return fs;
 }
 
-const bearer = (token: string) => ({ 'user.artifacts.http-headers': `Authorization:Bearer ${token}`, 'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost' });
-
+const bearer = (token: string) => ({
+  'user.artifacts.http-headers': `Authorization:Bearer ${token}`,
+  'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost',
+});
 
 /** Awaits a failure and checks its code, and that no secret (header value, query signature) leaks. */
 async function failure(p: Promise<unknown>, code: string): Promise<Error> {
@@ -151,7 +153,9 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
   it('sends a User-Agent (flink-jar-gateway/<version>) unless one is configured (fidelity item 7)', async () => {
     const start = tlsOrigin.requests.length;
     await fsWith({}).stat(new URL(`${tlsOrigin.url}/small.jar`), signal());
-    expect(tlsOrigin.requests.slice(start).map((r) => r.headers['user-agent'])).toEqual([expect.stringMatching(/^flink-jar-gateway\/\d+\.\d+\.\d+/)]);
+    expect(tlsOrigin.requests.slice(start).map((r) => r.headers['user-agent'])).toEqual([
+      expect.stringMatching(/^flink-jar-gateway\/\d+\.\d+\.\d+/),
+    ]);
     const mine = fsWith({ 'user.artifacts.http-headers': 'User-Agent:ci-fetcher/1', 'gateway.artifacts.http-headers.hosts': '127.0.0.1' });
     const again = tlsOrigin.requests.length;
     await mine.stat(new URL(`${tlsOrigin.url}/small.jar`), signal());
@@ -159,7 +163,10 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
   });
 
   it('sends no headers to a host that is not listed in gateway.artifacts.http-headers.hosts', async () => {
-    const fs = fsWith({ 'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN}`, 'gateway.artifacts.http-headers.hosts': 'repo.example.com' });
+    const fs = fsWith({
+      'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN}`,
+      'gateway.artifacts.http-headers.hosts': 'repo.example.com',
+    });
     const start = tlsOrigin.requests.length;
     await failure(fs.stat(new URL(`${tlsOrigin.url}/auth/small.jar`), signal()), 'GW_FETCH_DENIED');
     expect(tlsOrigin.requests.slice(start).every((r) => r.headers.authorization === undefined)).toBe(true);
@@ -167,14 +174,20 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
 
   it('sends the configured headers to the original origin only, never after a cross-origin redirect', async () => {
     const fs = fsWith(
-      { 'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN},X-Api-Key:${API_KEY}`, 'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost' },
+      {
+        'user.artifacts.http-headers': `Authorization:Bearer ${GOOD_TOKEN},X-Api-Key:${API_KEY}`,
+        'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost',
+      },
       [...exempt, `localhost:${tlsOrigin.port}`],
     );
     const target = `${tlsOrigin.altUrl}/auth/small.jar`; // same server, other origin (localhost vs 127.0.0.1)
     const start = tlsOrigin.requests.length;
     await failure(fs.open(new URL(`${tlsOrigin.url}/to?url=${encodeURIComponent(target)}`), { signal: signal() }), 'GW_FETCH_DENIED');
     const [first, second] = tlsOrigin.requests.slice(start);
-    expect(first).toMatchObject({ path: '/to', headers: { host: `127.0.0.1:${tlsOrigin.port}`, authorization: `Bearer ${GOOD_TOKEN}`, 'x-api-key': API_KEY } });
+    expect(first).toMatchObject({
+      path: '/to',
+      headers: { host: `127.0.0.1:${tlsOrigin.port}`, authorization: `Bearer ${GOOD_TOKEN}`, 'x-api-key': API_KEY },
+    });
     expect(second).toMatchObject({ path: '/auth/small.jar', headers: { host: `localhost:${tlsOrigin.port}` } });
     expect(second!.headers.authorization).toBeUndefined();
     expect(second!.headers['x-api-key']).toBeUndefined();
@@ -210,7 +223,10 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
 
   it('a self-signed certificate without the CA → GW_FETCH_UNAVAILABLE naming the TLS failure', async () => {
     const fs = httpFs({}, { allowed: exempt }); // no ctx.ca
-    const err = await failure(fs.open(new URL(`${tlsOrigin.url}/small.jar?sig=${SIGNATURE}`), { signal: signal() }), 'GW_FETCH_UNAVAILABLE');
+    const err = await failure(
+      fs.open(new URL(`${tlsOrigin.url}/small.jar?sig=${SIGNATURE}`), { signal: signal() }),
+      'GW_FETCH_UNAVAILABLE',
+    );
     expect(err.message).toMatch(/TLS: (DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)/);
   });
 
@@ -237,7 +253,10 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
     expect((await fs.stat(new URL(`${tlsOrigin.url}/weak/small.jar`), signal())).pinnedRanges).toBeUndefined();
     const start = tlsOrigin.requests.length;
     expect(await fs.stat(new URL(`${tlsOrigin.url}/nohead/small.jar`), signal())).toEqual(st);
-    expect(tlsOrigin.requests.slice(start).map((r) => [r.method, r.headers.range])).toEqual([['HEAD', undefined], ['GET', 'bytes=0-0']]);
+    expect(tlsOrigin.requests.slice(start).map((r) => [r.method, r.headers.range])).toEqual([
+      ['HEAD', undefined],
+      ['GET', 'bytes=0-0'],
+    ]);
   });
 
   it('open reports the whole size for a ranged read and maps an unsatisfiable range to GW_FETCH_UNAVAILABLE', async () => {
@@ -245,7 +264,10 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
     const { stream, stat } = await fs.open(new URL(`${tlsOrigin.url}/small.jar`), { signal: signal(), range: { start: 100, end: 199 } });
     expect((await readAll(stream)).equals(small.subarray(100, 200))).toBe(true);
     expect(stat.size).toBe(small.length);
-    await failure(fs.open(new URL(`${tlsOrigin.url}/small.jar`), { signal: signal(), range: { start: small.length, end: small.length + 9 } }), 'GW_FETCH_UNAVAILABLE');
+    await failure(
+      fs.open(new URL(`${tlsOrigin.url}/small.jar`), { signal: signal(), range: { start: small.length, end: small.length + 9 } }),
+      'GW_FETCH_UNAVAILABLE',
+    );
   });
 
   it('refuses credentials in the URI instead of dropping them silently', async () => {
@@ -253,7 +275,7 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
     await failure(fsWith().stat(uri, signal()), 'GW_FETCH_URI_INVALID');
   });
 
-  it('an abort before the response passes the caller\'s reason through', async () => {
+  it("an abort before the response passes the caller's reason through", async () => {
     const ac = new AbortController();
     const reason = new Error('caller gave up');
     const p = fsWith().open(new URL(`${tlsOrigin.url}/stall-headers`), { signal: ac.signal });
@@ -309,9 +331,12 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
       expect(proxy.seen.slice(seen)).toEqual(['no-such-host.invalid:443']);
     });
 
-    it('a tunnel the proxy refuses → GW_FETCH_UNAVAILABLE naming the proxy\'s status', async () => {
+    it("a tunnel the proxy refuses → GW_FETCH_UNAVAILABLE naming the proxy's status", async () => {
       const fs = httpFs({}, { allowed: [], ca: cert.cert, env: { HTTPS_PROXY: proxy.url }, guardEnabled: false });
-      const err = await failure(fs.open(new URL(`https://blocked.invalid/app.jar?sig=${SIGNATURE}`), { signal: signal() }), 'GW_FETCH_UNAVAILABLE');
+      const err = await failure(
+        fs.open(new URL(`https://blocked.invalid/app.jar?sig=${SIGNATURE}`), { signal: signal() }),
+        'GW_FETCH_UNAVAILABLE',
+      );
       expect(err.message).toContain('the proxy refused the tunnel with HTTP 403');
     });
 
@@ -322,7 +347,10 @@ describe('http plugin: schemes, redirects, headers, guard, TLS, timeouts', () =>
       expect((await readAll(forwarded.stream)).equals(small)).toBe(true);
       expect(proxy.seen.slice(seen)).toEqual([`${plainOrigin.url}/small.jar`]);
 
-      const direct = await viaProxy({ HTTPS_PROXY: proxy.url, NO_PROXY: 'localhost,127.0.0.1' }).open(new URL(`${tlsOrigin.url}/small.jar`), { signal: signal() });
+      const direct = await viaProxy({ HTTPS_PROXY: proxy.url, NO_PROXY: 'localhost,127.0.0.1' }).open(
+        new URL(`${tlsOrigin.url}/small.jar`),
+        { signal: signal() },
+      );
       expect((await readAll(direct.stream)).equals(small)).toBe(true);
       expect(proxy.seen.length).toBe(seen + 1);
     });

@@ -20,7 +20,13 @@ const EXTERNAL_ID = `ext-${randomBytes(6).toString('hex')}`;
 
 const readBucket = (bucket: string): IamPolicy => ({
   Version: '2012-10-17',
-  Statement: [{ Effect: 'Allow', Action: ['s3:GetObject', 's3:GetObjectVersion', 's3:ListBucket'], Resource: [`arn:aws:s3:::${bucket}`, `arn:aws:s3:::${bucket}/*`] }],
+  Statement: [
+    {
+      Effect: 'Allow',
+      Action: ['s3:GetObject', 's3:GetObjectVersion', 's3:ListBucket'],
+      Resource: [`arn:aws:s3:::${bucket}`, `arn:aws:s3:::${bucket}/*`],
+    },
+  ],
 });
 const MAY_ASSUME: IamPolicy = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }] };
 
@@ -55,20 +61,31 @@ describe('s3 plugin: assumed roles, web identity and provider lists on moto', ()
   const savedEnv = { ...process.env };
 
   const make = (settings: Record<string, string>) => {
-    const fs = pluginFileSystem(s3Plugin, { 's3.endpoint': s3.url, 's3.path.style.access': 'true', 'fs.s3a.assumed.role.sts.endpoint': sts.url, ...settings }, [`127.0.0.1:${sts.port}`, `127.0.0.1:${s3.port}`]);
+    const fs = pluginFileSystem(
+      s3Plugin,
+      { 's3.endpoint': s3.url, 's3.path.style.access': 'true', 'fs.s3a.assumed.role.sts.endpoint': sts.url, ...settings },
+      [`127.0.0.1:${sts.port}`, `127.0.0.1:${s3.port}`],
+    );
     opened.push(fs);
     return fs;
   };
-  const read = async (fs: FileSystem, uri: string) => readAll((await fs.open(new URL(uri), { signal: AbortSignal.timeout(30_000) })).stream);
+  const read = async (fs: FileSystem, uri: string) =>
+    readAll((await fs.open(new URL(uri), { signal: AbortSignal.timeout(30_000) })).stream);
   const since = (relay: AwsRelay, n: number): RelayRecord[] => relay.records.slice(n);
 
   beforeAll(async () => {
     moto = await startMotoServer();
-    const admin = await moto.createUser('fixture-admin', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }] });
+    const admin = await moto.createUser('fixture-admin', {
+      Version: '2012-10-17',
+      Statement: [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }],
+    });
     // The cluster's long-lived identity may only assume roles; it cannot read a jar itself.
     base = await moto.createUser('gateway-base', MAY_ASSUME);
     reader = await moto.createUser('gateway-reader', readBucket('team-a'));
-    const oidc = await moto.createUser('oidc-relay', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'sts:*', Resource: '*' }] });
+    const oidc = await moto.createUser('oidc-relay', {
+      Version: '2012-10-17',
+      Statement: [{ Effect: 'Allow', Action: 'sts:*', Resource: '*' }],
+    });
     roleA = await moto.createRole('team-a-reader', readBucket('team-a'));
     roleB = await moto.createRole('team-b-reader', readBucket('team-b'));
     // The pod's IRSA role, like the base user, may only assume the team roles.
@@ -83,7 +100,12 @@ describe('s3 plugin: assumed roles, web identity and provider lists on moto', ()
     await putObject(moto.url, admin, 'team-a', 'app.jar', JAR_A);
     await putObject(moto.url, admin, 'team-b', 'app.jar', JAR_B);
     token = irsaToken();
-    sts = await startAwsRelay({ target: moto.url, webIdentityToken: token, externalIds: { [roleA]: EXTERNAL_ID }, webIdentitySigner: oidc });
+    sts = await startAwsRelay({
+      target: moto.url,
+      webIdentityToken: token,
+      externalIds: { [roleA]: EXTERNAL_ID },
+      webIdentitySigner: oidc,
+    });
     s3 = await startAwsRelay({ target: moto.url });
     dir = await mkdtemp(join(tmpdir(), 'irsa-'));
     // As the EKS pod identity webhook projects it: the JWT alone, no trailing newline.
@@ -126,18 +148,39 @@ describe('s3 plugin: assumed roles, web identity and provider lists on moto', ()
     expect(await read(fs, 's3://team-a/app.jar')).toEqual(JAR_A);
     const stsCalls = since(sts, s);
     expect(stsCalls).toEqual([
-      expect.objectContaining({ accessKeyId: base.accessKeyId, service: 'sts', params: expect.objectContaining({ Action: 'AssumeRole', RoleArn: roleA, ExternalId: EXTERNAL_ID, RoleSessionName: 'jar-fetch', DurationSeconds: '1200' }) }),
+      expect.objectContaining({
+        accessKeyId: base.accessKeyId,
+        service: 'sts',
+        params: expect.objectContaining({
+          Action: 'AssumeRole',
+          RoleArn: roleA,
+          ExternalId: EXTERNAL_ID,
+          RoleSessionName: 'jar-fetch',
+          DurationSeconds: '1200',
+        }),
+      }),
     ]);
     const s3Calls = since(s3, o);
     expect(s3Calls.length).toBeGreaterThan(0);
     expect(s3Calls.filter((r) => r.accessKeyId === base.accessKeyId || !r.securityToken || r.service !== 's3')).toEqual([]);
     // Control: the base keys alone cannot read the jar (moto enforces the user's policy).
-    expect(await failure(make({ 's3.access-key': base.accessKeyId, 's3.secret-key': base.secretAccessKey }).open(new URL('s3://team-a/app.jar'), { signal: AbortSignal.timeout(30_000) }))).toMatchObject({ code: 'GW_FETCH_DENIED' });
+    expect(
+      await failure(
+        make({ 's3.access-key': base.accessKeyId, 's3.secret-key': base.secretAccessKey }).open(new URL('s3://team-a/app.jar'), {
+          signal: AbortSignal.timeout(30_000),
+        }),
+      ),
+    ).toMatchObject({ code: 'GW_FETCH_DENIED' });
   });
 
   it('a wrong external id is refused by STS: GW_FETCH_DENIED naming AssumeRole, and nothing reaches S3', async () => {
     const o = s3.records.length;
-    const fs = make({ 's3.access-key': base.accessKeyId, 's3.secret-key': base.secretAccessKey, 'fs.s3a.assumed.role.arn': roleA, 'fs.s3a.assumed.role.external.id': 'wrong' });
+    const fs = make({
+      's3.access-key': base.accessKeyId,
+      's3.secret-key': base.secretAccessKey,
+      'fs.s3a.assumed.role.arn': roleA,
+      'fs.s3a.assumed.role.external.id': 'wrong',
+    });
     const f = await failure(fs.stat(new URL('s3://team-a/app.jar'), AbortSignal.timeout(30_000)));
     expect(f).toMatchObject({ code: 'GW_FETCH_DENIED', message: expect.stringContaining('AssumeRole') });
     expect(f.message).toContain('AccessDenied');
@@ -160,10 +203,17 @@ describe('s3 plugin: assumed roles, web identity and provider lists on moto', ()
     const stsCalls = since(sts, s);
     expect(stsCalls.map((r) => r.params?.Action)).toEqual(['AssumeRoleWithWebIdentity', 'AssumeRole']);
     const [exchange, assume] = stsCalls as [RelayRecord, RelayRecord];
-    expect(exchange).toMatchObject({ securityToken: false, params: expect.objectContaining({ RoleArn: irsaRole, WebIdentityToken: expect.stringMatching(/^sha256:/) }) });
+    expect(exchange).toMatchObject({
+      securityToken: false,
+      params: expect.objectContaining({ RoleArn: irsaRole, WebIdentityToken: expect.stringMatching(/^sha256:/) }),
+    });
     expect({ signedBy: exchange.accessKeyId, refused: exchange.refused }).toEqual({ signedBy: undefined, refused: undefined });
     // The pod's session (not a long-lived key) signs AssumeRole, in the STS region of the pod (AWS_REGION).
-    expect(assume).toMatchObject({ securityToken: true, region: 'eu-west-1', params: expect.objectContaining({ RoleArn: roleA, ExternalId: EXTERNAL_ID }) });
+    expect(assume).toMatchObject({
+      securityToken: true,
+      region: 'eu-west-1',
+      params: expect.objectContaining({ RoleArn: roleA, ExternalId: EXTERNAL_ID }),
+    });
     const s3Calls = since(s3, o);
     expect(s3Calls.length).toBeGreaterThan(0);
     expect(s3Calls.filter((r) => r.accessKeyId === assume.accessKeyId || !r.securityToken)).toEqual([]);
@@ -171,7 +221,10 @@ describe('s3 plugin: assumed roles, web identity and provider lists on moto', ()
     await writeFile(tokenFile, irsaToken());
     try {
       const other = make({ 'fs.s3a.aws.credentials.provider': WEB_IDENTITY });
-      expect(await failure(other.stat(new URL('s3://team-a/app.jar'), AbortSignal.timeout(30_000)))).toMatchObject({ code: 'GW_FETCH_DENIED', message: expect.stringContaining('InvalidIdentityToken') });
+      expect(await failure(other.stat(new URL('s3://team-a/app.jar'), AbortSignal.timeout(30_000)))).toMatchObject({
+        code: 'GW_FETCH_DENIED',
+        message: expect.stringContaining('InvalidIdentityToken'),
+      });
     } finally {
       await writeFile(tokenFile, token);
     }
@@ -181,21 +234,34 @@ describe('s3 plugin: assumed roles, web identity and provider lists on moto', ()
     process.env.AWS_WEB_IDENTITY_TOKEN_FILE = tokenFile;
     process.env.AWS_ROLE_ARN = irsaRole;
     const s = sts.records.length;
-    const fs = make({ 'fs.s3a.assumed.role.arn': roleA, 'fs.s3a.assumed.role.external.id': EXTERNAL_ID, 'fs.s3a.bucket.team-b.assumed.role.arn': roleB });
+    const fs = make({
+      'fs.s3a.assumed.role.arn': roleA,
+      'fs.s3a.assumed.role.external.id': EXTERNAL_ID,
+      'fs.s3a.bucket.team-b.assumed.role.arn': roleB,
+    });
     expect(await read(fs, 's3://team-a/app.jar')).toEqual(JAR_A);
     expect(await read(fs, 's3://team-b/app.jar')).toEqual(JAR_B);
-    const roles = since(sts, s).filter((r) => r.params?.Action === 'AssumeRole').map((r) => r.params?.RoleArn);
+    const roles = since(sts, s)
+      .filter((r) => r.params?.Action === 'AssumeRole')
+      .map((r) => r.params?.RoleArn);
     expect(roles.sort()).toEqual([roleA, roleB].sort());
     // Control: without the bucket's own role, team-b is read as team-a's role, which may not.
     const global = make({ 'fs.s3a.assumed.role.arn': roleA, 'fs.s3a.assumed.role.external.id': EXTERNAL_ID });
-    expect(await failure(global.open(new URL('s3://team-b/app.jar'), { signal: AbortSignal.timeout(30_000) }))).toMatchObject({ code: 'GW_FETCH_DENIED', message: expect.stringContaining('403') });
+    expect(await failure(global.open(new URL('s3://team-b/app.jar'), { signal: AbortSignal.timeout(30_000) }))).toMatchObject({
+      code: 'GW_FETCH_DENIED',
+      message: expect.stringContaining('403'),
+    });
   });
 
   it('EnvironmentVariableCredentialsProvider reads AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY; the static keys are then not used', async () => {
     process.env.AWS_ACCESS_KEY_ID = reader.accessKeyId;
     process.env.AWS_SECRET_ACCESS_KEY = reader.secretAccessKey;
     const o = s3.records.length;
-    const fs = make({ 's3.aws.credentials.provider': 'software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider', 's3.access-key': base.accessKeyId, 's3.secret-key': base.secretAccessKey });
+    const fs = make({
+      's3.aws.credentials.provider': 'software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider',
+      's3.access-key': base.accessKeyId,
+      's3.secret-key': base.secretAccessKey,
+    });
     expect(await read(fs, 's3://team-a/app.jar')).toEqual(JAR_A);
     expect(new Set(since(s3, o).map((r) => r.accessKeyId))).toEqual(new Set([reader.accessKeyId]));
   });
@@ -203,7 +269,10 @@ describe('s3 plugin: assumed roles, web identity and provider lists on moto', ()
   it('a provider list is tried in order: Simple without keys yields nothing, Temporary needs a token, the environment answers', async () => {
     process.env.AWS_ACCESS_KEY_ID = reader.accessKeyId;
     process.env.AWS_SECRET_ACCESS_KEY = reader.secretAccessKey;
-    const fs = make({ 'fs.s3a.aws.credentials.provider': 'org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider,\n  org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider, com.amazonaws.auth.EnvironmentVariableCredentialsProvider' });
+    const fs = make({
+      'fs.s3a.aws.credentials.provider':
+        'org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider,\n  org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider, com.amazonaws.auth.EnvironmentVariableCredentialsProvider',
+    });
     expect(await read(fs, 's3://team-a/app.jar')).toEqual(JAR_A);
   });
 
@@ -212,7 +281,13 @@ describe('s3 plugin: assumed roles, web identity and provider lists on moto', ()
     const keys = { 'fs.s3a.access.key': reader.accessKeyId, 'fs.s3a.secret.key': reader.secretAccessKey };
     const fs = pluginFileSystem(
       s3Plugin,
-      { ...keys, 'fs.s3a.endpoint': `127.0.0.1:${s3.port}`, 'fs.s3a.connection.ssl.enabled': 'false', 'fs.s3a.path.style.access': 'true', 'fs.s3a.endpoint.region': 'eu-west-3' },
+      {
+        ...keys,
+        'fs.s3a.endpoint': `127.0.0.1:${s3.port}`,
+        'fs.s3a.connection.ssl.enabled': 'false',
+        'fs.s3a.path.style.access': 'true',
+        'fs.s3a.endpoint.region': 'eu-west-3',
+      },
       [`127.0.0.1:${s3.port}`],
     );
     opened.push(fs);
@@ -220,8 +295,12 @@ describe('s3 plugin: assumed roles, web identity and provider lists on moto', ()
     expect(since(s3, o).map((r) => r.region)).toEqual(expect.arrayContaining(['eu-west-3']));
     expect(since(s3, o).filter((r) => r.region !== 'eu-west-3')).toEqual([]);
     // With SSL on (Hadoop's default) the same bare host is spoken to in TLS, which the plain relay does not answer.
-    const tls = pluginFileSystem(s3Plugin, { ...keys, 'fs.s3a.endpoint': `127.0.0.1:${s3.port}`, 'fs.s3a.path.style.access': 'true' }, [`127.0.0.1:${s3.port}`]);
+    const tls = pluginFileSystem(s3Plugin, { ...keys, 'fs.s3a.endpoint': `127.0.0.1:${s3.port}`, 'fs.s3a.path.style.access': 'true' }, [
+      `127.0.0.1:${s3.port}`,
+    ]);
     opened.push(tls);
-    expect(await failure(tls.stat(new URL('s3://team-a/app.jar'), AbortSignal.timeout(30_000)))).toMatchObject({ code: 'GW_FETCH_UNAVAILABLE' });
+    expect(await failure(tls.stat(new URL('s3://team-a/app.jar'), AbortSignal.timeout(30_000)))).toMatchObject({
+      code: 'GW_FETCH_UNAVAILABLE',
+    });
   });
 });

@@ -31,7 +31,6 @@ const readerPolicy = (bucket: string): IamPolicy => ({
   ],
 });
 
-
 /** The gateway error code and message a promise rejects with ('resolved' if it does not). */
 async function failure(p: Promise<unknown>): Promise<{ code?: string | undefined; message: string } | 'resolved'> {
   return p.then(
@@ -39,7 +38,6 @@ async function failure(p: Promise<unknown>): Promise<{ code?: string | undefined
     (e: unknown) => ({ code: (e as { code?: string }).code, message: (e as Error).message }),
   );
 }
-
 
 /** A versioned bucket, created and switched to Versioning=Enabled by a signed, IAM-authorized admin. */
 async function versionedBucket(server: MotoServer, admin: S3Creds, bucket: string): Promise<void> {
@@ -71,7 +69,13 @@ async function motoWithUsers(): Promise<{ server: MotoServer; admin: S3Creds; re
 // SignatureDoesNotMatch (an unknown key id is checked below).
 fsPluginContract('s3 (moto)', async () => {
   const { server, admin, reader } = await motoWithUsers();
-  return s3ContractFixture({ server, writer: admin, reader, secrets: [reader.secretAccessKey, admin.secretAccessKey], largeSize: LARGE_SIZE });
+  return s3ContractFixture({
+    server,
+    writer: admin,
+    reader,
+    secrets: [reader.secretAccessKey, admin.secretAccessKey],
+    largeSize: LARGE_SIZE,
+  });
 });
 
 describe('s3 plugin on moto: object versions and IAM', () => {
@@ -116,14 +120,21 @@ describe('s3 plugin on moto: object versions and IAM', () => {
     }
     const sha256 = createHash('sha256').update(bytes).digest('hex');
     expect((await fs.stat(new URL('s3://jars/sha.jar'), signal())).integrity).toEqual({ algorithm: 'sha256', expected: sha256 });
-    expect((await fs.stat(new URL('s3://jars/crc.jar'), signal())).integrity).toEqual({ algorithm: 'crc32', expected: crc32(bytes).toString(16).padStart(8, '0') });
+    expect((await fs.stat(new URL('s3://jars/crc.jar'), signal())).integrity).toEqual({
+      algorithm: 'crc32',
+      expected: crc32(bytes).toString(16).padStart(8, '0'),
+    });
     for (const key of ['sha.jar', 'crc.jar']) {
       const opened = await fs.open(new URL(`s3://jars/${key}`), { signal: signal() });
       expect(opened.stat.integrity?.algorithm).toBe(key === 'sha.jar' ? 'sha256' : 'crc32');
       await readAll(opened.stream);
       const dir = await mkdtemp(join(tmpdir(), 's3-checksum-'));
       try {
-        const got = await downloadTo(fs, new URL(`s3://jars/${key}`), join(dir, 'x'), { signal: signal(), maxBytes: 1 << 30, onProgress: () => undefined });
+        const got = await downloadTo(fs, new URL(`s3://jars/${key}`), join(dir, 'x'), {
+          signal: signal(),
+          maxBytes: 1 << 30,
+          onProgress: () => undefined,
+        });
         expect(got.sha256).toBe(sha256);
       } finally {
         await rm(dir, { recursive: true, force: true });
@@ -148,12 +159,18 @@ describe('s3 plugin on moto: object versions and IAM', () => {
   });
 
   it('stat reports version = the VersionId, for a pinned and for the latest version', async () => {
-    expect(await fs.stat(new URL(`s3://jars/versioned.jar?versionId=${encodeURIComponent(v1)}`), signal())).toMatchObject({ version: v1, size: ONE.length });
-    expect(await fs.stat(new URL(`s3://jars/versioned.jar?versionId=${encodeURIComponent(v2)}`), signal())).toMatchObject({ version: v2, size: TWO.length });
+    expect(await fs.stat(new URL(`s3://jars/versioned.jar?versionId=${encodeURIComponent(v1)}`), signal())).toMatchObject({
+      version: v1,
+      size: ONE.length,
+    });
+    expect(await fs.stat(new URL(`s3://jars/versioned.jar?versionId=${encodeURIComponent(v2)}`), signal())).toMatchObject({
+      version: v2,
+      size: TWO.length,
+    });
     expect(await fs.stat(new URL('s3://jars/versioned.jar'), signal())).toMatchObject({ version: v2, size: TWO.length });
   });
 
-  it('a ranged read of an old version returns that version\'s bytes', async () => {
+  it("a ranged read of an old version returns that version's bytes", async () => {
     const { stream, stat } = await fs.open(new URL(`s3://jars/versioned.jar?versionId=${encodeURIComponent(v1)}`), {
       signal: signal(),
       range: { start: 2, end: 5 },
@@ -171,7 +188,13 @@ describe('s3 plugin on moto: object versions and IAM', () => {
     await putObject(server.url, admin, 'jars', 'overwritten.jar', big(2)); // a new version, after the stat
     const dir = await mkdtemp(join(tmpdir(), 'moto-ranged-'));
     try {
-      const r = await downloadTo(fs, uri, join(dir, 'f'), { signal: signal(), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: 1024 * 1024, concurrency: 3 } });
+      const r = await downloadTo(fs, uri, join(dir, 'f'), {
+        signal: signal(),
+        maxBytes: 1 << 30,
+        onProgress: () => undefined,
+        stat,
+        parallel: { partSize: 1024 * 1024, concurrency: 3 },
+      });
       expect(r.parts).toBe(6); // 4 parts of at most 1 MiB, rounded up to a multiple of the 3 requests
       expect(r.sha256).toBe(createHash('sha256').update(big(1)).digest('hex'));
     } finally {
@@ -181,7 +204,10 @@ describe('s3 plugin on moto: object versions and IAM', () => {
 
   it('an unknown versionId → GW_FETCH_NOT_FOUND', async () => {
     const uri = new URL('s3://jars/versioned.jar?versionId=nosuchversion');
-    expect(await failure(fs.open(uri, { signal: signal() }))).toMatchObject({ code: 'GW_FETCH_NOT_FOUND', message: expect.stringContaining('404 NoSuchVersion') });
+    expect(await failure(fs.open(uri, { signal: signal() }))).toMatchObject({
+      code: 'GW_FETCH_NOT_FOUND',
+      message: expect.stringContaining('404 NoSuchVersion'),
+    });
     // HEAD answers carry no body, so no S3 error code: the status alone decides.
     expect(await failure(fs.stat(uri, signal()))).toMatchObject({ code: 'GW_FETCH_NOT_FOUND', message: expect.stringContaining('404') });
   });
@@ -189,11 +215,20 @@ describe('s3 plugin on moto: object versions and IAM', () => {
   it('IAM is enforced: unknown key id, wrong secret and a bucket outside the policy are all GW_FETCH_DENIED', async () => {
     const small = new URL('s3://jars/versioned.jar');
     const unknownKey = make({ accessKeyId: 'AKIAUNKNOWNKEY000000', secretAccessKey: reader.secretAccessKey });
-    expect(await failure(unknownKey.open(small, { signal: signal() }))).toMatchObject({ code: 'GW_FETCH_DENIED', message: expect.stringContaining('403 InvalidAccessKeyId') });
+    expect(await failure(unknownKey.open(small, { signal: signal() }))).toMatchObject({
+      code: 'GW_FETCH_DENIED',
+      message: expect.stringContaining('403 InvalidAccessKeyId'),
+    });
     const wrongSecret = make({ ...reader, secretAccessKey: WRONG_SECRET });
-    expect(await failure(wrongSecret.open(small, { signal: signal() }))).toMatchObject({ code: 'GW_FETCH_DENIED', message: expect.stringContaining('403 SignatureDoesNotMatch') });
+    expect(await failure(wrongSecret.open(small, { signal: signal() }))).toMatchObject({
+      code: 'GW_FETCH_DENIED',
+      message: expect.stringContaining('403 SignatureDoesNotMatch'),
+    });
     // Control: the admin may read the other bucket, the reader's policy names only "jars".
     expect((await make(admin).stat(new URL('s3://other/b.jar'), signal())).size).toBe('not for the reader'.length);
-    expect(await failure(fs.open(new URL('s3://other/b.jar'), { signal: signal() }))).toMatchObject({ code: 'GW_FETCH_DENIED', message: expect.stringContaining('403 AccessDenied') });
+    expect(await failure(fs.open(new URL('s3://other/b.jar'), { signal: signal() }))).toMatchObject({
+      code: 'GW_FETCH_DENIED',
+      message: expect.stringContaining('403 AccessDenied'),
+    });
   });
 });

@@ -16,14 +16,12 @@ const B = { accessKeyId: 'AKIDCLUSTERB', secretAccessKey: randomBytes(24).toStri
 const WRONG_SECRET = randomBytes(24).toString('base64url');
 const LARGE_SIZE = 64 * 1024 * 1024;
 
-
 async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
   return p.then(
     () => 'resolved',
     (e: unknown) => (e as { code?: string }).code,
   );
 }
-
 
 fsPluginContract('s3', async () => {
   const server = await startS3Server({ keys: { [A.accessKeyId]: A.secretAccessKey }, buckets: ['jars'] });
@@ -71,7 +69,13 @@ describe('s3 plugin specifics', () => {
     await putObject(server.url, B, 'jars-b', 'overwritten.jar', Buffer.alloc(3 * 1024 * 1024, 2));
     const dir = await mkdtemp(join(tmpdir(), 's3-ranged-'));
     try {
-      const err = await downloadTo(fs, uri, join(dir, 'f'), { signal: signal(), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: 1024 * 1024, concurrency: 3 } }).then(
+      const err = await downloadTo(fs, uri, join(dir, 'f'), {
+        signal: signal(),
+        maxBytes: 1 << 30,
+        onProgress: () => undefined,
+        stat,
+        parallel: { partSize: 1024 * 1024, concurrency: 3 },
+      }).then(
         () => undefined,
         (e: unknown) => e as { code?: string },
       );
@@ -104,10 +108,10 @@ describe('s3 plugin specifics', () => {
         s.close(() => resolve(port));
       });
     });
-    const fs = make(
-      { ...s3StaticKeys(`http://127.0.0.1:${dead}`, A), 'fs.s3a.bucket.jars-a.endpoint': server.url },
-      [...exempt, `127.0.0.1:${dead}`],
-    );
+    const fs = make({ ...s3StaticKeys(`http://127.0.0.1:${dead}`, A), 'fs.s3a.bucket.jars-a.endpoint': server.url }, [
+      ...exempt,
+      `127.0.0.1:${dead}`,
+    ]);
     expect((await fs.stat(new URL('s3://jars-a/a.jar'), signal())).size).toBe(8);
     const err = await fs.stat(new URL('s3://jars-other/x.jar'), signal()).catch((e: unknown) => e as { code?: string; message: string });
     expect(err).toMatchObject({ code: 'GW_FETCH_UNAVAILABLE' });
@@ -125,9 +129,13 @@ describe('s3 plugin specifics', () => {
     const { stream, stat } = await fs.open(old, { signal: signal() });
     expect(stat.version).toBe(v1);
     expect((await readAll(stream)).toString()).toBe('version one');
-    expect((await readAll((await fs.open(new URL('s3://jars-a/versioned.jar'), { signal: signal() })).stream)).toString()).toBe('version two, longer');
+    expect((await readAll((await fs.open(new URL('s3://jars-a/versioned.jar'), { signal: signal() })).stream)).toString()).toBe(
+      'version two, longer',
+    );
 
-    expect(await codeOf(fs.open(new URL('s3://jars-a/versioned.jar?versionId=nosuchversion'), { signal: signal() }))).toBe('GW_FETCH_NOT_FOUND');
+    expect(await codeOf(fs.open(new URL('s3://jars-a/versioned.jar?versionId=nosuchversion'), { signal: signal() }))).toBe(
+      'GW_FETCH_NOT_FOUND',
+    );
   });
 
   it('s3a:// and s3p:// name the same objects, and keys are percent-decoded', async () => {

@@ -54,7 +54,13 @@ tokenProviderContract(oauth2TokenProvider, async () => {
     req.resume();
     req.once('end', () => {
       res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(ok ? { access_token: `tok-${++n}`, token_type: 'Bearer', expires_in: 3600 } : { error: 'invalid_client', error_description: `bad secret ${secret}` }));
+      res.end(
+        JSON.stringify(
+          ok
+            ? { access_token: `tok-${++n}`, token_type: 'Bearer', expires_in: 3600 }
+            : { error: 'invalid_client', error_description: `bad secret ${secret}` },
+        ),
+      );
     });
   });
   return {
@@ -82,7 +88,12 @@ async function createRole(url: string, name: string): Promise<string> {
       'x-amz-date': date,
       authorization: `AWS4-HMAC-SHA256 Credential=AKIAMOTOSETUP0000000/${date.slice(0, 8)}/us-east-1/iam/aws4_request, SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`,
     },
-    body: new URLSearchParams({ Action: 'CreateRole', Version: '2010-05-08', RoleName: name, AssumeRolePolicyDocument: JSON.stringify(trust) }),
+    body: new URLSearchParams({
+      Action: 'CreateRole',
+      Version: '2010-05-08',
+      RoleName: name,
+      AssumeRolePolicyDocument: JSON.stringify(trust),
+    }),
   });
   const xml = await res.text();
   const arn = /<Arn>([^<]+)<\/Arn>/.exec(xml)?.[1];

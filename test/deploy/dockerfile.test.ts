@@ -37,11 +37,13 @@ function imagePath(stage: Stage, ins: Instruction, p: string): string {
 /** Where a COPY puts things: <dir>/<basename> per source for a directory destination ("./", several sources), else the destination. */
 function copyTargets(stage: Stage, ins: Instruction): string[] {
   const { sources, dest } = copyPaths(ins);
-  return dest.endsWith('/') || sources.length > 1 ? sources.map((s) => imagePath(stage, ins, posix.join(dest, posix.basename(s)))) : [imagePath(stage, ins, dest)];
+  return dest.endsWith('/') || sources.length > 1
+    ? sources.map((s) => imagePath(stage, ins, posix.join(dest, posix.basename(s))))
+    : [imagePath(stage, ins, dest)];
 }
 
 describe('Dockerfile', () => {
-  it('is multi-stage, and every stage starts from a Node 24 image, but the token bridge\'s Maven stage (Java 17, as token-bridge/pom.xml)', () => {
+  it("is multi-stage, and every stage starts from a Node 24 image, but the token bridge's Maven stage (Java 17, as token-bridge/pom.xml)", () => {
     expect(stages.length).toBeGreaterThanOrEqual(3);
     for (const s of stages) {
       if (stageNamed(s.base)) continue;
@@ -52,11 +54,13 @@ describe('Dockerfile', () => {
     expect(release).toBe('17');
   });
 
-  it('builds the token bridge jar without its tests from token-bridge/\'s pom and main sources, and the runtime image carries it outside the gateway\'s own directory', () => {
+  it("builds the token bridge jar without its tests from token-bridge/'s pom and main sources, and the runtime image carries it outside the gateway's own directory", () => {
     const bridge = stageNamed('token-bridge')!;
     const copied = all(bridge, 'COPY').flatMap((i) => copyPaths(i).sources);
     expect(copied.sort()).toEqual(['token-bridge/pom.xml', 'token-bridge/src/main']);
-    const run = all(bridge, 'RUN').map((i) => i.rest).join('\n');
+    const run = all(bridge, 'RUN')
+      .map((i) => i.rest)
+      .join('\n');
     expect(run).toMatch(/\bmvn\b.*\bpackage\b/);
     expect(run).toContain('-Dmaven.test.skip=true');
     // The pom's finalName is the jar's name.
@@ -68,7 +72,12 @@ describe('Dockerfile', () => {
     const example = readFileSync(join(root, 'examples', 'kubernetes', 'flinkdeployment-session.yaml'), 'utf8');
     expect(example).toContain(`/opt/token-bridge/${finalName}.jar`);
     // Nothing of the bridge's tests or build output reaches the context.
-    for (const p of ['token-bridge/target/flink-jar-gateway-token-bridge.jar', 'token-bridge/src/test/java/X.java', 'token-bridge/README.md']) expect({ p, ignored: ignored(p) }).toEqual({ p, ignored: true });
+    for (const p of [
+      'token-bridge/target/flink-jar-gateway-token-bridge.jar',
+      'token-bridge/src/test/java/X.java',
+      'token-bridge/README.md',
+    ])
+      expect({ p, ignored: ignored(p) }).toEqual({ p, ignored: true });
   });
 
   it('builds with npm ci and npm run build, then drops the dev dependencies', () => {
@@ -93,7 +102,21 @@ describe('Dockerfile', () => {
   });
 
   it('keeps caches, build output, tests and anything secret-looking out of the build context', () => {
-    for (const p of ['node_modules/express/index.js', 'dist/src/main.js', '.tmp/venv/bin/pip', '.git/config', 'test/unit/x.test.ts', 'bench/main.ts', 'embedded-flink/target/embedded-flink.jar', '.env', 'src/.env', 'src/config/.env.local', 'bin/id.pem', '.npmrc', 'npm-debug.log']) {
+    for (const p of [
+      'node_modules/express/index.js',
+      'dist/src/main.js',
+      '.tmp/venv/bin/pip',
+      '.git/config',
+      'test/unit/x.test.ts',
+      'bench/main.ts',
+      'embedded-flink/target/embedded-flink.jar',
+      '.env',
+      'src/.env',
+      'src/config/.env.local',
+      'bin/id.pem',
+      '.npmrc',
+      'npm-debug.log',
+    ]) {
       expect({ p, ignored: ignored(p) }).toEqual({ p, ignored: true });
     }
   });
@@ -118,7 +141,7 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('runs as uid 9999 (the Flink image\'s), exposes rest.port and checks /gateway/v1/health with node', () => {
+  it("runs as uid 9999 (the Flink image's), exposes rest.port and checks /gateway/v1/health with node", () => {
     const user = all(finalStage, 'USER').at(-1);
     expect(user?.rest).toMatch(/^9999(:9999)?$/);
     expect(all(finalStage, 'EXPOSE').flatMap((i) => i.rest.split(/\s+/))).toContain(String(coreOptions.restPort.default));
@@ -134,7 +157,10 @@ describe('Dockerfile', () => {
   it('bakes in no secret: no ARG or ENV that looks like a credential, and ENV names only known, non-sensitive gateway options', () => {
     const vars = stages.flatMap((s) => [...all(s, 'ARG'), ...all(s, 'ENV')]).flatMap((i) => [...assignments(i)]);
     for (const [name, value] of vars) {
-      expect({ name, looksSensitive: looksSensitive(name) || /key|token|secret|passw|credential|auth/i.test(name) }).toEqual({ name, looksSensitive: false });
+      expect({ name, looksSensitive: looksSensitive(name) || /key|token|secret|passw|credential|auth/i.test(name) }).toEqual({
+        name,
+        looksSensitive: false,
+      });
       expect({ name, value: /AKIA[0-9A-Z]{16}|-----BEGIN|sig=|sv=20/.test(value ?? '') }).toEqual({ name, value: false });
       if (name.startsWith('FLINK_GATEWAY_')) {
         const def = registry.all().find((d) => !d.key.includes('<') && envNameFor(d.key) === name);
@@ -157,7 +183,11 @@ describe('Dockerfile', () => {
     const appDir = workdirAt(finalStage, entry);
     const layout = mkdtempSync(join(tmpdir(), 'fjg-image-'));
     try {
-      const tsc = await runProcess(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', join(layout, 'dist')], { timeoutMs: 600_000 });
+      const tsc = await runProcess(
+        process.execPath,
+        [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', join(layout, 'dist')],
+        { timeoutMs: 600_000 },
+      );
       expect(tsc.stdout + tsc.stderr).toBe('');
       expect(tsc.status).toBe(0);
       for (const d of copiedTo.filter((p) => p.startsWith(`${appDir}/`))) {

@@ -85,10 +85,14 @@ export function kubernetesExample(dir: string, opts: ExampleSidecarOptions = {})
   const pattern = new RegExp(`(?<![\\w.-])(${mounts.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})(?=/|$|\\s)`, 'gm');
   const remap = (text: string) => text.replace(pattern, (m) => local.get(m)!);
   // The YAML files the helper wrote (gateway.yaml, config.yaml) name the pod's paths.
-  for (const target of written) for (const f of readdirSync(target)) if (f.endsWith('.yaml')) writeFileSync(join(target, f), remap(readFileSync(join(target, f), 'utf8')));
+  for (const target of written)
+    for (const f of readdirSync(target))
+      if (f.endsWith('.yaml')) writeFileSync(join(target, f), remap(readFileSync(join(target, f), 'utf8')));
   const env: Record<string, string> = {};
   for (const e of sidecar.env as K8sObject[]) env[e.name] = localAddress(e);
-  const tlsMount = (sidecar.volumeMounts as K8sObject[]).find((m) => (pod.volumes as K8sObject[]).find((v) => v.name === m.name && v.secret && !declaredSecret(v.secret.secretName)))!;
+  const tlsMount = (sidecar.volumeMounts as K8sObject[]).find((m) =>
+    (pod.volumes as K8sObject[]).find((v) => v.name === m.name && v.secret && !declaredSecret(v.secret.secretName)),
+  )!;
   const tls = local.get(tlsMount.mountPath)!;
   return {
     args: (sidecar.args as string[]).map(remap),
@@ -112,6 +116,22 @@ export function makeTls(dir: string): void {
   ] as const) {
     ossl('req', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj);
     writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
-    ossl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`);
+    ossl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${name}.crt`,
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+    );
   }
 }

@@ -10,7 +10,17 @@ const NO_CRD_HERE = new Set(['cert-manager.io/v1/Certificate']);
 /** The REST collection of a manifest's kind in its namespace. */
 function collectionOf(obj: K8sObject): string {
   const [group, version] = String(obj.apiVersion).includes('/') ? String(obj.apiVersion).split('/') : ['', String(obj.apiVersion)];
-  const plural = { ConfigMap: 'configmaps', Secret: 'secrets', ServiceAccount: 'serviceaccounts', NetworkPolicy: 'networkpolicies', PersistentVolumeClaim: 'persistentvolumeclaims', FlinkDeployment: 'flinkdeployments', FlinkSessionJob: 'flinksessionjobs', Role: 'roles', RoleBinding: 'rolebindings' }[String(obj.kind)];
+  const plural = {
+    ConfigMap: 'configmaps',
+    Secret: 'secrets',
+    ServiceAccount: 'serviceaccounts',
+    NetworkPolicy: 'networkpolicies',
+    PersistentVolumeClaim: 'persistentvolumeclaims',
+    FlinkDeployment: 'flinkdeployments',
+    FlinkSessionJob: 'flinksessionjobs',
+    Role: 'roles',
+    RoleBinding: 'rolebindings',
+  }[String(obj.kind)];
   if (!plural) throw new Error(`no REST collection known for ${obj.kind}`);
   const ns = obj.metadata?.namespace ?? 'default';
   return group ? `/apis/${group}/${version}/namespaces/${ns}/${plural}` : `/api/${version}/namespaces/${ns}/${plural}`;
@@ -59,12 +69,29 @@ describe('examples/kubernetes/ on a real kube-apiserver (server-side dry run, th
   });
 
   it('covers every kind but the one without a CRD here', () => {
-    expect([...new Set(manifests.map((m) => m.obj.kind))].sort()).toEqual(expect.arrayContaining(['ConfigMap', 'FlinkDeployment', 'FlinkSessionJob', 'NetworkPolicy', 'PersistentVolumeClaim', 'Role', 'RoleBinding', 'Secret', 'ServiceAccount']));
+    expect([...new Set(manifests.map((m) => m.obj.kind))].sort()).toEqual(
+      expect.arrayContaining([
+        'ConfigMap',
+        'FlinkDeployment',
+        'FlinkSessionJob',
+        'NetworkPolicy',
+        'PersistentVolumeClaim',
+        'Role',
+        'RoleBinding',
+        'Secret',
+        'ServiceAccount',
+      ]),
+    );
   });
 
-  it.each(manifests.map((m) => [label(m), m] as [string, Manifest]))('%s is accepted by the API server (dryRun=All)', async (_name, m) => {
-    const r = await kube.api('POST', collectionOf(m.obj), m.obj, '?dryRun=All&fieldValidation=Strict');
-    if (r.status !== 201) throw new Error(`${label(m)}: HTTP ${r.status} ${JSON.stringify((r.body as K8sObject | undefined)?.message ?? r.body)}`);
-    expect(r.status).toBe(201);
-  }, 60_000);
+  it.each(manifests.map((m) => [label(m), m] as [string, Manifest]))(
+    '%s is accepted by the API server (dryRun=All)',
+    async (_name, m) => {
+      const r = await kube.api('POST', collectionOf(m.obj), m.obj, '?dryRun=All&fieldValidation=Strict');
+      if (r.status !== 201)
+        throw new Error(`${label(m)}: HTTP ${r.status} ${JSON.stringify((r.body as K8sObject | undefined)?.message ?? r.body)}`);
+      expect(r.status).toBe(201);
+    },
+    60_000,
+  );
 });

@@ -56,7 +56,15 @@ const serviceAccountUser = `system:serviceaccount:${namespace}:${deployment.spec
  */
 /** The per-pod emptyDir where the gateway writes the bridge secret and the JobManager's bridge reads it. */
 const BRIDGE_VOLUME = 'token-bridge';
-const POD_ONLY = new Set(['rest.port', 'jobmanager.rpc.port', 'blob.server.port', 'high-availability.jobmanager.port', 'metrics.internal.query-service.port', 'kubernetes.jobmanager.entrypoint.args', 'kubernetes.rest-service.exposed.type']);
+const POD_ONLY = new Set([
+  'rest.port',
+  'jobmanager.rpc.port',
+  'blob.server.port',
+  'high-availability.jobmanager.port',
+  'metrics.internal.query-service.port',
+  'kubernetes.jobmanager.entrypoint.args',
+  'kubernetes.rest-service.exposed.type',
+]);
 
 /** Client-credentials tokens for the gateways' oauth2 provider (a provider the example leaves to its user). */
 function startTokenEndpoint(): Promise<{ server: Server; url: string; issued: () => number }> {
@@ -67,7 +75,11 @@ function startTokenEndpoint(): Promise<{ server: Server; url: string; issued: ()
       res.end(JSON.stringify({ access_token: `k8s-example-${++n}`, token_type: 'Bearer', expires_in: 600 }));
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`, issued: () => n })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`, issued: () => n }),
+    ),
+  );
 }
 
 /**
@@ -80,7 +92,10 @@ function appJar(entryClass: string, work: string): string {
   const name = entryClass.split('.').at(-1)!;
   mkdirSync(join(work, 'src', ...pkg), { recursive: true });
   const source = join(work, 'src', ...pkg, `${name}.java`);
-  writeFileSync(source, `package ${pkg.join('.')};\n\npublic class ${name} {\n  public static void main(String[] args) throws Exception {\n    dev.flinkjargateway.testjobs.TokenProbe.main(args);\n  }\n}\n`);
+  writeFileSync(
+    source,
+    `package ${pkg.join('.')};\n\npublic class ${name} {\n  public static void main(String[] args) throws Exception {\n    dev.flinkjargateway.testjobs.TokenProbe.main(args);\n  }\n}\n`,
+  );
   execFileSync('javac', ['--release', '17', '-cp', TEST_JOB_JAR, '-d', join(work, 'classes'), source], { stdio: 'pipe' });
   const jar = join(work, 'app.jar');
   copyFileSync(TEST_JOB_JAR, jar);
@@ -129,12 +144,17 @@ describe(`examples/kubernetes/ as shipped: two JobManagers (Flink ${VERSION}, Ku
     let text = script!;
     for (const [from, to] of [...local].sort((a, b) => b[0].length - a[0].length)) text = text.split(from).join(to);
     const javaHome = dirname(dirname(realpathSync(execFileSync('sh', ['-c', 'command -v java']).toString().trim())));
-    execFileSync(sh!, [flags!, text], { env: { ...process.env, JAVA_HOME: javaHome, PATH: `${javaHome}/bin:${process.env.PATH}` }, stdio: 'pipe' });
+    execFileSync(sh!, [flags!, text], {
+      env: { ...process.env, JAVA_HOME: javaHome, PATH: `${javaHome}/bin:${process.env.PATH}` },
+      stdio: 'pipe',
+    });
   }
 
   /** A path of the JobManager container, on the local directories of `volumes`. */
   function mainPath(path: string, volumes: Map<string, string>): string {
-    const m = (mainContainer.volumeMounts as K8sObject[]).filter((x) => path.startsWith(`${x.mountPath}/`)).sort((a, b) => b.mountPath.length - a.mountPath.length)[0]!;
+    const m = (mainContainer.volumeMounts as K8sObject[])
+      .filter((x) => path.startsWith(`${x.mountPath}/`))
+      .sort((a, b) => b.mountPath.length - a.mountPath.length)[0]!;
     return join(volumes.get(m.name)!, path.slice(m.mountPath.length + 1));
   }
 
@@ -176,7 +196,11 @@ describe(`examples/kubernetes/ as shipped: two JobManagers (Flink ${VERSION}, Ku
 
   /** A call as the operator makes it: HTTPS with its client certificate. */
   async function call(method: string, url: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-    const res = await request(url, { method: method as 'GET', dispatcher: operator, ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}) });
+    const res = await request(url, {
+      method: method as 'GET',
+      dispatcher: operator,
+      ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
+    });
     const text = await res.body.text();
     return { status: res.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
   }
@@ -217,7 +241,12 @@ describe(`examples/kubernetes/ as shipped: two JobManagers (Flink ${VERSION}, Ku
     [kube, s3, tokens] = await Promise.all([
       // The JobManagers' own identity has Flink's verbs (the operator's "flink" Role); the gateways
       // have the example's Role alone, as its RoleBinding grants the pod's service account.
-      KubeApiServer.start({ users: [{ name: serviceAccountUser, groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`] }, { name: 'flink-jobmanager' }] }),
+      KubeApiServer.start({
+        users: [
+          { name: serviceAccountUser, groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`] },
+          { name: 'flink-jobmanager' },
+        ],
+      }),
       startS3Server({ keys: { [S3_KEY.accessKeyId]: S3_KEY.secretAccessKey }, buckets: [bucket] }),
       startTokenEndpoint(),
     ]);
@@ -228,19 +257,30 @@ describe(`examples/kubernetes/ as shipped: two JobManagers (Flink ${VERSION}, Ku
       if (r.status !== 201) throw new Error(`cannot apply ${m.file}: ${JSON.stringify(r.body)}`);
     }
     await kube.grantConfigMaps(namespace, 'flink-jobmanager', ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']);
-    await putObject(s3.url, S3_KEY, bucket, jobJarUri.pathname.slice(1), readFileSync(appJar(s3Job.spec.job.entryClass as string, join(dir, 'app-jar'))));
+    await putObject(
+      s3.url,
+      S3_KEY,
+      bucket,
+      jobJarUri.pathname.slice(1),
+      readFileSync(appJar(s3Job.spec.job.entryClass as string, join(dir, 'app-jar'))),
+    );
 
     // The first sidecar's files (TLS material, the Secrets) fill the shared directories; a Secret
     // volume with items gets those keys of its Secret (gateway-ca: the TLS Secret's ca.crt).
     kubernetesExample(join(dir, 'pod-setup'), { volumes: shared });
     for (const v of (jmPod.volumes as K8sObject[]).filter((x) => x.secret?.items)) {
       const source = (jmPod.volumes as K8sObject[]).find((x) => x.secret?.secretName === v.secret.secretName && !x.secret.items)!;
-      for (const item of v.secret.items as { key: string; path: string }[]) copyFileSync(join(shared.get(source.name)!, item.key), join(shared.get(v.name)!, item.path));
+      for (const item of v.secret.items as { key: string; path: string }[])
+        copyFileSync(join(shared.get(source.name)!, item.key), join(shared.get(v.name)!, item.path));
     }
     const mounts = mainMounts();
     buildTruststore(mounts);
     const local = [...mounts].sort((a, b) => b[0].length - a[0].length);
-    podPath = (text: string) => local.reduce((t, [from, to]) => t.replace(new RegExp(`(?<![\\w.-])${from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?=/|$|\\s)`, 'g'), to), text);
+    podPath = (text: string) =>
+      local.reduce(
+        (t, [from, to]) => t.replace(new RegExp(`(?<![\\w.-])${from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?=/|$|\\s)`, 'g'), to),
+        text,
+      );
     for (let i = 0; i < 2; i++) gatewayPorts.push(await freePort());
 
     // The FlinkDeployment's configuration as the operator writes it, with the pod's paths mapped to
@@ -264,12 +304,18 @@ describe(`examples/kubernetes/ as shipped: two JobManagers (Flink ${VERSION}, Ku
       flinkConfig: config,
       jobManagerConfig: (i) => ({
         // The bridge secret on this pod's own volume (the JobManager container's mount of it).
-        'security.delegation.token.provider.gateway.secret-file': mainPath(flinkConfiguration['security.delegation.token.provider.gateway.secret-file']!, podVolumes(i)),
+        'security.delegation.token.provider.gateway.secret-file': mainPath(
+          flinkConfiguration['security.delegation.token.provider.gateway.secret-file']!,
+          podVolumes(i),
+        ),
         // The JobManager's own entrypoint arguments (its REST endpoint on loopback, plain HTTP).
         ...Object.fromEntries([...entrypoint].filter(([k]) => !k.startsWith('rest.'))),
         'kubernetes.config.file': kube.kubeconfig('flink-jobmanager', namespace),
         // The bridge URL as the example writes it, with this gateway's port for 8081.
-        'security.delegation.token.provider.gateway.url': flinkConfiguration['security.delegation.token.provider.gateway.url']!.replace(':8081', `:${gatewayPorts[i]}`),
+        'security.delegation.token.provider.gateway.url': flinkConfiguration['security.delegation.token.provider.gateway.url']!.replace(
+          ':8081',
+          `:${gatewayPorts[i]}`,
+        ),
       }),
       startupTimeoutMs: 240_000,
       log,
@@ -285,9 +331,11 @@ describe(`examples/kubernetes/ as shipped: two JobManagers (Flink ${VERSION}, Ku
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('the example\'s settings reach the processes: Kubernetes HA with the gateways\' store on ConfigMaps, one web.upload.dir on the shared claim', async () => {
+  it("the example's settings reach the processes: Kubernetes HA with the gateways' store on ConfigMaps, one web.upload.dir on the shared claim", async () => {
     expect(flinkConfiguration['high-availability.type']).toBe('kubernetes');
-    const uploads = shared.get((jmPod.volumes as K8sObject[]).find((v) => v.persistentVolumeClaim?.claimName === 'team-a-session-uploads')!.name)!;
+    const uploads = shared.get(
+      (jmPod.volumes as K8sObject[]).find((v) => v.persistentVolumeClaim?.claimName === 'team-a-session-uploads')!.name,
+    )!;
     // Both JobManagers run with the FlinkDeployment's web.upload.dir, mapped to the shared directory.
     for (const url of cluster.restUrls) {
       const conf = (await call('GET', `${url}/v1/jobmanager/config`)) as unknown as { body: { key: string; value: string }[] };
@@ -296,27 +344,43 @@ describe(`examples/kubernetes/ as shipped: two JobManagers (Flink ${VERSION}, Ku
     // Flink's leader ConfigMap is on the API server, and the gateways follow it: exactly one leads.
     const leader = await kube.api('GET', `/api/v1/namespaces/${namespace}/configmaps/${clusterId}-cluster-config-map`);
     expect(leader.status).toBe(200);
-    await eventually(async () => {
-      const leading = await Promise.all(gateways.map(async (g) => ((await call('GET', `${g.url}/gateway/v1/tokens`)).body.ha as { leading?: boolean } | undefined)?.leading === true));
-      return leading.filter(Boolean).length === 1;
-    }, 'one gateway to lead', 120_000, 500);
+    await eventually(
+      async () => {
+        const leading = await Promise.all(
+          gateways.map(
+            async (g) => ((await call('GET', `${g.url}/gateway/v1/tokens`)).body.ha as { leading?: boolean } | undefined)?.leading === true,
+          ),
+        );
+        return leading.filter(Boolean).length === 1;
+      },
+      'one gateway to lead',
+      120_000,
+      500,
+    );
   });
 
-  it.each([[0, 1], [1, 0]])('the operator\'s run by URI as shipped (fetched-only): placeholder uploaded through gateway %i, run through gateway %i; the job reads its token through the bridge', async (up, run) => {
-    const holder = await upload(gateways[up]!.url, 'placeholder.jar', PLACEHOLDER);
-    expect(holder.status).toBe(200);
-    const jobId = newJobId();
-    const r = await call('POST', `${gateways[run]!.url}/v1/jars/${jarIdOf(holder)}/run`, {
-      jobId,
-      entryClass: s3Job.spec.job.entryClass,
-      programArgsList: ['--provider', 'oauth2', '--expect', 'k8s-example-', '--timeout-ms', '150000'],
-      flinkConfiguration: { ...(s3Job.spec.flinkConfiguration as Record<string, string>), 'parallelism.default': '1' },
-    });
-    if (r.status !== 200) process.stderr.write(`${JSON.stringify(r.body)}\n${gateways[run]!.output().slice(-3000)}\n`);
-    expect(r.status).toBe(200);
-    expect(await finalState(gateways[up]!.url, jobId)).toBe('FINISHED');
-    expect(tokens.issued()).toBeGreaterThan(0);
-  }, 240_000);
+  it.each([
+    [0, 1],
+    [1, 0],
+  ])(
+    "the operator's run by URI as shipped (fetched-only): placeholder uploaded through gateway %i, run through gateway %i; the job reads its token through the bridge",
+    async (up, run) => {
+      const holder = await upload(gateways[up]!.url, 'placeholder.jar', PLACEHOLDER);
+      expect(holder.status).toBe(200);
+      const jobId = newJobId();
+      const r = await call('POST', `${gateways[run]!.url}/v1/jars/${jarIdOf(holder)}/run`, {
+        jobId,
+        entryClass: s3Job.spec.job.entryClass,
+        programArgsList: ['--provider', 'oauth2', '--expect', 'k8s-example-', '--timeout-ms', '150000'],
+        flinkConfiguration: { ...(s3Job.spec.flinkConfiguration as Record<string, string>), 'parallelism.default': '1' },
+      });
+      if (r.status !== 200) process.stderr.write(`${JSON.stringify(r.body)}\n${gateways[run]!.output().slice(-3000)}\n`);
+      expect(r.status).toBe(200);
+      expect(await finalState(gateways[up]!.url, jobId)).toBe('FINISHED');
+      expect(tokens.issued()).toBeGreaterThan(0);
+    },
+    240_000,
+  );
 
   describe('with gateway.policy.mode relaxed to open, so that FlinkSessionJobs with a jarURI run (the operator uploads the jar itself)', () => {
     beforeAll(async () => {
@@ -324,20 +388,34 @@ describe(`examples/kubernetes/ as shipped: two JobManagers (Flink ${VERSION}, Ku
       await startGateways(['-Dgateway.policy.mode=open']);
     }, 120_000);
 
-    it.each([[0, 1], [1, 0]])('a jar uploaded through gateway %i is listed and runs through gateway %i', async (up, run) => {
-      const jar = await upload(gateways[up]!.url, 'WordCount.jar', readFileSync(WORDCOUNT_JAR));
-      expect(jar.status).toBe(200);
-      const jarId = jarIdOf(jar);
-      const listed = await call('GET', `${gateways[run]!.url}/v1/jars`);
-      expect((listed.body.files as { id: string }[]).map((f) => f.id)).toContain(jarId);
-      const jobId = newJobId();
-      const r = await call('POST', `${gateways[run]!.url}/v1/jars/${jarId}/run`, { jobId, entryClass: WORDCOUNT_CLASS, programArgsList: [], flinkConfiguration: { 'parallelism.default': '1' } });
-      if (r.status !== 200) process.stderr.write(`${JSON.stringify(r.body)}\n`);
-      expect(r.status).toBe(200);
-      expect(await finalState(gateways[run]!.url, jobId)).toBe('FINISHED');
-      // The jar is where both JobManagers look: in the shared claim's directory.
-      const uploads = shared.get((jmPod.volumes as K8sObject[]).find((v) => v.persistentVolumeClaim?.claimName === 'team-a-session-uploads')!.name)!;
-      expect(readdirSync(join(uploads, 'flink-web-upload'))).toContain(jarId);
-    }, 240_000);
+    it.each([
+      [0, 1],
+      [1, 0],
+    ])(
+      'a jar uploaded through gateway %i is listed and runs through gateway %i',
+      async (up, run) => {
+        const jar = await upload(gateways[up]!.url, 'WordCount.jar', readFileSync(WORDCOUNT_JAR));
+        expect(jar.status).toBe(200);
+        const jarId = jarIdOf(jar);
+        const listed = await call('GET', `${gateways[run]!.url}/v1/jars`);
+        expect((listed.body.files as { id: string }[]).map((f) => f.id)).toContain(jarId);
+        const jobId = newJobId();
+        const r = await call('POST', `${gateways[run]!.url}/v1/jars/${jarId}/run`, {
+          jobId,
+          entryClass: WORDCOUNT_CLASS,
+          programArgsList: [],
+          flinkConfiguration: { 'parallelism.default': '1' },
+        });
+        if (r.status !== 200) process.stderr.write(`${JSON.stringify(r.body)}\n`);
+        expect(r.status).toBe(200);
+        expect(await finalState(gateways[run]!.url, jobId)).toBe('FINISHED');
+        // The jar is where both JobManagers look: in the shared claim's directory.
+        const uploads = shared.get(
+          (jmPod.volumes as K8sObject[]).find((v) => v.persistentVolumeClaim?.claimName === 'team-a-session-uploads')!.name,
+        )!;
+        expect(readdirSync(join(uploads, 'flink-web-upload'))).toContain(jarId);
+      },
+      240_000,
+    );
   });
 });

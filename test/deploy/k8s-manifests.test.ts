@@ -16,8 +16,26 @@ import { haOptions, haStoreOf } from '../../src/ha/ha-options';
 import { exposureProblem } from '../../src/http/auth';
 import { JOB_JAR_KEY } from '../../src/submission/run-request';
 import { parseDockerfile } from './dockerfile';
-import { dynamicProperties, FLINK_CONF_VOLUME, type K8sObject, label, loadManifests, type Manifest, ofKind, onlyOne, operatorFlinkConfig } from './manifests';
-import { crdToJsonSchema, createValidatorFactory, describeErrors, K8S_VERSION, loadCoreSchemas, loadOperatorCrds, operatorApiVersion } from './schemas';
+import {
+  dynamicProperties,
+  FLINK_CONF_VOLUME,
+  type K8sObject,
+  label,
+  loadManifests,
+  type Manifest,
+  ofKind,
+  onlyOne,
+  operatorFlinkConfig,
+} from './manifests';
+import {
+  crdToJsonSchema,
+  createValidatorFactory,
+  describeErrors,
+  K8S_VERSION,
+  loadCoreSchemas,
+  loadOperatorCrds,
+  operatorApiVersion,
+} from './schemas';
 
 // Validates examples/kubernetes/ against the operator's CRDs (Maven Central) and the core Kubernetes
 // schemas (PyPI kubernetes-validate), and checks that the gateway's configuration and the containers of
@@ -32,7 +50,11 @@ const FLINK_CRD_VERSION = 'v1beta1';
  */
 const FLINK_VERSIONS_NEWER_THAN_CRD = ['v2_0', 'v2_1'];
 /** Labels Flink gives the pods of a native-mode cluster (flink-kubernetes Constants/KubernetesUtils). */
-const flinkPodLabels = (cluster: string, component: 'jobmanager' | 'taskmanager') => ({ type: 'flink-native-kubernetes', app: cluster, component });
+const flinkPodLabels = (cluster: string, component: 'jobmanager' | 'taskmanager') => ({
+  type: 'flink-native-kubernetes',
+  app: cluster,
+  component,
+});
 /** Flink merges the pod template's container of this name with the JobManager container it generates. */
 const MAIN_CONTAINER = 'flink-main-container';
 const GATEWAY_CONTAINER = 'flink-jar-gateway';
@@ -46,7 +68,9 @@ const manifests = loadManifests();
 const flinkManifests = manifests.filter((m) => m.obj.apiVersion?.startsWith('flink.apache.org/'));
 /** Kinds with no schema available offline (cert-manager's CRDs are not in a package registry here): wiring checks only. */
 const NO_OFFLINE_SCHEMA = new Set(['cert-manager.io/v1/Certificate']);
-const coreManifests = manifests.filter((m) => !m.obj.apiVersion?.startsWith('flink.apache.org/') && !NO_OFFLINE_SCHEMA.has(`${m.obj.apiVersion}/${m.obj.kind}`));
+const coreManifests = manifests.filter(
+  (m) => !m.obj.apiVersion?.startsWith('flink.apache.org/') && !NO_OFFLINE_SCHEMA.has(`${m.obj.apiVersion}/${m.obj.kind}`),
+);
 const registry = createRegistry(builtinPlugins);
 
 const deployment = onlyOne(manifests, 'FlinkDeployment');
@@ -62,7 +86,8 @@ const container = (name: string): K8sObject => {
 const gateway = container(GATEWAY_CONTAINER);
 const main = container(MAIN_CONTAINER);
 const volume = (name: string): K8sObject | undefined => (jmPod.spec.volumes as K8sObject[]).find((v) => v.name === name);
-const mountOf = (c: K8sObject, volumeName: string): K8sObject | undefined => (c.volumeMounts as K8sObject[] | undefined)?.find((m) => m.name === volumeName);
+const mountOf = (c: K8sObject, volumeName: string): K8sObject | undefined =>
+  (c.volumeMounts as K8sObject[] | undefined)?.find((m) => m.name === volumeName);
 const configVolume = (jmPod.spec.volumes as K8sObject[]).find((v) => v.configMap)!;
 const secretVolume = (jmPod.spec.volumes as K8sObject[]).find((v) => v.secret)!;
 const configMap = onlyOne(manifests, 'ConfigMap', configVolume.configMap.name);
@@ -73,7 +98,14 @@ const secret = onlyOne(manifests, 'Secret', secretVolume.secret.secretName);
  * ConfigMap file and Secret directory replaced by local copies), its environment (status.podIP
  * resolved to POD_IP), the same loader and registry as bin/flink-jar-gateway.js.
  */
-function loadGatewayConfig(): { keys: string[]; config: Configuration; cluster: Map<string, string>; clusterKeys: string[]; args: string[]; env: Record<string, string> } {
+function loadGatewayConfig(): {
+  keys: string[];
+  config: Configuration;
+  cluster: Map<string, string>;
+  clusterKeys: string[];
+  args: string[];
+  env: Record<string, string>;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'fjg-k8s-'));
   try {
     const configMount = mountOf(gateway, configVolume.name)!.mountPath as string;
@@ -83,7 +115,8 @@ function loadGatewayConfig(): { keys: string[]; config: Configuration; cluster: 
     const flinkConfDir = join(dir, 'flink-conf');
     mkdirSync(flinkConfDir);
     writeFileSync(join(flinkConfDir, 'config.yaml'), stringify(operatorFlinkConfig(deployment)));
-    for (const [k, v] of Object.entries({ ...(secret.stringData ?? {}), ...decodeData(secret.data) })) writeFileSync(join(secretDir, k), String(v));
+    for (const [k, v] of Object.entries({ ...(secret.stringData ?? {}), ...decodeData(secret.data) }))
+      writeFileSync(join(secretDir, k), String(v));
     const args = (gateway.args as string[]).map((a) => {
       if (!a.startsWith(`${configMount}/`)) return a;
       const file = join(dir, posix.relative(configMount, a));
@@ -130,7 +163,9 @@ function standbyProblem(d: K8sObject): string | undefined {
 
 /** The name of the volume `c` mounts `file` from (the longest mount path that holds it). */
 function volumeOfFile(c: K8sObject, file: string): string | undefined {
-  return ((c.volumeMounts as K8sObject[] | undefined) ?? []).filter((m) => file.startsWith(`${m.mountPath}/`)).sort((a, b) => b.mountPath.length - a.mountPath.length)[0]?.name;
+  return ((c.volumeMounts as K8sObject[] | undefined) ?? [])
+    .filter((m) => file.startsWith(`${m.mountPath}/`))
+    .sort((a, b) => b.mountPath.length - a.mountPath.length)[0]?.name;
 }
 
 function decodeData(data: Record<string, string> | undefined): Record<string, string> {
@@ -140,7 +175,8 @@ function decodeData(data: Record<string, string> | undefined): Record<string, st
 function gatewayYaml(): Record<string, unknown> {
   const doc = parse(String(configMap.data['gateway.yaml'])) as Record<string, unknown>;
   // Flat keys only (one Flink-style key per line), so nothing depends on how nesting is flattened.
-  for (const [k, v] of Object.entries(doc)) if (v !== null && typeof v === 'object') throw new Error(`gateway.yaml: ${k} is not a flat key`);
+  for (const [k, v] of Object.entries(doc))
+    if (v !== null && typeof v === 'object') throw new Error(`gateway.yaml: ${k} is not a flat key`);
   return doc;
 }
 
@@ -239,7 +275,7 @@ describe(`core Kubernetes schemas (${K8S_VERSION}, strict)`, () => {
   });
 });
 
-describe('the operator\'s own validation rules (DefaultValidator)', () => {
+describe("the operator's own validation rules (DefaultValidator)", () => {
   it('FlinkDeployment: name, service account, memory, replicas, forbidden and overlapping keys', () => {
     expect(deployment.metadata.name).toMatch(DEPLOYMENT_NAME);
     expect(deployment.spec.serviceAccount).toEqual(expect.any(String));
@@ -247,7 +283,8 @@ describe('the operator\'s own validation rules (DefaultValidator)', () => {
     expect(deployment.spec.taskManager.resource.memory).toEqual(expect.any(String));
     // More than one JobManager needs HA (and HA needs its storage directory).
     expect(standbyProblem(deployment)).toBeUndefined();
-    for (const k of ['kubernetes.namespace', 'kubernetes.cluster-id', 'high-availability.cluster-id']) expect(Object.keys(flinkConf)).not.toContain(k);
+    for (const k of ['kubernetes.namespace', 'kubernetes.cluster-id', 'high-availability.cluster-id'])
+      expect(Object.keys(flinkConf)).not.toContain(k);
     // Flink 2 config.yaml: the operator refuses keys where one is a prefix of another ("a.b" and "a.b.c").
     const keys = Object.keys(flinkConf);
     expect(keys.flatMap((a) => keys.filter((b) => b.startsWith(`${a}.`)).map((b) => `${a} -> ${b}`))).toEqual([]);
@@ -267,29 +304,36 @@ describe('the operator\'s own validation rules (DefaultValidator)', () => {
     expect(standbyProblem(single)).toBeUndefined();
   });
 
-  it.each(sessionJobs.map((m) => [label(m), m] as [string, Manifest]))('%s: a running stateless job of the session cluster, with no jarURI', (_name, m) => {
-    const { spec, metadata } = m.obj;
-    expect(spec.deploymentName).toBe(deployment.metadata.name);
-    expect(metadata.namespace).toBe(deployment.metadata.namespace);
-    expect(spec.job.jarURI).toBeUndefined();
-    expect(spec.job.entryClass).toEqual(expect.any(String));
-    expect(spec.job.state ?? 'running').toBe('running');
-    // last-state is refused for session jobs; savepoint needs a savepoint directory in the cluster config.
-    expect(spec.job.upgradeMode ?? 'stateless').toBe('stateless');
-    expect(spec.job.parallelism).toBeGreaterThanOrEqual(1);
-  });
+  it.each(sessionJobs.map((m) => [label(m), m] as [string, Manifest]))(
+    '%s: a running stateless job of the session cluster, with no jarURI',
+    (_name, m) => {
+      const { spec, metadata } = m.obj;
+      expect(spec.deploymentName).toBe(deployment.metadata.name);
+      expect(metadata.namespace).toBe(deployment.metadata.namespace);
+      expect(spec.job.jarURI).toBeUndefined();
+      expect(spec.job.entryClass).toEqual(expect.any(String));
+      expect(spec.job.state ?? 'running').toBe('running');
+      // last-state is refused for session jobs; savepoint needs a savepoint directory in the cluster config.
+      expect(spec.job.upgradeMode ?? 'stateless').toBe('stateless');
+      expect(spec.job.parallelism).toBeGreaterThanOrEqual(1);
+    },
+  );
 });
 
-describe('the gateway\'s configuration', () => {
-  it('every key in the ConfigMap, the sidecar\'s -D arguments, its FLINK_GATEWAY_* environment and the Secret is a gateway option', () => {
+describe("the gateway's configuration", () => {
+  it("every key in the ConfigMap, the sidecar's -D arguments, its FLINK_GATEWAY_* environment and the Secret is a gateway option", () => {
     const { keys } = loadGatewayConfig();
     expect(keys.length).toBeGreaterThan(5);
     expect(keys.filter((k) => registry.lookup(k) === undefined)).toEqual([]);
     for (const e of (gateway.env as K8sObject[] | undefined) ?? []) {
       if (!e.name.startsWith('FLINK_GATEWAY_')) continue;
-      expect({ env: e.name, known: registry.all().some((d) => !d.key.includes('<') && envNameFor(d.key) === e.name) }).toEqual({ env: e.name, known: true });
+      expect({ env: e.name, known: registry.all().some((d) => !d.key.includes('<') && envNameFor(d.key) === e.name) }).toEqual({
+        env: e.name,
+        known: true,
+      });
     }
-    for (const k of Object.keys({ ...secret.stringData, ...secret.data })) expect({ k, known: registry.lookup(k) !== undefined }).toEqual({ k, known: true });
+    for (const k of Object.keys({ ...secret.stringData, ...secret.data }))
+      expect({ k, known: registry.lookup(k) !== undefined }).toEqual({ k, known: true });
   });
 
   it('resolves (types, ranges, enums) as the gateway does at start, with remote jars on and every interface of the pod as bind address', () => {
@@ -311,24 +355,27 @@ describe('the gateway\'s configuration', () => {
     }
   });
 
-  it.each(sessionJobs.map((m) => [label(m), m] as [string, Manifest]))('%s names a jar URI the gateway accepts, a built-in plugin reads, and the Secret variant has credentials for', (_name, m) => {
-    const { config } = loadGatewayConfig();
-    const uri = new URL(m.obj.spec.flinkConfiguration[JOB_JAR_KEY]);
-    const scheme = uri.protocol.slice(0, -1);
-    expect(config.get(artifactOptions.allowedSchemes)).toContain(scheme);
-    // The example's allow-list admits the example's own jobs.
-    expect(new UriAllowList(config.get(artifactOptions.allowedUris)).check(uri).verdict).toMatch(/^matched /);
-    expect(builtinPlugins.filter((p) => p.schemes.includes(scheme)).map((p) => p.name)).toHaveLength(1);
-    const secretKeys = Object.keys({ ...secret.stringData, ...secret.data });
-    const account = uri.hostname.split('.')[0];
-    const needed = {
-      s3: ['s3.access-key', 's3.secret-key'],
-      wasbs: [`fs.azure.account.key.${account}.blob.core.windows.net`],
-      abfss: [`fs.azure.account.key.${account}.blob.core.windows.net`],
-      https: ['user.artifacts.http-headers'],
-    }[scheme];
-    expect(needed?.filter((k) => !secretKeys.includes(k))).toEqual([]);
-  });
+  it.each(sessionJobs.map((m) => [label(m), m] as [string, Manifest]))(
+    '%s names a jar URI the gateway accepts, a built-in plugin reads, and the Secret variant has credentials for',
+    (_name, m) => {
+      const { config } = loadGatewayConfig();
+      const uri = new URL(m.obj.spec.flinkConfiguration[JOB_JAR_KEY]);
+      const scheme = uri.protocol.slice(0, -1);
+      expect(config.get(artifactOptions.allowedSchemes)).toContain(scheme);
+      // The example's allow-list admits the example's own jobs.
+      expect(new UriAllowList(config.get(artifactOptions.allowedUris)).check(uri).verdict).toMatch(/^matched /);
+      expect(builtinPlugins.filter((p) => p.schemes.includes(scheme)).map((p) => p.name)).toHaveLength(1);
+      const secretKeys = Object.keys({ ...secret.stringData, ...secret.data });
+      const account = uri.hostname.split('.')[0];
+      const needed = {
+        s3: ['s3.access-key', 's3.secret-key'],
+        wasbs: [`fs.azure.account.key.${account}.blob.core.windows.net`],
+        abfss: [`fs.azure.account.key.${account}.blob.core.windows.net`],
+        https: ['user.artifacts.http-headers'],
+      }[scheme];
+      expect(needed?.filter((k) => !secretKeys.includes(k))).toEqual([]);
+    },
+  );
 });
 
 describe('wiring between the JobManager, the gateway sidecar and the cluster', () => {
@@ -343,7 +390,11 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     expect(loadGatewayConfig().config.get(coreOptions.restPort)).toBe(restPort);
     const scheme = gatewayTls(loadGatewayConfig().config) ? 'HTTPS' : 'HTTP';
     for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
-      expect({ probe, port: gateway[probe]?.httpGet?.port, scheme: gateway[probe]?.httpGet?.scheme ?? 'HTTP' }).toEqual({ probe, port: restPort, scheme });
+      expect({ probe, port: gateway[probe]?.httpGet?.port, scheme: gateway[probe]?.httpGet?.scheme ?? 'HTTP' }).toEqual({
+        probe,
+        port: restPort,
+        scheme,
+      });
     }
     expect(gateway.livenessProbe.httpGet.path).toBe('/gateway/v1/health');
     expect(gateway.readinessProbe.httpGet.path).toBe('/gateway/v1/ready');
@@ -356,10 +407,14 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     expect(jmPort).toBeGreaterThan(0);
     expect(jmPort).not.toBe(restPort);
     const target = new URL(loadGatewayConfig().config.getOptional(coreOptions.clusterRestUrl) ?? '');
-    expect({ host: target.hostname, port: Number(target.port), protocol: target.protocol }).toEqual({ host: '127.0.0.1', port: jmPort, protocol: 'http:' });
+    expect({ host: target.hostname, port: Number(target.port), protocol: target.protocol }).toEqual({
+      host: '127.0.0.1',
+      port: jmPort,
+      protocol: 'http:',
+    });
   });
 
-  it('the gateway listens on the pod\'s interfaces: the pod IP for the Service, loopback for the JobManager\'s token bridge', () => {
+  it("the gateway listens on the pod's interfaces: the pod IP for the Service, loopback for the JobManager's token bridge", () => {
     const env = (gateway.env as K8sObject[]).find((e) => e.name === envNameFor(coreOptions.restBindAddress.key));
     expect(env?.value).toBe('0.0.0.0');
   });
@@ -399,11 +454,17 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
 
   it('TLS material: the files the gateway reads are in the mounted certificate Secret, whose certificate names the REST Service the operator dials', () => {
     const { config } = loadGatewayConfig();
-    const tlsVolume = (jmPod.spec.volumes as K8sObject[]).find((v) => v.secret?.secretName && v.secret.secretName !== secretVolume.secret.secretName)!;
+    const tlsVolume = (jmPod.spec.volumes as K8sObject[]).find(
+      (v) => v.secret?.secretName && v.secret.secretName !== secretVolume.secret.secretName,
+    )!;
     const mount = mountOf(gateway, tlsVolume.name)!;
     expect(mount.readOnly).toBe(true);
     expect(mountOf(main, tlsVolume.name)).toBeUndefined();
-    for (const file of [config.getOptional(coreOptions.tlsCert), config.getOptional(coreOptions.tlsKey), config.getOptional(coreOptions.tlsClientCa)]) {
+    for (const file of [
+      config.getOptional(coreOptions.tlsCert),
+      config.getOptional(coreOptions.tlsKey),
+      config.getOptional(coreOptions.tlsClientCa),
+    ]) {
       expect({ file, dir: posix.dirname(file ?? '') }).toEqual({ file, dir: mount.mountPath });
       expect(['tls.crt', 'tls.key', 'ca.crt']).toContain(posix.basename(file ?? ''));
     }
@@ -423,7 +484,9 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     const uploadDir = flinkConf['web.upload.dir']!;
     expect(config.getOptional(coreOptions.jobManagerUploadDir)).toBe(uploadDir);
     const mountFor = (c: K8sObject, path: string) =>
-      ((c.volumeMounts as K8sObject[] | undefined) ?? []).filter((m) => path === m.mountPath || path.startsWith(`${m.mountPath}/`)).sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+      ((c.volumeMounts as K8sObject[] | undefined) ?? [])
+        .filter((m) => path === m.mountPath || path.startsWith(`${m.mountPath}/`))
+        .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
     const jmMount = mountFor(main, uploadDir);
     const gwMount = mountFor(gateway, uploadDir);
     expect(jmMount).toBeDefined();
@@ -443,9 +506,12 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     expect(config.get(artifactOptions.handoff)).toBe('upload');
   });
 
-  it('both containers can write the shared volume: the gateway runs as the Flink image\'s uid 9999, the pod has fsGroup 9999, as in the Dockerfile', () => {
+  it("both containers can write the shared volume: the gateway runs as the Flink image's uid 9999, the pod has fsGroup 9999, as in the Dockerfile", () => {
     const stages = parseDockerfile(readFileSync(join(root, 'Dockerfile'), 'utf8'));
-    const user = stages.at(-1)!.instructions.filter((i) => i.keyword === 'USER').at(-1)!.rest;
+    const user = stages
+      .at(-1)!
+      .instructions.filter((i) => i.keyword === 'USER')
+      .at(-1)!.rest;
     const [uid, gid = uid] = user.split(':').map(Number);
     expect(gateway.securityContext.runAsUser).toBe(uid);
     expect(gateway.securityContext.runAsGroup).toBe(gid);
@@ -456,7 +522,13 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
   it('volumes: every mount has a volume; the ConfigMap is the --config file; the Secret is gateway.secrets.dir, optional and in the gateway container only', () => {
     // Plus the one Flink adds to the JobManager pod itself (FlinkConfMountDecorator, see FLINK_CONF_VOLUME).
     const names = new Set([...(jmPod.spec.volumes as K8sObject[]).map((v) => v.name), FLINK_CONF_VOLUME]);
-    for (const c of containers) for (const m of c.volumeMounts ?? []) expect({ container: c.name, volume: m.name, defined: names.has(m.name) }).toEqual({ container: c.name, volume: m.name, defined: true });
+    for (const c of containers)
+      for (const m of c.volumeMounts ?? [])
+        expect({ container: c.name, volume: m.name, defined: names.has(m.name) }).toEqual({
+          container: c.name,
+          volume: m.name,
+          defined: true,
+        });
     const configMount = mountOf(gateway, configVolume.name)!.mountPath;
     const configArg = (gateway.args as string[])[(gateway.args as string[]).indexOf('--config') + 1]!;
     expect(posix.dirname(configArg)).toBe(configMount);
@@ -467,12 +539,13 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
     expect(mountOf(main, secretVolume.name)).toBeUndefined();
     // Each Secret volume is mounted by the gateway alone (the gateway-truststore init container reads
     // the TLS Secret's ca.crt, a public certificate).
-    for (const v of (jmPod.spec.volumes as K8sObject[]).filter((x) => x.secret)) expect({ volume: v.name, inMain: mountOf(main, v.name) !== undefined }).toEqual({ volume: v.name, inMain: false });
+    for (const v of (jmPod.spec.volumes as K8sObject[]).filter((x) => x.secret))
+      expect({ volume: v.name, inMain: mountOf(main, v.name) !== undefined }).toEqual({ volume: v.name, inMain: false });
     expect(mountOf(gateway, secretVolume.name)!.readOnly).toBe(true);
     for (const m of [deployment, configMap, secret]) expect(m.metadata.namespace).toBe(deployment.metadata.namespace);
   });
 
-  it('the NetworkPolicy admits only the operator and clients to rest.port, only this cluster\'s TaskManagers to RPC and blob, and only the other JobManager to RPC, blob and metric queries', () => {
+  it("the NetworkPolicy admits only the operator and clients to rest.port, only this cluster's TaskManagers to RPC and blob, and only the other JobManager to RPC, blob and metric queries", () => {
     const policy = onlyOne(manifests, 'NetworkPolicy');
     const name = deployment.metadata.name as string;
     expect(policy.metadata.namespace).toBe(deployment.metadata.namespace);
@@ -520,10 +593,10 @@ describe('wiring between the JobManager, the gateway sidecar and the cluster', (
   });
 });
 
-describe('HA: two JobManagers whose gateways share ConfigMaps in the cluster\'s namespace (Kubernetes HA, ADR 0012, ADR 0031)', () => {
+describe("HA: two JobManagers whose gateways share ConfigMaps in the cluster's namespace (Kubernetes HA, ADR 0012, ADR 0031)", () => {
   const name = deployment.metadata.name as string;
 
-  it('the gateway mounts Flink\'s configuration volume read-only, and gateway.cluster.flink-conf is that mount', () => {
+  it("the gateway mounts Flink's configuration volume read-only, and gateway.cluster.flink-conf is that mount", () => {
     const mount = mountOf(gateway, FLINK_CONF_VOLUME);
     expect(mount?.readOnly).toBe(true);
     // Flink adds the volume and its mount in the main container itself; declaring either in the
@@ -534,7 +607,7 @@ describe('HA: two JobManagers whose gateways share ConfigMaps in the cluster\'s 
     expect(gatewayYaml()[CLUSTER_FLINK_CONF_KEY]).toBe(mount?.mountPath);
   });
 
-  it('the gateway\'s store resolves to ConfigMaps of the cluster (its cluster-id, its namespace), with the pod\'s service account', () => {
+  it("the gateway's store resolves to ConfigMaps of the cluster (its cluster-id, its namespace), with the pod's service account", () => {
     const { config, cluster } = loadGatewayConfig();
     expect(Object.fromEntries(cluster)).toEqual(operatorFlinkConfig(deployment));
     const store = haStoreOf(config.get(haOptions.store), Object.fromEntries(cluster));
@@ -546,19 +619,25 @@ describe('HA: two JobManagers whose gateways share ConfigMaps in the cluster\'s 
     // gateway.ha.store is explicit: a cluster configuration without Kubernetes HA stops the gateway
     // instead of leaving two gateways with a store each (control).
     expect(config.get(haOptions.store)).toBe('kubernetes');
-    expect(() => haStoreOf(config.get(haOptions.store), { ...Object.fromEntries(cluster), 'high-availability.type': 'NONE' })).toThrow(/gateway.ha.store is kubernetes/);
+    expect(() => haStoreOf(config.get(haOptions.store), { ...Object.fromEntries(cluster), 'high-availability.type': 'NONE' })).toThrow(
+      /gateway.ha.store is kubernetes/,
+    );
   });
 
-  it('RBAC: a Role with exactly the store\'s verbs on configmaps (ADR 0031), bound to the JobManager\'s service account', () => {
+  it("RBAC: a Role with exactly the store's verbs on configmaps (ADR 0031), bound to the JobManager's service account", () => {
     const role = onlyOne(manifests, 'Role', 'team-a-session-gateway-ha');
     expect(role.metadata.namespace).toBe(deployment.metadata.namespace);
-    expect(role.rules).toEqual([{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] }]);
+    expect(role.rules).toEqual([
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
+    ]);
     const binding = onlyOne(manifests, 'RoleBinding', 'team-a-session-gateway-ha');
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
-    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: deployment.spec.serviceAccount, namespace: deployment.metadata.namespace }]);
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: deployment.spec.serviceAccount, namespace: deployment.metadata.namespace },
+    ]);
   });
 
-  it('the gateways\' shared HA secret (ADR 0028) is a file from a Secret of its own: required, in the gateway container only, one key', () => {
+  it("the gateways' shared HA secret (ADR 0028) is a file from a Secret of its own: required, in the gateway container only, one key", () => {
     const file = gatewayYaml()['gateway.ha.shared-secret-file'] as string;
     const mount = (gateway.volumeMounts as K8sObject[]).find((m) => file.startsWith(`${m.mountPath}/`));
     expect(mount?.readOnly).toBe(true);
@@ -571,11 +650,15 @@ describe('HA: two JobManagers whose gateways share ConfigMaps in the cluster\'s 
     expect(haSecret.metadata.namespace).toBe(deployment.metadata.namespace);
   });
 
-  it('no key of the cluster\'s Flink configuration changes the gateway\'s own options: the JobManager\'s own keys are not taken, and nothing else in it is a gateway option', () => {
+  it("no key of the cluster's Flink configuration changes the gateway's own options: the JobManager's own keys are not taken, and nothing else in it is a gateway option", () => {
     const { config, clusterKeys } = loadGatewayConfig();
     const conf = operatorFlinkConfig(deployment);
     // rest.port and web.upload.dir are in the file, and stay the gateway's own.
-    expect(Object.keys(conf).filter((k) => JOBMANAGER_OWN_KEYS.has(k)).sort()).toEqual(['rest.port', 'web.upload.dir']);
+    expect(
+      Object.keys(conf)
+        .filter((k) => JOBMANAGER_OWN_KEYS.has(k))
+        .sort(),
+    ).toEqual(['rest.port', 'web.upload.dir']);
     expect(clusterKeys.filter((k) => JOBMANAGER_OWN_KEYS.has(k))).toEqual([]);
     // Everything else is kept for jobs and token providers but is no gateway option, e.g.
     // security.ssl.rest.* (the gateway's own HTTPS is gateway.tls.*, its client's gateway.cluster.*).
@@ -591,7 +674,9 @@ describe('HA: two JobManagers whose gateways share ConfigMaps in the cluster\'s 
   it('high-availability.storageDir is a path on one ReadWriteMany claim mounted into the JobManager container (of both pods), not into the gateway', () => {
     const storageDir = new URL(flinkConf['high-availability.storageDir']!);
     expect(storageDir.protocol).toBe('file:');
-    const mount = ((main.volumeMounts as K8sObject[] | undefined) ?? []).find((m) => storageDir.pathname === m.mountPath || storageDir.pathname.startsWith(`${m.mountPath}/`));
+    const mount = ((main.volumeMounts as K8sObject[] | undefined) ?? []).find(
+      (m) => storageDir.pathname === m.mountPath || storageDir.pathname.startsWith(`${m.mountPath}/`),
+    );
     expect(mount).toBeDefined();
     const claimName = volume(mount!.name)?.persistentVolumeClaim?.claimName;
     const pvc = onlyOne(manifests, 'PersistentVolumeClaim', claimName);
@@ -603,7 +688,9 @@ describe('HA: two JobManagers whose gateways share ConfigMaps in the cluster\'s 
 
   it('the JobManagers prefer different nodes', () => {
     const terms = jmPod.spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution as K8sObject[];
-    expect(terms?.map((t) => t.podAffinityTerm)).toEqual([{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: flinkPodLabels(name, 'jobmanager') } }]);
+    expect(terms?.map((t) => t.podAffinityTerm)).toEqual([
+      { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: flinkPodLabels(name, 'jobmanager') } },
+    ]);
   });
 });
 
@@ -613,20 +700,26 @@ describe('the token bridge (token-bridge/README.md): its jar in lib/ of the JobM
   const podVolume = (pod: K8sObject, name: string) => (pod.spec.volumes as K8sObject[]).find((v) => v.name === name);
   const mainOf = (pod: K8sObject) => (pod.spec.containers as K8sObject[]).find((c) => c.name === MAIN_CONTAINER)!;
 
-  it.each([['JobManager', jmPod], ['TaskManager', tmPod]] as const)('%s: an init container from the gateway image copies the jar into a volume, mounted as one file into the stock image\'s lib/', (_who, pod) => {
-    const init = (pod.spec.initContainers as K8sObject[]).find((c) => c.name === 'token-bridge')!;
-    expect(init.image).toBe(gateway.image);
-    const [cmd, from, to] = init.command as string[];
-    expect(cmd).toBe('cp');
-    expect(from).toBe(`/opt/token-bridge/${BRIDGE_JAR}`);
-    const initMount = (init.volumeMounts as K8sObject[]).find((m) => posix.normalize(to!).replace(/\/$/, '') === m.mountPath)!;
-    expect(podVolume(pod, initMount.name)?.emptyDir).toBeDefined();
-    // lib/, not plugins/: job code reads the receiver's registry (a plugin class loader would hide it).
-    const libMount = (mainOf(pod).volumeMounts as K8sObject[]).find((m) => m.name === initMount.name)!;
-    expect(libMount).toMatchObject({ mountPath: `/opt/flink/lib/${BRIDGE_JAR}`, subPath: BRIDGE_JAR, readOnly: true });
-    expect(init.securityContext.runAsUser).toBe(gateway.securityContext.runAsUser);
-    expect(pod.spec.securityContext.fsGroup).toBe(gateway.securityContext.runAsGroup);
-  });
+  it.each([
+    ['JobManager', jmPod],
+    ['TaskManager', tmPod],
+  ] as const)(
+    "%s: an init container from the gateway image copies the jar into a volume, mounted as one file into the stock image's lib/",
+    (_who, pod) => {
+      const init = (pod.spec.initContainers as K8sObject[]).find((c) => c.name === 'token-bridge')!;
+      expect(init.image).toBe(gateway.image);
+      const [cmd, from, to] = init.command as string[];
+      expect(cmd).toBe('cp');
+      expect(from).toBe(`/opt/token-bridge/${BRIDGE_JAR}`);
+      const initMount = (init.volumeMounts as K8sObject[]).find((m) => posix.normalize(to!).replace(/\/$/, '') === m.mountPath)!;
+      expect(podVolume(pod, initMount.name)?.emptyDir).toBeDefined();
+      // lib/, not plugins/: job code reads the receiver's registry (a plugin class loader would hide it).
+      const libMount = (mainOf(pod).volumeMounts as K8sObject[]).find((m) => m.name === initMount.name)!;
+      expect(libMount).toMatchObject({ mountPath: `/opt/flink/lib/${BRIDGE_JAR}`, subPath: BRIDGE_JAR, readOnly: true });
+      expect(init.securityContext.runAsUser).toBe(gateway.securityContext.runAsUser);
+      expect(pod.spec.securityContext.fsGroup).toBe(gateway.securityContext.runAsGroup);
+    },
+  );
 
   it('the gateway creates the bridge secret on a volume the JobManager container reads it from (same path, same uid); not a Secret, and not in the TaskManagers', () => {
     const file = String(gatewayYaml()['gateway.tokens.bridge-secret-file']);
@@ -643,7 +736,7 @@ describe('the token bridge (token-bridge/README.md): its jar in lib/ of the JobM
     expect(((tmPod.spec.volumes as K8sObject[]) ?? []).some((x) => x.secret || x.name === v)).toBe(false);
   });
 
-  it('the gateway\'s state lives in directories it creates below its mounts (a volume\'s root is not the gateway\'s own, and the gateway refuses such a directory)', () => {
+  it("the gateway's state lives in directories it creates below its mounts (a volume's root is not the gateway's own, and the gateway refuses such a directory)", () => {
     const { config } = loadGatewayConfig();
     const bridgeDir = posix.dirname(String(gatewayYaml()['gateway.tokens.bridge-secret-file']));
     const cacheDir = config.get(artifactOptions.cacheDir);
@@ -659,11 +752,21 @@ describe('the token bridge (token-bridge/README.md): its jar in lib/ of the JobM
   it('the bridge pulls the gateway on loopback at rest.port, over HTTPS that its JVM trusts: the certificate names 127.0.0.1 and the truststore holds its CA', () => {
     const url = new URL(flinkConf['security.delegation.token.provider.gateway.url']!);
     const { config } = loadGatewayConfig();
-    expect({ host: url.hostname, port: Number(url.port), protocol: url.protocol }).toEqual({ host: '127.0.0.1', port: config.get(coreOptions.restPort), protocol: gatewayTls(config) ? 'https:' : 'http:' });
+    expect({ host: url.hostname, port: Number(url.port), protocol: url.protocol }).toEqual({
+      host: '127.0.0.1',
+      port: config.get(coreOptions.restPort),
+      protocol: gatewayTls(config) ? 'https:' : 'http:',
+    });
     const cert = onlyOne(manifests, 'Certificate');
     expect(cert.spec.ipAddresses).toContain('127.0.0.1');
     // The truststore: built by an init container from the JVM's own CAs plus the gateway certificate's CA.
-    const opts = new Map((flinkConf['env.java.opts.jobmanager'] ?? '').split(/\s+/).map((o) => /^-D([^=]+)=(.*)$/.exec(o)).filter((m) => m !== null).map((m) => [m![1]!, m![2]!]));
+    const opts = new Map(
+      (flinkConf['env.java.opts.jobmanager'] ?? '')
+        .split(/\s+/)
+        .map((o) => /^-D([^=]+)=(.*)$/.exec(o))
+        .filter((m) => m !== null)
+        .map((m) => [m![1]!, m![2]!]),
+    );
     const store = opts.get('javax.net.ssl.trustStore')!;
     expect(store).toBeDefined();
     const storeVolume = volumeOfFile(main, store)!;
@@ -679,7 +782,7 @@ describe('the token bridge (token-bridge/README.md): its jar in lib/ of the JobM
     expect(volumeOfFile(init, store)).toBe(storeVolume);
   });
 
-  it('Flink\'s retry backoff is the bridge\'s poll interval (10 s by default), not Flink\'s hour', () => {
+  it("Flink's retry backoff is the bridge's poll interval (10 s by default), not Flink's hour", () => {
     const poll = flinkConf['security.delegation.token.provider.gateway.poll-interval'] ?? '10 s';
     expect(flinkConf['security.delegation.tokens.renewal.retry.backoff']).toBe(poll);
   });

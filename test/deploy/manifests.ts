@@ -18,7 +18,9 @@ export const EXAMPLES_DIR = join(projectRoot(__dirname), 'examples', 'kubernetes
 /** Every document of every *.yaml / *.yml file in examples/kubernetes/. YAML errors and duplicate keys throw. */
 export function loadManifests(dir: string = EXAMPLES_DIR): Manifest[] {
   const out: Manifest[] = [];
-  for (const file of readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()) {
     const docs = parseAllDocuments(readFileSync(join(dir, file), 'utf8'), { uniqueKeys: true });
     docs.forEach((doc, index) => {
       if (doc.errors.length > 0) throw new Error(`${file} document ${index}: ${doc.errors.map((e) => e.message).join('; ')}`);
@@ -39,7 +41,8 @@ export function ofKind(manifests: Manifest[], kind: string): Manifest[] {
 
 export function onlyOne(manifests: Manifest[], kind: string, name?: string): K8sObject {
   const found = ofKind(manifests, kind).filter((m) => name === undefined || m.obj.metadata?.name === name);
-  if (found.length !== 1) throw new Error(`expected exactly one ${kind}${name ? ` named ${name}` : ''} in examples/kubernetes, found ${found.length}`);
+  if (found.length !== 1)
+    throw new Error(`expected exactly one ${kind}${name ? ` named ${name}` : ''} in examples/kubernetes, found ${found.length}`);
   return found[0]!.obj;
 }
 

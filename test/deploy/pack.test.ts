@@ -42,7 +42,8 @@ function childEnv(pathDirs: string[]): NodeJS.ProcessEnv {
 }
 
 const npmEnv = () => childEnv([node24Dir, ...(process.env.PATH ?? '').split(delimiter)]);
-const npm = (args: string[], cwd: string, timeoutMs: number): Promise<ProcessResult> => runProcess(process.execPath, [npmCli(), ...args], { cwd, env: npmEnv(), timeoutMs });
+const npm = (args: string[], cwd: string, timeoutMs: number): Promise<ProcessResult> =>
+  runProcess(process.execPath, [npmCli(), ...args], { cwd, env: npmEnv(), timeoutMs });
 
 /**
  * Whether dist/ holds a compiled file newer than every source of tsconfig.build.json (src/, fs-plugins/).
@@ -51,7 +52,9 @@ const npm = (args: string[], cwd: string, timeoutMs: number): Promise<ProcessRes
  */
 function distIsCurrent(): boolean {
   const sources = (dir: string): string[] =>
-    readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+    readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+    );
   return [...sources('src'), ...sources('fs-plugins')].every((ts) => {
     const js = join(root, 'dist', ts.replace(/\.ts$/, '.js'));
     return existsSync(js) && statSync(js).mtimeMs >= statSync(join(root, ts)).mtimeMs;
@@ -103,23 +106,40 @@ afterAll(() => {
 describe('npm pack', () => {
   it('ships the compiled gateway and plugins, the bin, docs and the embedded-flink sources, and nothing else', () => {
     const files = packed.files.map((f) => f.path);
-    for (const f of ['package.json', 'README.md', 'bin/flink-jar-gateway.js', 'dist/src/main.js', 'dist/fs-plugins/index.js', 'docs/configuration.md', 'openapi.yaml', 'embedded-flink/pom.xml']) {
+    for (const f of [
+      'package.json',
+      'README.md',
+      'bin/flink-jar-gateway.js',
+      'dist/src/main.js',
+      'dist/fs-plugins/index.js',
+      'docs/configuration.md',
+      'openapi.yaml',
+      'embedded-flink/pom.xml',
+    ]) {
       expect(files).toContain(f);
     }
     // The embedded cluster (and the token bridge it loads) build from these sources with Maven on first
     // start, as from a checkout.
-    for (const dir of ['embedded-flink/src/main/java/', 'token-bridge/src/main/java/']) expect(files.filter((f) => f.startsWith(dir)).length).toBeGreaterThan(0);
+    for (const dir of ['embedded-flink/src/main/java/', 'token-bridge/src/main/java/'])
+      expect(files.filter((f) => f.startsWith(dir)).length).toBeGreaterThan(0);
     expect(files).toContain('token-bridge/pom.xml');
     const unexpected = files.filter(
-      (f) => /^(src|fs-plugins|test|bench|examples|node_modules|\.tmp|\.ci)\//.test(f) || /^(embedded-flink|token-bridge)\/target\//.test(f) || f.startsWith('token-bridge/src/test/') || /\.(ts|map)$/.test(f),
+      (f) =>
+        /^(src|fs-plugins|test|bench|examples|node_modules|\.tmp|\.ci)\//.test(f) ||
+        /^(embedded-flink|token-bridge)\/target\//.test(f) ||
+        f.startsWith('token-bridge/src/test/') ||
+        /\.(ts|map)$/.test(f),
     );
     expect(unexpected).toEqual([]);
   });
 
   it('installs into an empty directory with Node 24 and only the runtime dependencies', () => {
     expect(install.stderr).not.toContain('EBADENGINE');
-    const pkg = JSON.parse(readFileSync(join(app, 'node_modules', 'flink-jar-gateway', 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-    for (const dep of Object.keys(pkg.dependencies)) expect({ dep, installed: existsSync(join(app, 'node_modules', dep)) }).toEqual({ dep, installed: true });
+    const pkg = JSON.parse(readFileSync(join(app, 'node_modules', 'flink-jar-gateway', 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    for (const dep of Object.keys(pkg.dependencies))
+      expect({ dep, installed: existsSync(join(app, 'node_modules', dep)) }).toEqual({ dep, installed: true });
     expect(existsSync(join(app, 'node_modules', 'typescript'))).toBe(false);
     expect(existsSync(join(app, 'node_modules', 'jest'))).toBe(false);
   });
@@ -128,11 +148,20 @@ describe('npm pack', () => {
     const r = await runProcess(bin, ['--help'], { cwd: app, env: childEnv([node24Dir, '/usr/bin', '/bin']), timeoutMs: 30_000 });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    for (const key of ['gateway.cluster.rest-url', 'rest.port', 'web.submit.jar-uri.enable', 's3.access-key', 'user.artifacts.http-headers']) expect(r.stdout).toContain(key);
+    for (const key of [
+      'gateway.cluster.rest-url',
+      'rest.port',
+      'web.submit.jar-uri.enable',
+      's3.access-key',
+      'user.artifacts.http-headers',
+    ])
+      expect(r.stdout).toContain(key);
   });
 
   it('with an older Node first on PATH it fails with one line', async () => {
-    const major = existsSync(systemNode) ? Number(execFileSync(systemNode, ['-p', 'process.versions.node.split(".")[0]']).toString().trim()) : 24;
+    const major = existsSync(systemNode)
+      ? Number(execFileSync(systemNode, ['-p', 'process.versions.node.split(".")[0]']).toString().trim())
+      : 24;
     if (major >= 24) {
       // No older Node on this machine; bin/'s check is a plain comparison, covered by the CLI test.
       expect(major).toBeGreaterThanOrEqual(24);
@@ -211,7 +240,7 @@ describe('npm pack', () => {
       });
     }
 
-    it('answers health and the operator\'s startup probe (GET /config, no credentials), and drains in-flight requests on SIGTERM', async () => {
+    it("answers health and the operator's startup probe (GET /config, no credentials), and drains in-flight requests on SIGTERM", async () => {
       const gw = await startGateway();
       const health = await fetch(`${gw.url}/gateway/v1/health`);
       expect(health.status).toBe(200);
@@ -236,7 +265,7 @@ describe('npm pack', () => {
       expect(gw.output()).toContain('draining');
     }, 60_000);
 
-    it('runs the Kubernetes example\'s configuration: HTTPS, probes without credentials, the operator by client certificate', async () => {
+    it("runs the Kubernetes example's configuration: HTTPS, probes without credentials, the operator by client certificate", async () => {
       // One gateway, without the example's Kubernetes API server: gateway.ha.store local here (the
       // example's store and two gateways run in k8s-example-upload-run.test.ts and test/ha/).
       const example = kubernetesExample(join(work, 'k8s'));
@@ -247,7 +276,10 @@ describe('npm pack', () => {
         const get = (path: string, client?: { cert: string; key: string }) => httpsGet(`${gw.url}${path}`, { ca: example.ca, ...client });
         // The startup probe (GET /config) and the sidecar's own probes: no credentials. An anonymous
         // caller cannot submit, so the dashboard's web-submit feature is off for it.
-        expect(await get('/config')).toEqual({ status: 200, body: JSON.stringify({ 'flink-version': '2.1.3', features: { 'web-submit': false } }) });
+        expect(await get('/config')).toEqual({
+          status: 200,
+          body: JSON.stringify({ 'flink-version': '2.1.3', features: { 'web-submit': false } }),
+        });
         expect((await get('/gateway/v1/ready')).status).toBe(200);
         // Everything else needs the operator's client certificate (or a bearer token).
         expect((await get('/v1/jobs/overview')).status).toBe(401);

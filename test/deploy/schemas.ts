@@ -39,9 +39,13 @@ export function operatorApiVersion(): string {
 export async function loadOperatorCrds(): Promise<Map<string, Json>> {
   const jar = join(CRD_MODULE, 'target', 'flink-kubernetes-operator-api.jar');
   // Maven copies again only when the version in the pom changed; a warm run takes a few seconds.
-  const r = await runProcess('mvn', ['-q', '-B', '-f', join(CRD_MODULE, 'pom.xml'), 'dependency:copy@operator-api'], { timeoutMs: 240_000 });
+  const r = await runProcess('mvn', ['-q', '-B', '-f', join(CRD_MODULE, 'pom.xml'), 'dependency:copy@operator-api'], {
+    timeoutMs: 240_000,
+  });
   if (r.status !== 0 || !existsSync(jar)) {
-    throw new Error(`could not fetch flink-kubernetes-operator-api ${operatorApiVersion()} with Maven (exit ${r.status}):\n${r.stdout}${r.stderr}`);
+    throw new Error(
+      `could not fetch flink-kubernetes-operator-api ${operatorApiVersion()} with Maven (exit ${r.status}):\n${r.stdout}${r.stderr}`,
+    );
   }
   const entries = await readZipEntries(jar, (n) => /^META-INF\/fabric8\/[^/]+-v1\.yml$/.test(n));
   const crds = new Map<string, Json>();
@@ -66,7 +70,11 @@ export async function loadCoreSchemas(): Promise<{ definitions: Json; byGvk: Map
     for (const gvk of (schema['x-kubernetes-group-version-kind'] as { group: string; version: string; kind: string }[] | undefined) ?? []) {
       const key = `${gvk.group}/${gvk.version}/${gvk.kind}`;
       // The per-kind file (e.g. networkpolicy-networking-v1.json) rather than a list or a sub-schema.
-      if (!byGvk.has(key) || name.endsWith(`/${gvk.kind.toLowerCase()}${gvk.group ? `-${gvk.group.split('.')[0]}` : ''}-${gvk.version}.json`)) byGvk.set(key, schema);
+      if (
+        !byGvk.has(key) ||
+        name.endsWith(`/${gvk.kind.toLowerCase()}${gvk.group ? `-${gvk.group.split('.')[0]}` : ''}-${gvk.version}.json`)
+      )
+        byGvk.set(key, schema);
     }
     const id = String(schema.$id ?? '');
     if (id.endsWith('/podtemplatespec/v1')) byGvk.set('/v1/PodTemplateSpec', schema);
@@ -84,11 +92,26 @@ async function ensureWheel(): Promise<string> {
     // The project's virtualenv (made by scripts/test-setup.sh) has pip; otherwise the system Python's.
     const venvPip = join(root, '.tmp', 'venv', 'bin', 'pip');
     const [cmd, pre] = existsSync(venvPip) ? [venvPip, []] : ['python3', ['-m', 'pip']];
-    const r = await runProcess(cmd, [...pre, 'download', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check', '--no-input', '-d', CACHE, `${name}==${version}`], {
-      timeoutMs: 240_000,
-    });
+    const r = await runProcess(
+      cmd,
+      [
+        ...pre,
+        'download',
+        '--no-deps',
+        '--only-binary=:all:',
+        '--disable-pip-version-check',
+        '--no-input',
+        '-d',
+        CACHE,
+        `${name}==${version}`,
+      ],
+      {
+        timeoutMs: 240_000,
+      },
+    );
     file = find();
-    if (r.status !== 0 || !file) throw new Error(`could not download ${name}==${version} from PyPI (exit ${r.status}):\n${r.stdout}${r.stderr}`);
+    if (r.status !== 0 || !file)
+      throw new Error(`could not download ${name}==${version} from PyPI (exit ${r.status}):\n${r.stdout}${r.stderr}`);
   }
   return join(CACHE, file);
 }
@@ -121,7 +144,8 @@ export function crdToJsonSchema(crd: Json, version: string): Json {
 }
 
 function closeObjects(node: Json): Json {
-  if (node.properties && node.additionalProperties === undefined && node['x-kubernetes-preserve-unknown-fields'] !== true) node.additionalProperties = false;
+  if (node.properties && node.additionalProperties === undefined && node['x-kubernetes-preserve-unknown-fields'] !== true)
+    node.additionalProperties = false;
   for (const value of Object.values(node)) {
     if (Array.isArray(value)) {
       for (const item of value) if (item && typeof item === 'object') closeObjects(item as Json);

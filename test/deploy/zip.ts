@@ -3,7 +3,9 @@ import yauzl from 'yauzl';
 /** Reads the entries of a zip (a jar, a wheel) whose names pass `wanted`, as buffers by name. */
 export async function readZipEntries(path: string, wanted: (name: string) => boolean): Promise<Map<string, Buffer>> {
   const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.open(path, { lazyEntries: true, autoClose: false }, (err, z) => (err || !z ? reject(err ?? new Error(`cannot open ${path}`)) : resolve(z))),
+    yauzl.open(path, { lazyEntries: true, autoClose: false }, (err, z) =>
+      err || !z ? reject(err ?? new Error(`cannot open ${path}`)) : resolve(z),
+    ),
   );
   const out = new Map<string, Buffer>();
   try {

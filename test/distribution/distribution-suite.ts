@@ -43,7 +43,11 @@ function startTokenEndpoint(): Promise<{ server: Server; url: string; issued: ()
       res.end(JSON.stringify({ access_token: `dist-token-${++n}`, token_type: 'Bearer', expires_in: TOKEN_TTL_S }));
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`, issued: () => n })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`, issued: () => n }),
+    ),
+  );
 }
 
 export function distributionSuite(version: string, level: SuiteLevel): void {
@@ -126,7 +130,12 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
     afterAll(async () => {
       for (const id of jars) await json('DELETE', `${gw.url}/v1/jars/${id}`).catch(() => undefined);
       await gw?.close();
-      await Promise.all([cluster?.stop(), origin?.stop(), s3?.stop(), new Promise<void>((r) => (tokenEndpoint ? tokenEndpoint.server.close(() => r()) : r()))]);
+      await Promise.all([
+        cluster?.stop(),
+        origin?.stop(),
+        s3?.stop(),
+        new Promise<void>((r) => (tokenEndpoint ? tokenEndpoint.server.close(() => r()) : r())),
+      ]);
       if (dir) rmSync(dir, { recursive: true, force: true });
     }, 60_000);
 
@@ -138,7 +147,9 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
       return id;
     };
     const placeholder = async () => {
-      const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: await operatorPlaceholderJar(), field: 'file_0' }], { request: '{}' });
+      const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: await operatorPlaceholderJar(), field: 'file_0' }], {
+        request: '{}',
+      });
       expect(up.status).toBe(200);
       const id = String(up.body.filename).split('/').pop()!;
       jars.push(id);
@@ -160,7 +171,9 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
 
     it('jar lifecycle: upload, list, plan, run to FINISHED, delete (twice: 400)', async () => {
       const jarId = await upload(wordcount, 'WordCount.jar');
-      const listed = ((await json('GET', `${gw.url}/jars`)).body.files as { id: string; entry: { name: string }[] }[]).find((f) => f.id === jarId);
+      const listed = ((await json('GET', `${gw.url}/jars`)).body.files as { id: string; entry: { name: string }[] }[]).find(
+        (f) => f.id === jarId,
+      );
       expect(listed?.entry.map((e) => e.name)).toContain(WORDCOUNT_CLASS);
       const plan = await json('POST', `${gw.url}/v1/jars/${jarId}/plan`, {});
       expect(plan.status).toBe(200);
@@ -176,11 +189,16 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
       expect({ status: again.status, code: errorCode(again) }).toEqual({ status: 400, code: 'GW_JAR_NOT_FOUND' });
     });
 
-    it('runs by URI over HTTPS and from S3 in place of the operator\'s placeholder', async () => {
+    it("runs by URI over HTTPS and from S3 in place of the operator's placeholder", async () => {
       const id = await placeholder();
       for (const uri of [`${origin.url}/jobs/wordcount.jar`, 's3://team-jars/jobs/wordcount.jar']) {
         const jobId = newJobId();
-        const r = await json('POST', `${gw.url}/v1/jars/${id}/run`, { jobId, entryClass: WORDCOUNT_CLASS, programArgsList: [], flinkConfiguration: { 'user.artifacts.job-jar': uri } });
+        const r = await json('POST', `${gw.url}/v1/jars/${id}/run`, {
+          jobId,
+          entryClass: WORDCOUNT_CLASS,
+          programArgsList: [],
+          flinkConfiguration: { 'user.artifacts.job-jar': uri },
+        });
         expect({ uri, status: r.status, jobid: r.body.jobid }).toEqual({ uri, status: 200, jobid: jobId });
         expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
       }
@@ -192,7 +210,18 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
       const jobId = newJobId();
       const r = await runOperatorSequence(
         clientLineOf(version),
-        ['--url', gw.url, '--jar', dirJar, '--entry-class', WORDCOUNT_CLASS, '--job-id', jobId, '--conf', `user.artifacts.job-jar=s3://team-jars/jobs/wordcount.jar`],
+        [
+          '--url',
+          gw.url,
+          '--jar',
+          dirJar,
+          '--entry-class',
+          WORDCOUNT_CLASS,
+          '--job-id',
+          jobId,
+          '--conf',
+          `user.artifacts.job-jar=s3://team-jars/jobs/wordcount.jar`,
+        ],
         {},
         version,
       );
@@ -222,71 +251,106 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
       expect(await waitForJobState(gw.url, jobId!, ['CANCELED', 'FAILED'])).toBe('CANCELED');
     }, 300_000);
 
-    itFull('cancel with savepoint, then a run restored from it (savepointPath, claimMode)', async () => {
-      const jarId = await upload(wordcount, 'WordCount.jar');
-      const jobId = newJobId();
-      expect((await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, programArgsList: streamingArgs() })).status).toBe(200);
-      await waitForJobState(gw.url, jobId, ['RUNNING']);
-      await waitForAllTasksRunning(gw.url, jobId);
-      const trigger = await json('POST', `${gw.url}/v1/jobs/${jobId}/savepoints`, { 'cancel-job': true, 'target-directory': `file://${join(dir, 'savepoints')}`, formatType: 'CANONICAL' });
-      expect(trigger.status).toBe(202);
-      const location = await waitForSavepoint(gw.url, jobId, String(trigger.body['request-id']));
-      expect(location).toMatch(/^file:.*savepoint-/);
-      expect(await waitForJobState(gw.url, jobId, ['CANCELED', 'FAILED'])).toBe('CANCELED');
-      expect(gw.audit().some((a) => a.audit === 'control' && a.jobId === jobId)).toBe(true);
-
-      const resumed = newJobId();
-      const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId: resumed, programArgsList: streamingArgs(), savepointPath: location, claimMode: 'NO_CLAIM' });
-      expect(r).toMatchObject({ status: 200, body: { jobid: resumed } });
-      await waitForJobState(gw.url, resumed, ['RUNNING']);
-      const detail = await json('GET', `${gw.url}/v1/jobs/${resumed}/checkpoints`);
-      expect(JSON.stringify(detail.body.latest ?? {})).toContain('restored');
-      expect((await json('PATCH', `${gw.url}/v1/jobs/${resumed}?mode=cancel`)).status).toBe(202);
-      await waitForJobState(gw.url, resumed, ['CANCELED']);
-    }, 300_000);
-
-    itFull('the Web UI overview renders this version\'s cluster through the gateway', async () => {
-      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'], timeout: 30_000 });
-      try {
-        const page = await browser.newPage();
-        const problems: string[] = [];
-        page.on('response', (res) => {
-          if (res.url().startsWith(gw.url) && res.status() >= 400) problems.push(`HTTP ${res.status()} ${res.url()}`);
+    itFull(
+      'cancel with savepoint, then a run restored from it (savepointPath, claimMode)',
+      async () => {
+        const jarId = await upload(wordcount, 'WordCount.jar');
+        const jobId = newJobId();
+        expect((await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, programArgsList: streamingArgs() })).status).toBe(200);
+        await waitForJobState(gw.url, jobId, ['RUNNING']);
+        await waitForAllTasksRunning(gw.url, jobId);
+        const trigger = await json('POST', `${gw.url}/v1/jobs/${jobId}/savepoints`, {
+          'cancel-job': true,
+          'target-directory': `file://${join(dir, 'savepoints')}`,
+          formatType: 'CANONICAL',
         });
-        await page.goto(`${gw.url}/#/overview`);
-        // The header's version comes from GET /config; the cards from GET /overview.
-        await page.getByText(version, { exact: false }).first().waitFor({ timeout: 30_000 });
-        await page.getByText('Available Task Slots').first().waitFor({ timeout: 30_000 });
-        // 2.3's dashboard lists applications where earlier ones list jobs.
-        await page.getByText(/Running (Job|Application) List/).first().waitFor({ timeout: 30_000 });
-        expect(problems).toEqual([]);
-      } finally {
-        await browser.close();
-      }
-    }, 120_000);
+        expect(trigger.status).toBe(202);
+        const location = await waitForSavepoint(gw.url, jobId, String(trigger.body['request-id']));
+        expect(location).toMatch(/^file:.*savepoint-/);
+        expect(await waitForJobState(gw.url, jobId, ['CANCELED', 'FAILED'])).toBe('CANCELED');
+        expect(gw.audit().some((a) => a.audit === 'control' && a.jobId === jobId)).toBe(true);
 
-    itFull('token bridge across processes: a task in a TaskManager JVM reads its job\'s token, renewed twice', async () => {
-      const jarId = await upload(TEST_JOB_JAR, 'GatewayTestJob.jar');
-      const jobId = newJobId();
-      const before = tokenEndpoint!.issued();
-      // Three different versions of the job's entry, seen inside the task: the first token and two renewals.
-      const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
-        jobId,
-        entryClass: 'dev.flinkjargateway.testjobs.TokenProbe',
-        programArgsList: ['--provider', 'oauth2', '--expect', 'dist-token-', '--distinct', '3', '--timeout-ms', '60000'],
-        flinkConfiguration: { 'parallelism.default': '1' },
-      });
-      expect(r.status).toBe(200);
-      const state = await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'CANCELED'], 120_000);
-      if (state !== 'FINISHED') throw new Error(`TokenProbe ${state}: ${JSON.stringify((await json('GET', `${gw.url}/v1/jobs/${jobId}/exceptions`)).body).slice(0, 2000)}`);
-      // The task ran in a TaskManager process, not the JobManager's: its host is a TaskManager.
-      const tms = ((await json('GET', `${gw.url}/v1/taskmanagers`)).body.taskmanagers as { id: string }[]).map((t) => t.id);
-      const vertex = ((await json('GET', `${gw.url}/v1/jobs/${jobId}`)).body.vertices as { id: string; name: string }[]).find((v) => /token-probe/.test(v.name))!;
-      const subtasks = (await json('GET', `${gw.url}/v1/jobs/${jobId}/vertices/${vertex.id}/taskmanagers`)).body.taskmanagers as { 'taskmanager-id': string }[];
-      expect(tms).toContain(subtasks[0]!['taskmanager-id']);
-      expect(tokenEndpoint!.issued() - before).toBeGreaterThanOrEqual(3);
-      expect(JSON.stringify(gw.logs)).not.toContain('dist-token-');
-    }, 180_000);
+        const resumed = newJobId();
+        const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+          jobId: resumed,
+          programArgsList: streamingArgs(),
+          savepointPath: location,
+          claimMode: 'NO_CLAIM',
+        });
+        expect(r).toMatchObject({ status: 200, body: { jobid: resumed } });
+        await waitForJobState(gw.url, resumed, ['RUNNING']);
+        const detail = await json('GET', `${gw.url}/v1/jobs/${resumed}/checkpoints`);
+        expect(JSON.stringify(detail.body.latest ?? {})).toContain('restored');
+        expect((await json('PATCH', `${gw.url}/v1/jobs/${resumed}?mode=cancel`)).status).toBe(202);
+        await waitForJobState(gw.url, resumed, ['CANCELED']);
+      },
+      300_000,
+    );
+
+    itFull(
+      "the Web UI overview renders this version's cluster through the gateway",
+      async () => {
+        const browser = await chromium.launch({
+          executablePath: CHROMIUM,
+          args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+          timeout: 30_000,
+        });
+        try {
+          const page = await browser.newPage();
+          const problems: string[] = [];
+          page.on('response', (res) => {
+            if (res.url().startsWith(gw.url) && res.status() >= 400) problems.push(`HTTP ${res.status()} ${res.url()}`);
+          });
+          await page.goto(`${gw.url}/#/overview`);
+          // The header's version comes from GET /config; the cards from GET /overview.
+          await page.getByText(version, { exact: false }).first().waitFor({ timeout: 30_000 });
+          await page.getByText('Available Task Slots').first().waitFor({ timeout: 30_000 });
+          // 2.3's dashboard lists applications where earlier ones list jobs.
+          await page
+            .getByText(/Running (Job|Application) List/)
+            .first()
+            .waitFor({ timeout: 30_000 });
+          expect(problems).toEqual([]);
+        } finally {
+          await browser.close();
+        }
+      },
+      120_000,
+    );
+
+    itFull(
+      "token bridge across processes: a task in a TaskManager JVM reads its job's token, renewed twice",
+      async () => {
+        const jarId = await upload(TEST_JOB_JAR, 'GatewayTestJob.jar');
+        const jobId = newJobId();
+        const before = tokenEndpoint!.issued();
+        // Three different versions of the job's entry, seen inside the task: the first token and two renewals.
+        const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+          jobId,
+          entryClass: 'dev.flinkjargateway.testjobs.TokenProbe',
+          programArgsList: ['--provider', 'oauth2', '--expect', 'dist-token-', '--distinct', '3', '--timeout-ms', '60000'],
+          flinkConfiguration: { 'parallelism.default': '1' },
+        });
+        expect(r.status).toBe(200);
+        const state = await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'CANCELED'], 120_000);
+        if (state !== 'FINISHED')
+          throw new Error(
+            `TokenProbe ${state}: ${JSON.stringify((await json('GET', `${gw.url}/v1/jobs/${jobId}/exceptions`)).body).slice(0, 2000)}`,
+          );
+        // The task ran in a TaskManager process, not the JobManager's: its host is a TaskManager.
+        const tms = ((await json('GET', `${gw.url}/v1/taskmanagers`)).body.taskmanagers as { id: string }[]).map((t) => t.id);
+        const vertex = ((await json('GET', `${gw.url}/v1/jobs/${jobId}`)).body.vertices as { id: string; name: string }[]).find((v) =>
+          /token-probe/.test(v.name),
+        )!;
+        const subtasks = (await json('GET', `${gw.url}/v1/jobs/${jobId}/vertices/${vertex.id}/taskmanagers`)).body.taskmanagers as {
+          'taskmanager-id': string;
+        }[];
+        expect(tms).toContain(subtasks[0]!['taskmanager-id']);
+        expect(tokenEndpoint!.issued() - before).toBeGreaterThanOrEqual(3);
+        expect(JSON.stringify(gw.logs)).not.toContain('dist-token-');
+      },
+      180_000,
+    );
 
     if (hasApplications(version)) {
       it('POST /jars/:jarid/run-application (Flink 2.3): 202 {applicationid}, with the same URI, audit and retry semantics as /run', async () => {
@@ -299,12 +363,21 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
         const applicationId = String(first.body.applicationid);
         expect(applicationId).toMatch(/^[0-9a-f]{32}$/);
         // A retry of the same request gets the first answer (no second application).
-        expect(await json('POST', `${gw.url}/v1/jars/${jarId}/run-application`, body)).toEqual({ status: 202, body: { applicationid: applicationId }, headers: expect.anything() });
+        expect(await json('POST', `${gw.url}/v1/jars/${jarId}/run-application`, body)).toEqual({
+          status: 202,
+          body: { applicationid: applicationId },
+          headers: expect.anything(),
+        });
         expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
         const apps = await json('GET', `${gw.url}/v1/applications/overview`);
         expect(apps.status).toBe(200);
         expect(JSON.stringify(apps.body)).toContain(applicationId);
-        expect(gw.audit().filter((a) => a.route === 'run-application' && a.jobId === jobId).map((a) => [a.outcome, a.status])).toEqual([
+        expect(
+          gw
+            .audit()
+            .filter((a) => a.route === 'run-application' && a.jobId === jobId)
+            .map((a) => [a.outcome, a.status]),
+        ).toEqual([
           ['accepted', 202],
           ['deduplicated', 202],
         ]);
@@ -312,10 +385,17 @@ export function distributionSuite(version: string, level: SuiteLevel): void {
         // By URI in place of the operator's placeholder, as /run.
         const id = await placeholder();
         const byUri = newJobId();
-        const r = await json('POST', `${gw.url}/v1/jars/${id}/run-application`, { jobId: byUri, entryClass: WORDCOUNT_CLASS, flinkConfiguration: { 'user.artifacts.job-jar': `${origin.url}/jobs/wordcount.jar` } });
+        const r = await json('POST', `${gw.url}/v1/jars/${id}/run-application`, {
+          jobId: byUri,
+          entryClass: WORDCOUNT_CLASS,
+          flinkConfiguration: { 'user.artifacts.job-jar': `${origin.url}/jobs/wordcount.jar` },
+        });
         expect(r.status).toBe(202);
         expect(await waitForJobState(gw.url, byUri, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
-        expect(gw.audit().find((a) => a.route === 'run-application' && a.jobId === byUri)).toMatchObject({ source: 'uri', outcome: 'accepted' });
+        expect(gw.audit().find((a) => a.route === 'run-application' && a.jobId === byUri)).toMatchObject({
+          source: 'uri',
+          outcome: 'accepted',
+        });
       }, 300_000);
     } else {
       it('POST /jars/:jarid/run-application answers 404 Not found, as this version does', async () => {

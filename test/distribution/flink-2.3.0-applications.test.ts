@@ -85,13 +85,18 @@ describe('Flink 2.3.0 applications through the gateway: every job registered, th
   });
 
   it("a multi-job application by URI: both jobs registered with the application's registration; its transient jar stays until the application ends", async () => {
-    const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: await operatorPlaceholderJar(), field: 'file_0' }], { request: '{}' });
+    const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: await operatorPlaceholderJar(), field: 'file_0' }], {
+      request: '{}',
+    });
     const placeholder = String(up.body.filename).split('/').pop()!;
     const jarsBefore = await jmJarIds();
     const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run-application`, {
       entryClass: 'dev.flinkjargateway.testjobs.MultiJobApplication',
       programArgsList: ['--keep-running'],
-      flinkConfiguration: { 'user.artifacts.job-jar': `${origin.url}/apps/multi.jar`, 'security.delegation.job.e2e-applications.scope': 'team-a' },
+      flinkConfiguration: {
+        'user.artifacts.job-jar': `${origin.url}/apps/multi.jar`,
+        'security.delegation.job.e2e-applications.scope': 'team-a',
+      },
     });
     expect({ status: r.status, body: r.status === 202 ? {} : r.body }).toEqual({ status: 202, body: {} });
     const applicationId = String(r.body.applicationid);
@@ -99,14 +104,29 @@ describe('Flink 2.3.0 applications through the gateway: every job registered, th
     // second job a duplicate of the first): the application is registered under its own id until
     // its jobs are listed, each then registered under its own id.
     expect(gw.audit().find((a) => a.route === 'run-application')?.jobId).toBe(applicationId);
-    const jobsOf = async () => (((await json('GET', `${gw.url}/v1/applications/${applicationId}`)).body.jobs as { jid: string }[] | undefined) ?? []).map((j) => j.jid);
+    const jobsOf = async () =>
+      (((await json('GET', `${gw.url}/v1/applications/${applicationId}`)).body.jobs as { jid: string }[] | undefined) ?? []).map(
+        (j) => j.jid,
+      );
     const first = await eventually(async () => (await jobsOf())[0], 'the application to submit its first job', 120_000);
     expect(await waitForJobState(gw.url, first, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
     // main() goes on (loading a class it had not loaded yet) and submits its second job.
-    const second = await eventually(async () => (await jobsOf()).find((j) => j !== first), 'the application to submit its second job', 120_000);
+    const second = await eventually(
+      async () => (await jobsOf()).find((j) => j !== first),
+      'the application to submit its second job',
+      120_000,
+    );
     expect(await waitForJobState(gw.url, second, ['RUNNING', 'FAILED', 'FINISHED'])).toBe('RUNNING');
-    const registration = await eventually(() => provider.registered.find((x) => x.jobId === second), "the second job's registration", 30_000);
-    const firstRegistration = await eventually(() => provider.registered.find((x) => x.jobId === first), "the first job's registration", 30_000);
+    const registration = await eventually(
+      () => provider.registered.find((x) => x.jobId === second),
+      "the second job's registration",
+      30_000,
+    );
+    const firstRegistration = await eventually(
+      () => provider.registered.find((x) => x.jobId === first),
+      "the first job's registration",
+      30_000,
+    );
     // Neither job was discovered with the cluster default scope; the stand-in under the application id ended.
     expect(provider.registered.filter((x) => x.conf['security.delegation.job.e2e-applications.scope'] === 'cluster-default')).toEqual([]);
     expect(provider.registered.map((x) => x.jobId)).toEqual([applicationId, first, second]);
@@ -116,14 +136,21 @@ describe('Flink 2.3.0 applications through the gateway: every job registered, th
     expect(registration.conf['security.delegation.job.e2e-applications.scope']).toBe('team-a');
     expect(registration.conf).toEqual(firstRegistration.conf);
     const status = await json('GET', `${gw.url}/gateway/v1/tokens`);
-    expect((status.body.jobs as { jobId: string; principal: string }[]).find((j) => j.jobId === second)).toMatchObject({ principal: 'anonymous', source: 'submitted' });
+    expect((status.body.jobs as { jobId: string; principal: string }[]).find((j) => j.jobId === second)).toMatchObject({
+      principal: 'anonymous',
+      source: 'submitted',
+    });
     // The transient jar is still on the JobManager while the application runs …
     const transient = (await jmJarIds()).filter((id) => !jarsBefore.includes(id) && id !== placeholder);
     expect(transient).toHaveLength(1);
     // … and given back once it is terminal.
     expect((await json('POST', `${gw.url}/v1/applications/${applicationId}/cancel`)).status).toBeLessThan(300);
     expect(await waitForJobState(gw.url, second, ['CANCELED', 'FAILED', 'FINISHED'])).toBe('CANCELED');
-    await eventually(async () => (!(await jmJarIds()).includes(transient[0]!) ? true : undefined), 'the transient jar to be deleted', 30_000);
+    await eventually(
+      async () => (!(await jmJarIds()).includes(transient[0]!) ? true : undefined),
+      'the transient jar to be deleted',
+      30_000,
+    );
     await json('DELETE', `${gw.url}/v1/jars/${placeholder}`);
   }, 300_000);
 
@@ -131,5 +158,4 @@ describe('Flink 2.3.0 applications through the gateway: every job registered, th
     const r = await json('GET', `${cluster.restUrl}/v1/jars`);
     return ((r.body.files as { id: string }[] | undefined) ?? []).map((f) => f.id);
   }
-
 });

@@ -55,7 +55,11 @@ describe('user.artifacts.artifact-list for session jobs', () => {
     rmSync(join(cacheDir, '..'), { recursive: true, force: true });
   });
 
-  const run = (config: Record<string, string>) => json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId: newJobId(), flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/ok/udf-job.jar`, ...config } });
+  const run = (config: Record<string, string>) =>
+    json('POST', `${gw.url}/v1/jars/${placeholder}/run`, {
+      jobId: newJobId(),
+      flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/ok/udf-job.jar`, ...config },
+    });
 
   it('without the artifact the job cannot find its UDF; with it, the UDF runs in main() and in a task', async () => {
     const without = await run({});
@@ -81,7 +85,10 @@ describe('user.artifacts.artifact-list for session jobs', () => {
     const up = await uploadBytes(gw.url, [{ name: 'udf-job.jar', bytes: readFileSync(join(JARS, 'WordCount.jar')) }]);
     const jarId = String(up.body.filename).split('/').pop()!;
     const before = o.requests.length;
-    const noUri = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId: newJobId(), flinkConfiguration: { 'user.artifacts.artifact-list': `${o.url}/ok/shout-udf.jar` } });
+    const noUri = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+      jobId: newJobId(),
+      flinkConfiguration: { 'user.artifacts.artifact-list': `${o.url}/ok/shout-udf.jar` },
+    });
     expect(noUri.status).toBe(200);
     expect(await waitForJobState(gw.url, String(noUri.body.jobid), ['FINISHED', 'FAILED'])).toBe('FINISHED');
     expect(o.requests.length).toBe(before);

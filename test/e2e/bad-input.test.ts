@@ -15,7 +15,7 @@ function expectEnvelope(r: { status: number; body: Record<string, unknown> }, st
   if (text) expect(msg).toMatch(text);
 }
 
-describe('bad input gets a 4xx in Flink\'s envelope and leaves nothing behind', () => {
+describe("bad input gets a 4xx in Flink's envelope and leaves nothing behind", () => {
   let gw: TestGateway;
   let small: TestGateway;
   let jarId: string;
@@ -37,7 +37,7 @@ describe('bad input gets a 4xx in Flink\'s envelope and leaves nothing behind', 
     expect((await json('GET', `${gw.url}/gateway/v1/health`)).status).toBe(200);
   });
 
-  it('run of an unknown jar id → 400 with Flink\'s message', async () => {
+  it("run of an unknown jar id → 400 with Flink's message", async () => {
     expectEnvelope(await json('POST', `${gw.url}/v1/jars/0000_missing.jar/run`, {}), 400, 'GW_JAR_NOT_FOUND', /does not exist/);
     expectEnvelope(await json('POST', `${gw.url}/jars/0000_missing.jar/plan`, {}), 400, 'GW_JAR_NOT_FOUND');
   });
@@ -54,26 +54,52 @@ describe('bad input gets a 4xx in Flink\'s envelope and leaves nothing behind', 
   it('a truncated zip is refused', async () => {
     const whole = readFileSync(WORDCOUNT_JAR);
     const name = `truncated-${newJobId()}.jar`;
-    expectEnvelope(await uploadBytes(gw.url, [{ name, bytes: whole.subarray(0, Math.floor(whole.length / 2)) }]), 400, 'GW_UPLOAD_NOT_ZIP', /end-of-central-directory/);
+    expectEnvelope(
+      await uploadBytes(gw.url, [{ name, bytes: whole.subarray(0, Math.floor(whole.length / 2)) }]),
+      400,
+      'GW_UPLOAD_NOT_ZIP',
+      /end-of-central-directory/,
+    );
     expect(filesUnder(uploadDir()).filter((f) => f.includes(name))).toEqual([]);
   });
 
   it('two files, no file, a non-.jar name, an unknown attribute and a non-multipart body are refused', async () => {
     const jar = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' });
-    expectEnvelope(await uploadBytes(gw.url, [{ name: 'a.jar', bytes: jar }, { name: 'b.jar', bytes: jar }]), 400, 'GW_UPLOAD_FILE_COUNT');
+    expectEnvelope(
+      await uploadBytes(gw.url, [
+        { name: 'a.jar', bytes: jar },
+        { name: 'b.jar', bytes: jar },
+      ]),
+      400,
+      'GW_UPLOAD_FILE_COUNT',
+    );
     expectEnvelope(await uploadBytes(gw.url, [], { request: '{}' }), 400, 'GW_UPLOAD_FILE_COUNT', /received 0/);
-    expectEnvelope(await uploadBytes(gw.url, [{ name: 'app.zip', bytes: jar }]), 400, 'GW_UPLOAD_NOT_JAR_NAME', /Only Jar files are allowed/);
-    expectEnvelope(await uploadBytes(gw.url, [{ name: 'a.jar', bytes: jar }], { program: 'x' }), 400, 'GW_UPLOAD_UNKNOWN_ATTRIBUTE', /program/);
+    expectEnvelope(
+      await uploadBytes(gw.url, [{ name: 'app.zip', bytes: jar }]),
+      400,
+      'GW_UPLOAD_NOT_JAR_NAME',
+      /Only Jar files are allowed/,
+    );
+    expectEnvelope(
+      await uploadBytes(gw.url, [{ name: 'a.jar', bytes: jar }], { program: 'x' }),
+      400,
+      'GW_UPLOAD_UNKNOWN_ATTRIBUTE',
+      /program/,
+    );
     expectEnvelope(await json('POST', `${gw.url}/jars/upload`, { jar: 'x' }), 400, 'GW_UPLOAD_NOT_MULTIPART');
   });
 
-  it('accepts the operator\'s field name file_0 and the request attribute', async () => {
-    const r = await uploadBytes(gw.url, [{ name: 'placeholder.jar', bytes: buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' }), field: 'file_0' }], { request: '{}' });
+  it("accepts the operator's field name file_0 and the request attribute", async () => {
+    const r = await uploadBytes(
+      gw.url,
+      [{ name: 'placeholder.jar', bytes: buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' }), field: 'file_0' }],
+      { request: '{}' },
+    );
     expect(r.status).toBe(200);
     await json('DELETE', `${gw.url}/jars/${String(r.body.filename).split('/').pop()}`);
   });
 
-  it('parses the upload\'s request attribute as Flink does: empty or a JSON object; anything else is 400 (fidelity item 5)', async () => {
+  it("parses the upload's request attribute as Flink does: empty or a JSON object; anything else is 400 (fidelity item 5)", async () => {
     const jar = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' });
     // What the embedded Flink 2.1 answers for each value (checked by hand against its /jars/upload):
     // '' {} {"a":1} → 200; notjson [] "x" 5 {"a": → 400 "did not match expected format"; null → 500 (here 400).
@@ -84,7 +110,11 @@ describe('bad input gets a 4xx in Flink\'s envelope and leaves nothing behind', 
     }
     for (const request of ['notjson', '[]', '"x"', '5', '{"a":', 'null']) {
       const r = await uploadBytes(gw.url, [{ name: 'bad.jar', bytes: jar }], { request });
-      expect({ request, status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0] }).toEqual({ request, status: 400, code: 'GW_REQUEST_MALFORMED' });
+      expect({ request, status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0] }).toEqual({
+        request,
+        status: 400,
+        code: 'GW_REQUEST_MALFORMED',
+      });
     }
     expect(filesUnder(uploadDir()).filter((f) => f.endsWith('_bad.jar'))).toEqual([]);
   });
@@ -93,22 +123,52 @@ describe('bad input gets a 4xx in Flink\'s envelope and leaves nothing behind', 
     const ok = await json('GET', `${gw.url}/v1/jars/${jarId}/plan`, { parallelism: '', programArgsList: ['--parallelism', '1'] });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({ plan: { name: 'WordCount' } });
-    expectEnvelope(await json('GET', `${gw.url}/v1/jars/${jarId}/plan`, { parallelism: '4.5' }), 400, 'GW_REQUEST_MALFORMED', /parallelism/);
+    expectEnvelope(
+      await json('GET', `${gw.url}/v1/jars/${jarId}/plan`, { parallelism: '4.5' }),
+      400,
+      'GW_REQUEST_MALFORMED',
+      /parallelism/,
+    );
   });
 
   it('an upload over gateway.upload.max-size → 413, nothing kept', async () => {
     const name = `big-${newJobId()}.jar`;
-    expectEnvelope(await uploadBytes(small.url, [{ name, bytes: readFileSync(WORDCOUNT_JAR) }]), 413, 'GW_UPLOAD_TOO_LARGE', /gateway\.upload\.max-size/);
+    expectEnvelope(
+      await uploadBytes(small.url, [{ name, bytes: readFileSync(WORDCOUNT_JAR) }]),
+      413,
+      'GW_UPLOAD_TOO_LARGE',
+      /gateway\.upload\.max-size/,
+    );
     expect(filesUnder(uploadDir()).filter((f) => f.includes(name))).toEqual([]);
   });
 
   it('malformed JSON, wrong types and a bad jobId → 400 naming the problem', async () => {
-    expectEnvelope(await json('POST', `${gw.url}/jars/${jarId}/run`, '{"jobId": '), 400, 'GW_REQUEST_MALFORMED', /JarRunRequestBody.*not valid JSON/);
+    expectEnvelope(
+      await json('POST', `${gw.url}/jars/${jarId}/run`, '{"jobId": '),
+      400,
+      'GW_REQUEST_MALFORMED',
+      /JarRunRequestBody.*not valid JSON/,
+    );
     expectEnvelope(await json('POST', `${gw.url}/jars/${jarId}/run`, '[1,2]'), 400, 'GW_REQUEST_MALFORMED', /JSON object/);
-    expectEnvelope(await json('POST', `${gw.url}/jars/${jarId}/run`, { jobId: 'not-hex' }), 400, 'GW_REQUEST_MALFORMED', /jobId must be 32 hexadecimal/);
+    expectEnvelope(
+      await json('POST', `${gw.url}/jars/${jarId}/run`, { jobId: 'not-hex' }),
+      400,
+      'GW_REQUEST_MALFORMED',
+      /jobId must be 32 hexadecimal/,
+    );
     expectEnvelope(await json('POST', `${gw.url}/jars/${jarId}/run`, { parallelism: 'four' }), 400, 'GW_REQUEST_MALFORMED', /parallelism/);
-    expectEnvelope(await json('POST', `${gw.url}/jars/${jarId}/run`, { programArgsList: 'a b' }), 400, 'GW_REQUEST_MALFORMED', /programArgsList/);
-    expectEnvelope(await json('POST', `${gw.url}/jars/${jarId}/plan`, { flinkConfiguration: { a: { b: 1 } } }), 400, 'GW_REQUEST_MALFORMED', /JarPlanRequestBody/);
+    expectEnvelope(
+      await json('POST', `${gw.url}/jars/${jarId}/run`, { programArgsList: 'a b' }),
+      400,
+      'GW_REQUEST_MALFORMED',
+      /programArgsList/,
+    );
+    expectEnvelope(
+      await json('POST', `${gw.url}/jars/${jarId}/plan`, { flinkConfiguration: { a: { b: 1 } } }),
+      400,
+      'GW_REQUEST_MALFORMED',
+      /JarPlanRequestBody/,
+    );
   });
 
   it('a jar whose manifest names no entry class → 400 (Flink answers 500)', async () => {
@@ -129,13 +189,19 @@ describe('bad input gets a 4xx in Flink\'s envelope and leaves nothing behind', 
     expectEnvelope(await json('GET', `${gw.url}/jars/${jarId}/run`), 404, 'GW_ROUTE_NOT_FOUND', /Not found: /);
     // A /jars route the gateway does not know (one a later Flink may add) is Flink's to answer (a GET falls to its static-file handler).
     const unknown = await json('GET', `${gw.url}/jars/${jarId}/nothing-here`);
-    expect({ status: unknown.status, errors: unknown.body.errors }).toEqual({ status: 404, errors: [expect.stringMatching(/^(?:Not found: |Unable to load requested file )\/jars\//)] });
+    expect({ status: unknown.status, errors: unknown.body.errors }).toEqual({
+      status: 404,
+      errors: [expect.stringMatching(/^(?:Not found: |Unable to load requested file )\/jars\//)],
+    });
     // A once-encoded route is what Flink itself would route, so the gateway handles it as a run.
     const jobId = newJobId();
     expect(await json('POST', `${gw.url}/v1/jars/${jarId}/%72un`, { jobId })).toMatchObject({ status: 200, body: { jobid: jobId } });
     // Flink's Router decodes every segment once more, so a twice-encoded route is a run for Flink too.
     const twice = newJobId();
-    expect(await json('POST', `${gw.url}/v1/jars/${jarId}/%2572un`, { jobId: twice })).toMatchObject({ status: 200, body: { jobid: twice } });
+    expect(await json('POST', `${gw.url}/v1/jars/${jarId}/%2572un`, { jobId: twice })).toMatchObject({
+      status: 200,
+      body: { jobid: twice },
+    });
   });
 
   it('Flink 2.3 run-application answers 404 Not found in front of a 2.1 JobManager, as Flink 2.1 does (test/distribution/ runs it on 2.3)', async () => {
@@ -144,7 +210,10 @@ describe('bad input gets a 4xx in Flink\'s envelope and leaves nothing behind', 
 
   it('user.artifacts.job-jar with web.submit.jar-uri.enable off → 400, the placeholder is never run', async () => {
     const jobId = newJobId();
-    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': 's3://bucket/app.jar', 'web.submit.jar-uri.enable': 'true' } });
+    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+      jobId,
+      flinkConfiguration: { 'user.artifacts.job-jar': 's3://bucket/app.jar', 'web.submit.jar-uri.enable': 'true' },
+    });
     expectEnvelope(r, 400, 'GW_JAR_URI_DISABLED', /web\.submit\.jar-uri\.enable: true/);
     expect((await json('GET', `${gw.url}/v1/jobs/${jobId}`)).status).toBe(404);
   });
@@ -156,7 +225,7 @@ describe('bad input gets a 4xx in Flink\'s envelope and leaves nothing behind', 
 });
 
 describe('raw HTTP details', () => {
-  it('error responses carry Flink\'s content type', async () => {
+  it("error responses carry Flink's content type", async () => {
     const gw = await startGateway(flinkUrl());
     try {
       const res = await request(`${gw.url}/jars/x/y/z`);

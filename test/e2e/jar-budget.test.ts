@@ -15,7 +15,11 @@ describe('jar budget against the real Flink listing', () => {
   let gw: TestGateway;
   const kept: string[] = [];
   beforeAll(async () => {
-    gw = await startGateway(flinkUrl(), { 'web.upload.dir': uploadDir(), 'gateway.artifacts.handoff': 'shared-dir', 'gateway.jars.max-count-per-principal': '2' });
+    gw = await startGateway(flinkUrl(), {
+      'web.upload.dir': uploadDir(),
+      'gateway.artifacts.handoff': 'shared-dir',
+      'gateway.jars.max-count-per-principal': '2',
+    });
   });
   afterAll(async () => {
     for (const id of kept) await json('DELETE', `${flinkUrl()}/v1/jars/${id}`).catch(() => undefined);

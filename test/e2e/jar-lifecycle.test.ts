@@ -54,7 +54,10 @@ describe('jar lifecycle on the real embedded Flink cluster, through the gateway'
     const jarId = String(up.body.filename).split('/').pop()!;
     const jobId = newJobId();
     const body = { jobId, claimMode: 'NO_CLAIM', flinkConfiguration: { 'parallelism.default': '1' } };
-    const [a, b] = await Promise.all([json('POST', `${gw.url}/v1/jars/${jarId}/run`, body), json('POST', `${gw.url}/v1/jars/${jarId}/run`, body)]);
+    const [a, b] = await Promise.all([
+      json('POST', `${gw.url}/v1/jars/${jarId}/run`, body),
+      json('POST', `${gw.url}/v1/jars/${jarId}/run`, body),
+    ]);
     const c = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, body);
     for (const r of [a, b, c]) expect(r).toMatchObject({ status: 200, body: { jobid: jobId } });
     const overview = await json('GET', `${gw.url}/v1/jobs/overview`);

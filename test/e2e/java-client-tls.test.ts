@@ -40,7 +40,26 @@ interface Pki {
 
 function pkcs12(dir: string, name: string, cert: CertFiles, ca: CertFiles, password: string): string {
   const out = join(dir, `${name}.p12`);
-  execFileSync('openssl', ['pkcs12', '-export', '-in', cert.cert, '-inkey', cert.key, '-certfile', ca.cert, '-name', name, '-out', out, '-passout', `pass:${password}`], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    [
+      'pkcs12',
+      '-export',
+      '-in',
+      cert.cert,
+      '-inkey',
+      cert.key,
+      '-certfile',
+      ca.cert,
+      '-name',
+      name,
+      '-out',
+      out,
+      '-passout',
+      `pass:${password}`,
+    ],
+    { stdio: 'pipe' },
+  );
   return out;
 }
 
@@ -59,7 +78,24 @@ function makePki(): Pki {
   const operator = issueCert(dir, operatorCa, 'operator', { cn: 'flink-operator', use: 'client' });
   const intruder = issueCert(dir, rogueCa, 'intruder', { cn: 'intruder', use: 'client' });
   const operatorTruststore = join(dir, 'operator-truststore.p12');
-  execFileSync('keytool', ['-importcert', '-noprompt', '-alias', 'gateway-ca', '-file', gatewayCa.cert, '-keystore', operatorTruststore, '-storetype', 'PKCS12', '-storepass', STORE_PASSWORD], { stdio: 'pipe' });
+  execFileSync(
+    'keytool',
+    [
+      '-importcert',
+      '-noprompt',
+      '-alias',
+      'gateway-ca',
+      '-file',
+      gatewayCa.cert,
+      '-keystore',
+      operatorTruststore,
+      '-storetype',
+      'PKCS12',
+      '-storepass',
+      STORE_PASSWORD,
+    ],
+    { stdio: 'pipe' },
+  );
   return {
     dir,
     gatewayCa,
@@ -86,10 +122,20 @@ const CLUSTER_SSL_CONF = [
 ].flatMap((kv) => ['--conf', kv]);
 
 function operatorEnv(pki: Pki): NodeJS.ProcessEnv {
-  return { OPERATOR_KEYSTORE_PATH: pki.operatorKeystore, OPERATOR_TRUSTSTORE_PATH: pki.operatorTruststore, OPERATOR_KEYSTORE_PASSWORD: STORE_PASSWORD };
+  return {
+    OPERATOR_KEYSTORE_PATH: pki.operatorKeystore,
+    OPERATOR_TRUSTSTORE_PATH: pki.operatorTruststore,
+    OPERATOR_KEYSTORE_PASSWORD: STORE_PASSWORD,
+  };
 }
 
-async function operatorSequence(line: FlinkClientLine, gw: TestGateway, jobId: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<SequenceResult> {
+async function operatorSequence(
+  line: FlinkClientLine,
+  gw: TestGateway,
+  jobId: string,
+  extra: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<SequenceResult> {
   return runOperatorSequence(line, ['--url', gw.url, '--jar', WORDCOUNT_JAR, '--job-id', jobId, ...CLUSTER_SSL_CONF, ...extra], env);
 }
 
@@ -139,7 +185,7 @@ describe('the operator over mutual TLS: Flink RestClient with security.ssl.rest.
       out = await operatorSequence(line, gw, jobId, [], operatorEnv(pki));
     }, 300_000);
 
-    it('speaks TLS and presents the operator pod\'s keystore, not the cluster\'s', () => {
+    it("speaks TLS and presents the operator pod's keystore, not the cluster's", () => {
       expect(gw.url).toMatch(/^https:/);
       expect(out.flinkClientVersion).toMatch(new RegExp(`^${line.replace('.', '\\.')}\\.`));
       expect(out).toMatchObject({ restSsl: true, restSslClientKeystore: pki.operatorKeystore });
@@ -169,7 +215,7 @@ describe('the operator over mutual TLS: Flink RestClient with security.ssl.rest.
       for (const c of calls) expect(c.principal).toBe('cert:flink-operator');
     });
 
-    it('never logs the cluster\'s keystore passwords that the operator sends inside flinkConfiguration', () => {
+    it("never logs the cluster's keystore passwords that the operator sends inside flinkConfiguration", () => {
       expect(JSON.stringify(gw.logs)).not.toContain(CLUSTER_SECRET);
     });
   });
@@ -197,7 +243,7 @@ describe('the operator over mutual TLS: Flink RestClient with security.ssl.rest.
     }
   });
 
-  it('refuses Flink\'s client with a keystore from another CA, configured the plain Flink way', async () => {
+  it("refuses Flink's client with a keystore from another CA, configured the plain Flink way", async () => {
     const from = gw.logs.length;
     const flinkWay = [
       `security.ssl.rest.keystore=${pki.intruderKeystore}`,
@@ -269,7 +315,7 @@ describe('mutual TLS and bearer tokens together', () => {
  * `security.ssl.algorithms` (TLS_ECDHE_RSA_* only) the gateway's certificate must have an RSA key,
  * and the client does not compare the server certificate's names with the host it dials.
  */
-describe('what Flink\'s REST client asks of the gateway\'s certificate', () => {
+describe("what Flink's REST client asks of the gateway's certificate", () => {
   let pki: Pki;
   const gateways: TestGateway[] = [];
 
@@ -282,12 +328,16 @@ describe('what Flink\'s REST client asks of the gateway\'s certificate', () => {
   });
 
   async function gatewayWith(cert: CertFiles): Promise<TestGateway> {
-    const gw = await startGateway(flinkUrl(), { 'gateway.tls.cert': cert.cert, 'gateway.tls.key': cert.key, 'gateway.tls.client-ca': pki.operatorCa.cert });
+    const gw = await startGateway(flinkUrl(), {
+      'gateway.tls.cert': cert.cert,
+      'gateway.tls.key': cert.key,
+      'gateway.tls.client-ca': pki.operatorCa.cert,
+    });
     gateways.push(gw);
     return gw;
   }
 
-  it('an ECDSA key fails the handshake with Flink\'s default cipher suites; TLS_ECDHE_ECDSA_* in security.ssl.algorithms fixes it', async () => {
+  it("an ECDSA key fails the handshake with Flink's default cipher suites; TLS_ECDHE_ECDSA_* in security.ssl.algorithms fixes it", async () => {
     const gw = await gatewayWith(issueCert(pki.dir, pki.gatewayCa, 'gateway-ec', { cn: 'localhost', use: 'server', key: 'ec' }));
     const from = gw.logs.length;
     // No retries, so the failed handshake of the overview does not take RestClusterClient's 20 attempts.
@@ -302,7 +352,14 @@ describe('what Flink\'s REST client asks of the gateway\'s certificate', () => {
   }, 120_000);
 
   it('the host name is not checked: a certificate for another name, from the trusted CA, is accepted', async () => {
-    const gw = await gatewayWith(issueCert(pki.dir, pki.gatewayCa, 'gateway-other-name', { cn: 'team-a-session-rest.team-a', use: 'server', key: 'rsa', altNames: 'DNS:team-a-session-rest.team-a' }));
+    const gw = await gatewayWith(
+      issueCert(pki.dir, pki.gatewayCa, 'gateway-other-name', {
+        cn: 'team-a-session-rest.team-a',
+        use: 'server',
+        key: 'rsa',
+        altNames: 'DNS:team-a-session-rest.team-a',
+      }),
+    );
     const jobId = newJobId();
     const out = await operatorSequence('2.1', gw, jobId, [], operatorEnv(pki));
     expect(out.upload).toMatchObject({ ok: true });

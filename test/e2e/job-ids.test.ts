@@ -56,7 +56,12 @@ describe.each([
     expect({ status: byBob.status, code: errorCode(byBob) }).toEqual({ status: 409, code: 'GW_RUN_JOB_ID_CONFLICT' });
     const changed = await json('POST', `${gw.url}/v1/jars/${jar}/run`, { ...body, parallelism: 2 }, alice);
     expect({ status: changed.status, code: errorCode(changed) }).toEqual({ status: 409, code: 'GW_RUN_JOB_ID_CONFLICT' });
-    const viaConfig = await json('POST', `${gw.url}/v1/jars/${bobJar}/run`, { parallelism: 1, flinkConfiguration: { '$internal.pipeline.job-id': jobId } }, bob);
+    const viaConfig = await json(
+      'POST',
+      `${gw.url}/v1/jars/${bobJar}/run`,
+      { parallelism: 1, flinkConfiguration: { '$internal.pipeline.job-id': jobId } },
+      bob,
+    );
     expect(viaConfig.status).toBe(409);
 
     const overview = await json('GET', `${gw.url}/v1/jobs/overview`, undefined, alice);
@@ -64,8 +69,15 @@ describe.each([
     expect(mine).toHaveLength(1);
     const audit = gw.audit().filter((a) => a.audit === 'submission' && a.jobId === jobId);
     // The retry is audited too (deduplicated, or accepted once Flink reports the job as already there).
-    expect(audit.filter((a) => a.outcome === 'accepted' || a.outcome === 'deduplicated').map((a) => a.principal)).toEqual(['token:alice', 'token:alice']);
-    expect(audit.filter((a) => a.error === 'GW_RUN_JOB_ID_CONFLICT').map((a) => a.principal)).toEqual(['token:bob', 'token:alice', 'token:bob']);
+    expect(audit.filter((a) => a.outcome === 'accepted' || a.outcome === 'deduplicated').map((a) => a.principal)).toEqual([
+      'token:alice',
+      'token:alice',
+    ]);
+    expect(audit.filter((a) => a.error === 'GW_RUN_JOB_ID_CONFLICT').map((a) => a.principal)).toEqual([
+      'token:bob',
+      'token:alice',
+      'token:bob',
+    ]);
     expect(audit.filter((a) => a.jarId === bobJar && a.outcome === 'accepted')).toEqual([]);
   }, 120_000);
 
@@ -81,7 +93,12 @@ describe.each([
 
   it('takes the job id from $internal.pipeline.job-id when the body has none (as Flink 2.x does)', async () => {
     const jobId = newJobId();
-    const r = await json('POST', `${gw.url}/v1/jars/${jar}/run`, { parallelism: 1, flinkConfiguration: { '$internal.pipeline.job-id': jobId } }, alice);
+    const r = await json(
+      'POST',
+      `${gw.url}/v1/jars/${jar}/run`,
+      { parallelism: 1, flinkConfiguration: { '$internal.pipeline.job-id': jobId } },
+      alice,
+    );
     expect(r).toMatchObject({ status: 200, body: { jobid: jobId } });
     expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED'], 90_000, alice)).toBe('FINISHED');
   }, 120_000);

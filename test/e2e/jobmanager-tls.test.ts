@@ -36,10 +36,42 @@ describe('the gateway → JobManager hop over TLS with client certificates (a se
     client = issueCert(dir, ca, 'gateway-client', { cn: 'flink-jar-gateway', use: 'client' });
     rogueClient = issueCert(dir, makeTestCa(dir, 'rogue'), 'rogue-client', { cn: 'rogue', use: 'client' });
     const keystore = join(dir, 'jobmanager.p12');
-    execFileSync('openssl', ['pkcs12', '-export', '-in', server.cert, '-inkey', server.key, '-certfile', ca.cert, '-name', 'jobmanager', '-out', keystore, '-passout', `pass:${PASSWORD}`]);
+    execFileSync('openssl', [
+      'pkcs12',
+      '-export',
+      '-in',
+      server.cert,
+      '-inkey',
+      server.key,
+      '-certfile',
+      ca.cert,
+      '-name',
+      'jobmanager',
+      '-out',
+      keystore,
+      '-passout',
+      `pass:${PASSWORD}`,
+    ]);
     // Java trusts only certificate entries keytool marks as trusted (openssl 3.0 cannot).
     const truststore = join(dir, 'truststore.p12');
-    execFileSync('keytool', ['-importcert', '-noprompt', '-alias', 'cluster-ca', '-file', ca.cert, '-keystore', truststore, '-storetype', 'PKCS12', '-storepass', PASSWORD], { stdio: 'pipe' });
+    execFileSync(
+      'keytool',
+      [
+        '-importcert',
+        '-noprompt',
+        '-alias',
+        'cluster-ca',
+        '-file',
+        ca.cert,
+        '-keystore',
+        truststore,
+        '-storetype',
+        'PKCS12',
+        '-storepass',
+        PASSWORD,
+      ],
+      { stdio: 'pipe' },
+    );
     cluster = await EmbeddedCluster.start({
       rootDir: projectRoot(__dirname),
       jvmOptions: ['-Xmx512m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'],
@@ -103,23 +135,43 @@ describe('the gateway → JobManager hop over TLS with client certificates (a se
   }, 120_000);
 
   it.each([
-    ['no gateway.cluster.ca (the JobManager certificate is not trusted)', () => ({ 'gateway.cluster.cert': client.cert, 'gateway.cluster.key': client.key }), /set gateway\.cluster\.ca/],
+    [
+      'no gateway.cluster.ca (the JobManager certificate is not trusted)',
+      () => ({ 'gateway.cluster.cert': client.cert, 'gateway.cluster.key': client.key }),
+      /set gateway\.cluster\.ca/,
+    ],
     ['no client certificate', () => ({ 'gateway.cluster.ca': ca.cert }), /set gateway\.cluster\.cert and gateway\.cluster\.key/],
-    ['a client certificate from another CA', () => ({ 'gateway.cluster.ca': ca.cert, 'gateway.cluster.cert': rogueClient.cert, 'gateway.cluster.key': rogueClient.key }), /set gateway\.cluster\.cert and gateway\.cluster\.key/],
-    ['http:// to the https endpoint (Flink answers with a redirect to itself)', () => ({}), /gateway\.cluster\.rest-url must use https:\/\//],
-  ])('%s → 502 GW_CLUSTER_TLS in Flink\'s envelope, naming the setting to fix, on pass-through and on jar routes', async (what, options, hint) => {
-    const gw = await gateway(options(), what.startsWith('http://') ? cluster.restUrl.replace('https:', 'http:') : cluster.restUrl);
-    for (const [method, path] of [['GET', '/v1/overview'], ['GET', '/v1/jars']] as const) {
-      const r = await json(method, `${gw.url}${path}`);
-      expect({ status: r.status, code: errorCode(r) }).toEqual({ status: 502, code: 'GW_CLUSTER_TLS' });
-      expect(r.headers.location).toBeUndefined();
-      expect(String((r.body.errors as string[])[0])).toMatch(hint);
-      expect(Object.keys(r.body)).toEqual(['errors']);
-      messages.push(String((r.body.errors as string[])[0]));
-    }
-  });
+    [
+      'a client certificate from another CA',
+      () => ({ 'gateway.cluster.ca': ca.cert, 'gateway.cluster.cert': rogueClient.cert, 'gateway.cluster.key': rogueClient.key }),
+      /set gateway\.cluster\.cert and gateway\.cluster\.key/,
+    ],
+    [
+      'http:// to the https endpoint (Flink answers with a redirect to itself)',
+      () => ({}),
+      /gateway\.cluster\.rest-url must use https:\/\//,
+    ],
+  ])(
+    "%s → 502 GW_CLUSTER_TLS in Flink's envelope, naming the setting to fix, on pass-through and on jar routes",
+    async (what, options, hint) => {
+      const gw = await gateway(options(), what.startsWith('http://') ? cluster.restUrl.replace('https:', 'http:') : cluster.restUrl);
+      for (const [method, path] of [
+        ['GET', '/v1/overview'],
+        ['GET', '/v1/jars'],
+      ] as const) {
+        const r = await json(method, `${gw.url}${path}`);
+        expect({ status: r.status, code: errorCode(r) }).toEqual({ status: 502, code: 'GW_CLUSTER_TLS' });
+        expect(r.headers.location).toBeUndefined();
+        expect(String((r.body.errors as string[])[0])).toMatch(hint);
+        expect(Object.keys(r.body)).toEqual(['errors']);
+        messages.push(String((r.body.errors as string[])[0]));
+      }
+    },
+  );
 
   it('refuses to start with only half a client key pair', async () => {
-    await expect(startGateway(cluster.restUrl, { 'gateway.cluster.cert': client.cert })).rejects.toThrow(/gateway\.cluster\.cert and gateway\.cluster\.key go together/);
+    await expect(startGateway(cluster.restUrl, { 'gateway.cluster.cert': client.cert })).rejects.toThrow(
+      /gateway\.cluster\.cert and gateway\.cluster\.key go together/,
+    );
   });
 });

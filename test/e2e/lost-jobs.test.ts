@@ -117,7 +117,16 @@ describe('a streaming job lost by a JobManager restart without HA', () => {
 
     // A gateway with no memory of the run (its own claims) sends another request under the id to
     // Flink, whose dispatcher refuses it: 409, with Flink's own words after the gateway's.
-    other = await startGateway(proxy.url, { 'web.submit.jar-uri.enable': 'true', 'gateway.artifacts.allowed-schemes': 'http', 'user.artifacts.raw-http-enabled': 'true', 'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}` }, [httpPlugin]);
+    other = await startGateway(
+      proxy.url,
+      {
+        'web.submit.jar-uri.enable': 'true',
+        'gateway.artifacts.allowed-schemes': 'http',
+        'user.artifacts.raw-http-enabled': 'true',
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+      },
+      [httpPlugin],
+    );
     const refused = await operatorRun(other, jobId, { ...changed, 'parallelism.default': '2' });
     expect({ status: refused.status, code: errorCode(refused) }).toEqual({ status: 409, code: 'GW_RUN_JOB_ID_CONFLICT' });
     expect(Object.keys(refused.body)).toEqual(['errors']);

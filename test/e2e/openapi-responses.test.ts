@@ -132,11 +132,19 @@ describe('real responses of the jar routes match openapi.yaml', () => {
     expectCode(await call('POST', `/jars/${jarId}/plan`, { programArgsList: 'a b' }), 400, 'GW_REQUEST_MALFORMED');
 
     // Remote jars are off by default.
-    expectCode(await call('POST', `/v1/jars/${jarId}/run`, { flinkConfiguration: { 'user.artifacts.job-jar': 'https://example.invalid/app.jar' } }), 400, 'GW_JAR_URI_DISABLED');
+    expectCode(
+      await call('POST', `/v1/jars/${jarId}/run`, { flinkConfiguration: { 'user.artifacts.job-jar': 'https://example.invalid/app.jar' } }),
+      400,
+      'GW_JAR_URI_DISABLED',
+    );
 
     // POST /jars/fetch: the body is checked first, then the feature (off by default).
     expectCode(await call('POST', '/jars/fetch', { uri: 's3://bucket/app.jar' }), 400, 'GW_JAR_URI_DISABLED');
-    expectCode(await call('POST', '/v1/jars/fetch', { uri: 'https://example.invalid/app.jar', sha256: 'ab'.repeat(32) }), 400, 'GW_JAR_URI_DISABLED');
+    expectCode(
+      await call('POST', '/v1/jars/fetch', { uri: 'https://example.invalid/app.jar', sha256: 'ab'.repeat(32) }),
+      400,
+      'GW_JAR_URI_DISABLED',
+    );
     expectCode(await call('POST', '/v1/jars/fetch', {}), 400, 'GW_REQUEST_MALFORMED');
 
     // Flink 2.3's run-application, in front of a 2.1 JobManager: not found, as 2.1 answers.
@@ -149,21 +157,36 @@ describe('real responses of the jar routes match openapi.yaml', () => {
     const multipart = Buffer.from(
       `--${boundary}\r\nContent-Disposition: form-data; name="jarfile"; filename="notes.txt"\r\nContent-Type: text/plain\r\n\r\nhello\r\n--${boundary}--\r\n`,
     );
-    const res = await request(`${gw.url}/jars/upload`, { method: 'POST', body: multipart, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+    const res = await request(`${gw.url}/jars/upload`, {
+      method: 'POST',
+      body: multipart,
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
     const notJar = { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown>, headers: res.headers };
     assertMatchesSpec('POST', '/jars/upload', notJar);
     expectCode(notJar, 400, 'GW_UPLOAD_NOT_JAR_NAME');
 
     // Other methods on the code-running routes are the gateway's 404; other /jars paths are Flink's to answer.
-    for (const [method, path] of [['GET', `/jars/${jarId}/run`], ['GET', '/jars/upload'], ['PUT', `/v1/jars/${jarId}/plan`]] as const) {
+    for (const [method, path] of [
+      ['GET', `/jars/${jarId}/run`],
+      ['GET', '/jars/upload'],
+      ['PUT', `/v1/jars/${jarId}/plan`],
+    ] as const) {
       const r = await json(method, `${gw.url}${path}`);
       expectCode(r, 404, 'GW_ROUTE_NOT_FOUND');
       expect(String(r.headers['content-type'])).toMatch(/^application\/json/);
       assertMatchesSchema('ErrorResponse', r.body);
     }
-    for (const [method, path] of [['GET', '/jars/a/b/c'], ['GET', `/v1/jars/${jarId}`], ['PUT', '/jars']] as const) {
+    for (const [method, path] of [
+      ['GET', '/jars/a/b/c'],
+      ['GET', `/v1/jars/${jarId}`],
+      ['PUT', '/jars'],
+    ] as const) {
       const r = await json(method, `${gw.url}${path}`);
-      expect({ status: r.status, first: String((r.body.errors as string[])[0]) }).toEqual({ status: 404, first: expect.stringMatching(/^(?:Not found: |Unable to load requested file )/) });
+      expect({ status: r.status, first: String((r.body.errors as string[])[0]) }).toEqual({
+        status: 404,
+        first: expect.stringMatching(/^(?:Not found: |Unable to load requested file )/),
+      });
     }
   });
 
@@ -180,7 +203,9 @@ describe('real responses of the jar routes match openapi.yaml', () => {
   it('remote jars (POST /jars/fetch, run/plan by URI, fetch progress) answer as documented', async () => {
     const jar = readFileSync(WORDCOUNT_JAR);
     const sha256 = createHash('sha256').update(jar).digest('hex');
-    const remote = await startGateway(flinkUrl(), { 'web.submit.jar-uri.enable': 'true', 'gateway.artifacts.allowed-schemes': 'mem' }, [memoryPlugin(jar)]);
+    const remote = await startGateway(flinkUrl(), { 'web.submit.jar-uri.enable': 'true', 'gateway.artifacts.allowed-schemes': 'mem' }, [
+      memoryPlugin(jar),
+    ]);
     const fetched: string[] = [];
     const rcall = async (method: string, path: string, body?: unknown): Promise<Reply> => {
       const r = await json(method, `${remote.url}${path}`, body);
@@ -195,15 +220,26 @@ describe('real responses of the jar routes match openapi.yaml', () => {
       expect(again.status).toBe(200);
       fetched.push(jarIdOf(again));
 
-      expectCode(await rcall('POST', '/jars/fetch', { uri: 'mem://bucket/WordCount.jar', sha256: '0'.repeat(64) }), 400, 'GW_FETCH_DIGEST_MISMATCH');
+      expectCode(
+        await rcall('POST', '/jars/fetch', { uri: 'mem://bucket/WordCount.jar', sha256: '0'.repeat(64) }),
+        400,
+        'GW_FETCH_DIGEST_MISMATCH',
+      );
       expectCode(await rcall('POST', '/jars/fetch', { uri: 'mem://bucket/missing.jar' }), 400, 'GW_FETCH_NOT_FOUND');
       expectCode(await rcall('POST', '/v1/jars/fetch', { uri: 'gopher://h/app.jar' }), 400, 'GW_FETCH_SCHEME_UNSUPPORTED');
       expectCode(await rcall('POST', '/v1/jars/fetch', { uri: 'not a uri' }), 400, 'GW_FETCH_URI_INVALID');
 
-      const plan = await rcall('POST', '/v1/jars/remote.jar/plan', { flinkConfiguration: { 'user.artifacts.job-jar': 'mem://bucket/WordCount.jar', 'gateway.artifacts.job-jar.sha256': sha256 } });
+      const plan = await rcall('POST', '/v1/jars/remote.jar/plan', {
+        flinkConfiguration: { 'user.artifacts.job-jar': 'mem://bucket/WordCount.jar', 'gateway.artifacts.job-jar.sha256': sha256 },
+      });
       expect(plan.status).toBe(200);
       expectCode(
-        await rcall('POST', '/jars/remote.jar/run', { flinkConfiguration: { 'user.artifacts.job-jar': 'mem://bucket/WordCount.jar', 'gateway.artifacts.job-jar.sha256': 'f'.repeat(64) } }),
+        await rcall('POST', '/jars/remote.jar/run', {
+          flinkConfiguration: {
+            'user.artifacts.job-jar': 'mem://bucket/WordCount.jar',
+            'gateway.artifacts.job-jar.sha256': 'f'.repeat(64),
+          },
+        }),
         400,
         'GW_FETCH_DIGEST_MISMATCH',
       );
@@ -221,13 +257,17 @@ describe('real responses of the jar routes match openapi.yaml', () => {
     }
   });
 
-  it('the JobManager\'s own success bodies match the same schemas (the spec models Flink\'s contract)', async () => {
+  it("the JobManager's own success bodies match the same schemas (the spec models Flink's contract)", async () => {
     const flink = flinkUrl();
     const up = await upload(`${flink}/v1/jars/upload`, 'WordCount.jar');
     const jarId = jarIdOf(up);
     try {
       assertMatchesSpec('POST', '/v1/jars/upload', up);
-      for (const [method, path, body] of [['GET', '/v1/jars', undefined], ['POST', `/v1/jars/${jarId}/plan`, {}], ['GET', `/v1/jars/${jarId}/plan`, undefined]] as const) {
+      for (const [method, path, body] of [
+        ['GET', '/v1/jars', undefined],
+        ['POST', `/v1/jars/${jarId}/plan`, {}],
+        ['GET', `/v1/jars/${jarId}/plan`, undefined],
+      ] as const) {
         assertMatchesSpec(method, path, await json(method, `${flink}${path}`, body));
       }
     } finally {

@@ -24,7 +24,12 @@ describe('placeholder awareness', () => {
     o = await startHttpOrigin({ files: { '/wordcount.jar': WORDCOUNT } });
     gw = await startGateway(
       flinkUrl(),
-      { 'web.submit.jar-uri.enable': 'true', 'gateway.artifacts.allowed-schemes': 'http', 'user.artifacts.raw-http-enabled': 'true', 'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${o.port}` },
+      {
+        'web.submit.jar-uri.enable': 'true',
+        'gateway.artifacts.allowed-schemes': 'http',
+        'user.artifacts.raw-http-enabled': 'true',
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${o.port}`,
+      },
       [httpPlugin],
     );
   }, 60_000);
@@ -42,10 +47,13 @@ describe('placeholder awareness', () => {
     return id;
   };
 
-  it('runs the URI in place of the operator\'s empty.jar', async () => {
+  it("runs the URI in place of the operator's empty.jar", async () => {
     const placeholder = await upload('empty.jar', await operatorPlaceholderJar());
     const jobId = newJobId();
-    const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/wordcount.jar` } });
+    const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, {
+      jobId,
+      flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/wordcount.jar` },
+    });
     expect(r).toMatchObject({ status: 200, body: { jobid: jobId } });
     expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED'])).toBe('FINISHED');
     expect(gw.audit().find((a) => a.audit === 'submission' && a.jobId === jobId)).toMatchObject({ source: 'uri', sha256: sha(WORDCOUNT) });
@@ -55,7 +63,10 @@ describe('placeholder awareness', () => {
     const real = await upload('WordCount.jar', WORDCOUNT);
     const before = o.requests.length;
     const jobId = newJobId();
-    const r = await json('POST', `${gw.url}/v1/jars/${real}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/wordcount.jar?sig=secret` } });
+    const r = await json('POST', `${gw.url}/v1/jars/${real}/run`, {
+      jobId,
+      flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/wordcount.jar?sig=secret` },
+    });
     expect({ status: r.status, code: errorCode(r) }).toEqual({ status: 400, code: 'GW_JAR_URI_CONFLICT' });
     expect(String((r.body.errors as string[])[0])).not.toContain('secret');
     expect((await json('GET', `${gw.url}/v1/jobs/${jobId}`)).status).toBe(404);

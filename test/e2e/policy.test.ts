@@ -48,7 +48,9 @@ describe('fetched-only policy mode on the real embedded Flink', () => {
     const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
     expect(up.status).toBe(200);
     placeholder = String(up.body.filename).split('/').pop()!;
-    const manifestOnly = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: org.apache.flink.streaming.examples.wordcount.WordCount\n' });
+    const manifestOnly = buildJar({
+      'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: org.apache.flink.streaming.examples.wordcount.WordCount\n',
+    });
     const wc = await uploadBytes(gw.url, [{ name: 'WordCount.jar', bytes: manifestOnly }]);
     expect(wc.status).toBe(200);
     uploadedWordcount = String(wc.body.filename).split('/').pop()!;
@@ -82,18 +84,13 @@ describe('fetched-only policy mode on the real embedded Flink', () => {
     expect(audit[0]).toMatchObject({ route: 'run', source: 'upload', outcome: 'denied', error: 'GW_POLICY_FETCHED_ONLY', status: 403 });
   });
 
-  it.each([
-    '/v1/jobs',
-    '/jobs',
-    '/v1/jobs/',
-    '//v1//jobs',
-    '/v1/%6Aobs',
-    '/v1/jobs%2F',
-    '/v1/%256Aobs',
-  ])('refuses POST %s (a job graph from flink run) without reaching the JobManager', async (path) => {
-    const r = await json('POST', `${gw.url}${path}`, { jobGraphFileName: 'g.bin', jobJarFileNames: [], jobArtifactFileNames: [] });
-    expect({ status: r.status, code: errorCode(r) }).toEqual({ status: 403, code: 'GW_POLICY_FETCHED_ONLY' });
-  });
+  it.each(['/v1/jobs', '/jobs', '/v1/jobs/', '//v1//jobs', '/v1/%6Aobs', '/v1/jobs%2F', '/v1/%256Aobs'])(
+    'refuses POST %s (a job graph from flink run) without reaching the JobManager',
+    async (path) => {
+      const r = await json('POST', `${gw.url}${path}`, { jobGraphFileName: 'g.bin', jobJarFileNames: [], jobArtifactFileNames: [] });
+      expect({ status: r.status, code: errorCode(r) }).toEqual({ status: 403, code: 'GW_POLICY_FETCHED_ONLY' });
+    },
+  );
 
   it('runs a jar named by URI, and a jar id registered by POST /jars/fetch', async () => {
     const jobId = newJobId();
@@ -115,7 +112,10 @@ describe('fetched-only policy mode on the real embedded Flink', () => {
 
     const runs = gw.audit().filter((a) => a.audit === 'submission' && a.outcome === 'accepted' && a.route === 'run');
     expect(runs.find((a) => a.jobId === jobId)).toMatchObject({ source: 'uri', verdicts: { policy: 'fetched-only: jar URI' } });
-    expect(runs.find((a) => a.jobId === second)).toMatchObject({ source: 'fetched', verdicts: { policy: 'fetched-only: jar registered by POST /jars/fetch' } });
+    expect(runs.find((a) => a.jobId === second)).toMatchObject({
+      source: 'fetched',
+      verdicts: { policy: 'fetched-only: jar registered by POST /jars/fetch' },
+    });
   }, 120_000);
 });
 
@@ -158,7 +158,9 @@ describe('fetched-only: what a request cannot add to a vetted jar', () => {
     expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED'])).toBe('FINISHED');
     expect(trap.accepted).toBe(0);
     const audit = gw.audit().find((a) => a.audit === 'submission' && a.jobId === jobId);
-    expect(String((audit?.verdicts as Record<string, string> | undefined)?.configuration)).toMatch(/^dropped .*pipeline\.classpaths.*classloader\.resolve-order/);
+    expect(String((audit?.verdicts as Record<string, string> | undefined)?.configuration)).toMatch(
+      /^dropped .*pipeline\.classpaths.*classloader\.resolve-order/,
+    );
   }, 120_000);
 
   it.each([
@@ -166,7 +168,7 @@ describe('fetched-only: what a request cannot add to a vetted jar', () => {
     ['org.apache.flink.client.cli.CliFrontend', 'query'],
     ['java.lang.Runtime', 'body'],
     ['com.example.NotInTheJar', 'body'],
-  ])('refuses entry class %s (in the %s) that is not the fetched jar\'s own, and the JobManager stays up', async (entryClass, where) => {
+  ])("refuses entry class %s (in the %s) that is not the fetched jar's own, and the JobManager stays up", async (entryClass, where) => {
     const jobId = newJobId();
     const query = where === 'query' ? `?entry-class=${encodeURIComponent(entryClass)}` : '';
     const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run${query}`, {
@@ -187,7 +189,9 @@ describe('fetched-only: what a request cannot add to a vetted jar', () => {
       expect(errorCode(run)).toBe('GW_POLICY_ENTRY_CLASS');
       const plan = await json('GET', `${gw.url}/v1/jars/${id}/plan?entry-class=org.apache.flink.client.cli.CliFrontend`);
       expect(errorCode(plan)).toBe('GW_POLICY_ENTRY_CLASS');
-      const ok = await json('POST', `${gw.url}/v1/jars/${id}/plan`, { entryClass: 'org.apache.flink.streaming.examples.wordcount.WordCount' });
+      const ok = await json('POST', `${gw.url}/v1/jars/${id}/plan`, {
+        entryClass: 'org.apache.flink.streaming.examples.wordcount.WordCount',
+      });
       expect(ok.status).toBe(200);
     } finally {
       await json('DELETE', `${gw.url}/v1/jars/${id}`).catch(() => undefined);
@@ -229,7 +233,11 @@ describe('gateway.artifacts.allowed-uris', () => {
 
   beforeAll(async () => {
     o = await origin();
-    gw = await startGateway(flinkUrl(), { ...remoteJarOptions(o), 'gateway.artifacts.allowed-uris': `http://127.0.0.1:${o.port}/releases` }, [httpPlugin]);
+    gw = await startGateway(
+      flinkUrl(),
+      { ...remoteJarOptions(o), 'gateway.artifacts.allowed-uris': `http://127.0.0.1:${o.port}/releases` },
+      [httpPlugin],
+    );
     const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
     placeholder = String(up.body.filename).split('/').pop()!;
   }, 60_000);
@@ -241,7 +249,10 @@ describe('gateway.artifacts.allowed-uris', () => {
   });
 
   const runByUri = (uri: string, jobId = newJobId()) =>
-    json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': uri } }).then((r) => ({ ...r, jobId }));
+    json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': uri } }).then((r) => ({
+      ...r,
+      jobId,
+    }));
 
   it('runs a jar under the allowed prefix', async () => {
     const r = await runByUri(`${o.url}/releases/wordcount.jar`);
@@ -264,11 +275,18 @@ describe('gateway.artifacts.allowed-uris', () => {
   });
 
   it('refuses a redirect from an allowed path to a disallowed one, and never requests the target', async () => {
-    const gw2 = await startGateway(flinkUrl(), { ...remoteJarOptions(o), 'gateway.artifacts.allowed-uris': `http://127.0.0.1:${o.port}/redirect/` }, [httpPlugin]);
+    const gw2 = await startGateway(
+      flinkUrl(),
+      { ...remoteJarOptions(o), 'gateway.artifacts.allowed-uris': `http://127.0.0.1:${o.port}/redirect/` },
+      [httpPlugin],
+    );
     try {
       const up = await uploadBytes(gw2.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
       const holder = String(up.body.filename).split('/').pop()!;
-      const run = await json('POST', `${gw2.url}/v1/jars/${holder}/run`, { jobId: newJobId(), flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/redirect/1/private/wordcount.jar` } });
+      const run = await json('POST', `${gw2.url}/v1/jars/${holder}/run`, {
+        jobId: newJobId(),
+        flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/redirect/1/private/wordcount.jar` },
+      });
       expect({ status: run.status, code: errorCode(run) }).toEqual({ status: 400, code: 'GW_FETCH_URI_NOT_ALLOWED' });
       expect(String((run.body.errors as string[])[0])).toMatch(/redirected to http:\/\/127\.0\.0\.1:\d+\/private\/wordcount\.jar/);
       expect(o.requests.filter((q) => q.path === '/private/wordcount.jar')).toHaveLength(0);
@@ -292,7 +310,12 @@ describe('per-principal permissions and the audit log', () => {
   beforeAll(async () => {
     o = await origin();
     dir = mkdtempSync(join(tmpdir(), 'gw-perm-'));
-    writeFileSync(join(dir, 'tokens'), Object.entries(TOKENS).map(([p, t]) => `${p} ${sha(t)}`).join('\n'));
+    writeFileSync(
+      join(dir, 'tokens'),
+      Object.entries(TOKENS)
+        .map(([p, t]) => `${p} ${sha(t)}`)
+        .join('\n'),
+    );
     auditFile = join(dir, 'audit', 'audit.jsonl');
     gw = await startGateway(
       flinkUrl(),
@@ -306,7 +329,12 @@ describe('per-principal permissions and the audit log', () => {
       },
       [httpPlugin],
     );
-    const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' }, bearer(TOKENS.ci));
+    const up = await uploadBytes(
+      gw.url,
+      [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }],
+      { request: '{}' },
+      bearer(TOKENS.ci),
+    );
     expect(up.status).toBe(200);
     placeholder = String(up.body.filename).split('/').pop()!;
   }, 60_000);
@@ -322,7 +350,12 @@ describe('per-principal permissions and the audit log', () => {
     expect((await json('GET', `${gw.url}/v1/jobs/overview`, undefined, bearer(TOKENS.viewer))).status).toBe(200);
     expect((await json('GET', `${gw.url}/gateway/v1/health`)).status).toBe(200);
     for (const path of [`/v1/jars/${placeholder}/run`, `/v1/%6Aars/${placeholder}/run`]) {
-      const r = await json('POST', `${gw.url}${path}`, { flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/releases/wordcount.jar` } }, bearer(TOKENS.viewer));
+      const r = await json(
+        'POST',
+        `${gw.url}${path}`,
+        { flinkConfiguration: { 'user.artifacts.job-jar': `${o.url}/releases/wordcount.jar` } },
+        bearer(TOKENS.viewer),
+      );
       expect({ path, status: r.status, code: errorCode(r) }).toEqual({ path, status: 403, code: 'GW_AUTH_FORBIDDEN' });
       expect(String((r.body.errors as string[])[0])).toMatch(/token:viewer may not submit .*gateway\.auth\.permission\.submit/);
     }
@@ -331,23 +364,34 @@ describe('per-principal permissions and the audit log', () => {
     expect(o.requests.length).toBe(0);
     // Refusals are counted by code, for alerting on probing.
     const metrics = await fetch(`${gw.url}/gateway/v1/metrics`, { headers: bearer(TOKENS.viewer) }).then((r) => r.text());
-    expect(Number(/flink_gateway_errors_total\{code="GW_AUTH_FORBIDDEN",status="403"\} (\d+)/.exec(metrics)?.[1])).toBeGreaterThanOrEqual(3);
+    expect(Number(/flink_gateway_errors_total\{code="GW_AUTH_FORBIDDEN",status="403"\} (\d+)/.exec(metrics)?.[1])).toBeGreaterThanOrEqual(
+      3,
+    );
   });
 
   it('the submitter runs by URI but may not cancel; the operator cancels; the audit log has one line per submission and fetch', async () => {
     const jobId = newJobId();
     const uri = `${o.url}/releases/wordcount.jar`;
-    const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': `${uri}?sig=SECRET-SIG-123` } }, bearer(TOKENS.ci));
+    const r = await json(
+      'POST',
+      `${gw.url}/v1/jars/${placeholder}/run`,
+      { jobId, flinkConfiguration: { 'user.artifacts.job-jar': `${uri}?sig=SECRET-SIG-123` } },
+      bearer(TOKENS.ci),
+    );
     expect(r).toMatchObject({ status: 200, body: { jobid: jobId } });
     const cancelByCi = await json('PATCH', `${gw.url}/v1/jobs/${jobId}?mode=cancel`, undefined, bearer(TOKENS.ci));
     expect({ status: cancelByCi.status, code: errorCode(cancelByCi) }).toEqual({ status: 403, code: 'GW_AUTH_FORBIDDEN' });
     const yarnCancel = await json('GET', `${gw.url}/jobs/${jobId}/yarn-cancel`, undefined, bearer(TOKENS.viewer));
     expect(yarnCancel.status).toBe(403);
     const state = await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'RUNNING'], 90_000, bearer(TOKENS.viewer));
-    if (state === 'RUNNING') expect((await json('PATCH', `${gw.url}/v1/jobs/${jobId}?mode=cancel`, undefined, bearer(TOKENS.ops))).status).toBe(202);
+    if (state === 'RUNNING')
+      expect((await json('PATCH', `${gw.url}/v1/jobs/${jobId}?mode=cancel`, undefined, bearer(TOKENS.ops))).status).toBe(202);
     await waitForJobState(gw.url, jobId, ['FINISHED', 'CANCELED', 'FAILED'], 90_000, bearer(TOKENS.viewer));
 
-    const lines = readFileSync(auditFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = readFileSync(auditFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const fetch = lines.find((l) => l.audit === 'fetch' && l.jobId === jobId)!;
     expect(fetch).toMatchObject({
       principal: 'token:ci',
@@ -372,9 +416,23 @@ describe('per-principal permissions and the audit log', () => {
     expect(typeof run.durationMs).toBe('number');
     expect(typeof run.time).toBe('string');
     const controls = lines.filter((l) => l.audit === 'control' && l.jobId === jobId);
-    expect(controls.find((l) => l.principal === 'token:ci')).toMatchObject({ method: 'PATCH', path: `/v1/jobs/${jobId}`, outcome: 'denied', status: 403 });
-    expect(controls.find((l) => l.principal === 'token:viewer')).toMatchObject({ method: 'GET', path: `/jobs/${jobId}/yarn-cancel`, outcome: 'denied' });
-    if (state === 'RUNNING') expect(controls.find((l) => l.principal === 'token:ops')).toMatchObject({ outcome: 'accepted', status: 202, verdicts: { permission: 'cancel: token:ops' } });
+    expect(controls.find((l) => l.principal === 'token:ci')).toMatchObject({
+      method: 'PATCH',
+      path: `/v1/jobs/${jobId}`,
+      outcome: 'denied',
+      status: 403,
+    });
+    expect(controls.find((l) => l.principal === 'token:viewer')).toMatchObject({
+      method: 'GET',
+      path: `/jobs/${jobId}/yarn-cancel`,
+      outcome: 'denied',
+    });
+    if (state === 'RUNNING')
+      expect(controls.find((l) => l.principal === 'token:ops')).toMatchObject({
+        outcome: 'accepted',
+        status: 202,
+        verdicts: { permission: 'cancel: token:ops' },
+      });
     const denied = lines.filter((l) => l.outcome === 'denied' && l.principal === 'token:viewer');
     expect(denied.length).toBeGreaterThanOrEqual(2);
     const text = readFileSync(auditFile, 'utf8');
@@ -384,7 +442,11 @@ describe('per-principal permissions and the audit log', () => {
   }, 120_000);
 
   it('refuses to start when permissions name principals but authentication is off', async () => {
-    await expect(startGateway(flinkUrl(), { 'gateway.auth.permission.submit': 'token:ci' })).rejects.toThrow(/no authentication is configured/);
-    await expect(startGateway(flinkUrl(), { 'gateway.auth.tokens-file': join(dir, 'tokens'), 'gateway.auth.permission.cancel': 'ops' })).rejects.toThrow(/'ops' is not a principal/);
+    await expect(startGateway(flinkUrl(), { 'gateway.auth.permission.submit': 'token:ci' })).rejects.toThrow(
+      /no authentication is configured/,
+    );
+    await expect(
+      startGateway(flinkUrl(), { 'gateway.auth.tokens-file': join(dir, 'tokens'), 'gateway.auth.permission.cancel': 'ops' }),
+    ).rejects.toThrow(/'ops' is not a principal/);
   });
 });

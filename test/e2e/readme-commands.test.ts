@@ -35,7 +35,7 @@ describe('README start commands', () => {
     }
   }
 
-  it('`npm start -- -Dgateway.embedded.flink-version=2.3.0 ...` runs Flink 2.3.0\'s distribution with two TaskManagers', async () => {
+  it("`npm start -- -Dgateway.embedded.flink-version=2.3.0 ...` runs Flink 2.3.0's distribution with two TaskManagers", async () => {
     // Assembled by the test helper first (with the project venv's pip), so the start finds it cached.
     distributionHome('2.3.0');
     await distributionStart(starts[2]!, { version: '2.3.0', taskmanagers: 2 });
@@ -43,7 +43,10 @@ describe('README start commands', () => {
 
   it('`npm start -- -Dgateway.embedded.flink-home=<dir>` runs the distribution in that directory', async () => {
     const home = distributionHome('1.20.5');
-    await distributionStart(starts[3]!.map((a) => a.replace('/opt/flink', home)), { version: '1.20.5', taskmanagers: 1 });
+    await distributionStart(
+      starts[3]!.map((a) => a.replace('/opt/flink', home)),
+      { version: '1.20.5', taskmanagers: 1 },
+    );
   }, 400_000);
 
   it('`npm start` launches the embedded Flink cluster and serves its REST API', async () => {
@@ -59,7 +62,9 @@ describe('README start commands', () => {
   }, 200_000);
 
   it('`npm start -- -Dgateway.cluster.rest-url=...` fronts an existing JobManager', async () => {
-    const jm = await startOrigin((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ seen: req.url })));
+    const jm = await startOrigin((req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ seen: req.url })),
+    );
     const args = starts[1]!.map((a) => a.replace('http://jobmanager:8081', jm.url));
     const gw = await startGatewayProcess([...args, '-Drest.port=0']);
     try {

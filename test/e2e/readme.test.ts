@@ -22,11 +22,15 @@ describe('README curl examples', () => {
     writeFileSync(join(dir, 'ca.pem'), tls.cert);
     writeFileSync(join(dir, 'words.txt'), 'to be or not to be\n');
     origin = await startHttpOrigin({ tls, files: { '/releases/wordcount.jar': readFileSync(WORDCOUNT_JAR) } });
-    gw = await startGateway(flinkUrl(), {
-      'web.submit.jar-uri.enable': 'true',
-      'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
-      'gateway.artifacts.ca-bundle': join(dir, 'ca.pem'),
-    }, [httpPlugin]);
+    gw = await startGateway(
+      flinkUrl(),
+      {
+        'web.submit.jar-uri.enable': 'true',
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+        'gateway.artifacts.ca-bundle': join(dir, 'ca.pem'),
+      },
+      [httpPlugin],
+    );
   });
   afterAll(async () => {
     await gw.close();
@@ -38,8 +42,19 @@ describe('README curl examples', () => {
     const readme = readFileSync(join(projectRoot(__dirname), 'README.md'), 'utf8');
     const blocks = [...readme.matchAll(/<!-- readme-test -->\n```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
     expect(blocks).toHaveLength(3);
-    const ids = { '0123456789abcdef0123456789abcdef': newJobId(), fedcba9876543210fedcba9876543210: newJobId(), '00112233445566778899aabbccddeeff': newJobId() };
-    const env = { ...process.env, GATEWAY: gw.url, JAR: WORDCOUNT_JAR, JAR_URL: `${origin.url}/releases/wordcount.jar`, INPUT_DIR: join(dir, 'words.txt'), PLACEHOLDER_JAR: join(dir, 'empty.jar') };
+    const ids = {
+      '0123456789abcdef0123456789abcdef': newJobId(),
+      fedcba9876543210fedcba9876543210: newJobId(),
+      '00112233445566778899aabbccddeeff': newJobId(),
+    };
+    const env = {
+      ...process.env,
+      GATEWAY: gw.url,
+      JAR: WORDCOUNT_JAR,
+      JAR_URL: `${origin.url}/releases/wordcount.jar`,
+      INPUT_DIR: join(dir, 'words.txt'),
+      PLACEHOLDER_JAR: join(dir, 'empty.jar'),
+    };
     writeFileSync(join(dir, 'empty.jar'), buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' }));
     const outputs: string[] = [];
     for (const block of blocks) {

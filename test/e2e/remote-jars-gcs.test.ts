@@ -7,7 +7,14 @@ import { json, newJobId, uploadBytes, waitForJobState, WORDCOUNT_JAR } from '../
 import { flinkUrl, startGateway, type TestGateway } from '../helpers/gateway';
 import { buildJar } from '../helpers/jars';
 import { startFakeGcs, type FakeGcs } from '../servers/fake-gcs';
-import { makeServiceAccount, startGcsFront, startGoogleTokenStandIn, writeKeyFile, type GcsFront, type GoogleTokenStandIn } from '../servers/fake-gcs-auth';
+import {
+  makeServiceAccount,
+  startGcsFront,
+  startGoogleTokenStandIn,
+  writeKeyFile,
+  type GcsFront,
+  type GoogleTokenStandIn,
+} from '../servers/fake-gcs-auth';
 import { makeSelfSignedCert } from '../servers/tls';
 
 const PLACEHOLDER = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' });
@@ -61,7 +68,7 @@ describe('remote job jars by gs:// URI on the real embedded Flink', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('runs a jar named by a gs:// URI to FINISHED, read with the service account\'s token, and deletes the transient jar', async () => {
+  it("runs a jar named by a gs:// URI to FINISHED, read with the service account's token, and deletes the transient jar", async () => {
     const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
     expect(up.status).toBe(200);
     const placeholder = String(up.body.filename).split('/').pop()!;

@@ -23,7 +23,10 @@ describe('remote job jars over HTTPS on the real embedded Flink', () => {
     const tls = makeSelfSignedCert();
     writeFileSync(join(dir, 'ca.pem'), tls.cert);
     const wordcount = readFileSync(WORDCOUNT_JAR);
-    origin = await startHttpOrigin({ tls, files: { '/a/wordcount.jar': wordcount, '/b/wordcount.jar': wordcount, '/c/wordcount.jar': wordcount } });
+    origin = await startHttpOrigin({
+      tls,
+      files: { '/a/wordcount.jar': wordcount, '/b/wordcount.jar': wordcount, '/c/wordcount.jar': wordcount },
+    });
     gw = await startGateway(
       flinkUrl(),
       {
@@ -45,7 +48,11 @@ describe('remote job jars over HTTPS on the real embedded Flink', () => {
   });
 
   const run = (uri: string, jobId = newJobId()) =>
-    json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId, programArgsList: [], flinkConfiguration: { 'user.artifacts.job-jar': uri } }).then((r) => ({ ...r, jobId }));
+    json('POST', `${gw.url}/v1/jars/${placeholder}/run`, {
+      jobId,
+      programArgsList: [],
+      flinkConfiguration: { 'user.artifacts.job-jar': uri },
+    }).then((r) => ({ ...r, jobId }));
   const gets = (path: string) => origin.requests.filter((r) => r.method === 'GET' && r.path === path).length;
 
   it('runs an HTTPS jar to FINISHED; an unchanged resubmission downloads zero object bytes', async () => {
@@ -89,17 +96,24 @@ describe('metrics after remote-jar runs', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gw-metrics-'));
     writeFileSync(join(dir, 'ca.pem'), tls.cert);
     const origin = await startHttpOrigin({ tls, files: { '/m/wordcount.jar': readFileSync(WORDCOUNT_JAR) } });
-    const gw = await startGateway(flinkUrl(), {
-      'web.submit.jar-uri.enable': 'true',
-      'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
-      'gateway.artifacts.ca-bundle': join(dir, 'ca.pem'),
-    }, [httpPlugin]);
+    const gw = await startGateway(
+      flinkUrl(),
+      {
+        'web.submit.jar-uri.enable': 'true',
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+        'gateway.artifacts.ca-bundle': join(dir, 'ca.pem'),
+      },
+      [httpPlugin],
+    );
     try {
       const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER }]);
       const placeholder = String(up.body.filename).split('/').pop()!;
       for (let i = 0; i < 2; i++) {
         const jobId = newJobId();
-        const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': `${origin.url}/m/wordcount.jar` } });
+        const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, {
+          jobId,
+          flinkConfiguration: { 'user.artifacts.job-jar': `${origin.url}/m/wordcount.jar` },
+        });
         expect(r.status).toBe(200);
         await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED']);
       }
@@ -127,7 +141,9 @@ describe('a large remote jar', () => {
     const big = join(dir, 'big.jar');
     const { size } = await writePaddedJar(WORDCOUNT_JAR, big, 520 * 1024 * 1024);
     // The origin runs in its own process, so only the gateway (this process) is measured.
-    const child = spawn(process.execPath, [join(__dirname, '..', 'servers', 'file-origin.cjs'), big], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [join(__dirname, '..', 'servers', 'file-origin.cjs'), big], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let gw: TestGateway | undefined;
     try {
       const url = await new Promise<string>((resolve, reject) => {
@@ -138,13 +154,17 @@ describe('a large remote jar', () => {
         child.once('exit', (code) => reject(new Error(`origin exited ${code}`)));
       });
       const port = new URL(url).port;
-      gw = await startGateway(flinkUrl(), {
-        'web.submit.jar-uri.enable': 'true',
-        'gateway.artifacts.allowed-schemes': 'http',
-        'user.artifacts.raw-http-enabled': 'true',
-        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${port}`,
-        'user.artifacts.max-size': '1 gb',
-      }, [httpPlugin]);
+      gw = await startGateway(
+        flinkUrl(),
+        {
+          'web.submit.jar-uri.enable': 'true',
+          'gateway.artifacts.allowed-schemes': 'http',
+          'user.artifacts.raw-http-enabled': 'true',
+          'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${port}`,
+          'user.artifacts.max-size': '1 gb',
+        },
+        [httpPlugin],
+      );
       global.gc?.();
       const before = process.memoryUsage().rss;
       let peak = before;
@@ -152,7 +172,7 @@ describe('a large remote jar', () => {
       const r = await json('POST', `${gw.url}/jars/fetch`, { uri: `${url}/big.jar` });
       clearInterval(sampler);
       expect(r.status).toBe(200);
-      const rec = (gw.gateway.fetches.list()[0])!;
+      const rec = gw.gateway.fetches.list()[0]!;
       expect(rec).toMatchObject({ phase: 'done', bytes: size });
       expect(peak - before).toBeLessThan(96 * 1024 * 1024);
       process.stderr.write(`large jar: ${size} bytes fetched, gateway RSS growth ${Math.round((peak - before) / 1048576)} MiB\n`);

@@ -123,7 +123,8 @@ describe('remote job jars on the real embedded Flink', () => {
     const otherAccount = await operatorRun(`wasbs://jars@otheraccount.blob.core.windows.net/jobs/${objectName}`);
     expect(otherAccount.run.status).toBeGreaterThanOrEqual(400);
     const everything = JSON.stringify([missing.run.body, otherAccount.run.body, gw.logs]);
-    for (const secret of [S3_KEY.secretAccessKey, AZ.key, 'operator-secret-1', 'request-secret-2']) expect(everything).not.toContain(secret);
+    for (const secret of [S3_KEY.secretAccessKey, AZ.key, 'operator-secret-1', 'request-secret-2'])
+      expect(everything).not.toContain(secret);
   });
 
   it('with web.submit.jar-uri.enable off: 400 naming the option, and no job', async () => {
@@ -132,7 +133,10 @@ describe('remote job jars on the real embedded Flink', () => {
       const up = await uploadBytes(off.url, [{ name: 'empty.jar', bytes: PLACEHOLDER }]);
       const placeholder = String(up.body.filename).split('/').pop()!;
       const jobId = newJobId();
-      const run = await json('POST', `${off.url}/v1/jars/${placeholder}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': s3Uri } });
+      const run = await json('POST', `${off.url}/v1/jars/${placeholder}/run`, {
+        jobId,
+        flinkConfiguration: { 'user.artifacts.job-jar': s3Uri },
+      });
       expect(run.status).toBe(400);
       expect((run.body.errors as string[])[0]).toMatch(/^GW_JAR_URI_DISABLED: .*web\.submit\.jar-uri\.enable: true/);
       expect((await json('GET', `${off.url}/v1/jobs/${jobId}`)).status).toBe(404);

@@ -54,11 +54,13 @@ function startTokenEndpoint(): Promise<{ server: Server; url: string; requests: 
     });
   });
   return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/oauth/token`, requests: () => n })),
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/oauth/token`, requests: () => n }),
+    ),
   );
 }
 
-describe('token delivery to the job\'s tasks on the real embedded Flink cluster', () => {
+describe("token delivery to the job's tasks on the real embedded Flink cluster", () => {
   const bridgeDir = process.env.E2E_TOKEN_BRIDGE_DIR;
   let endpoint: Awaited<ReturnType<typeof startTokenEndpoint>>;
   let storeDir: string;
@@ -69,7 +71,11 @@ describe('token delivery to the job\'s tasks on the real embedded Flink cluster'
   const secret = () => readFileSync(join(bridgeDir!, 'bridge-secret'), 'utf8').trim();
   const bridge = async (authorization?: string) => {
     const res = await request(bridgeUrl(), { headers: authorization ? { authorization } : {} });
-    return { status: res.statusCode, headers: res.headers as Record<string, unknown>, body: (await res.body.json()) as Record<string, unknown> };
+    return {
+      status: res.statusCode,
+      headers: res.headers as Record<string, unknown>,
+      body: (await res.body.json()) as Record<string, unknown>,
+    };
   };
   const jobsInBridge = async (): Promise<string[]> => {
     const r = await bridge(`Bearer ${secret()}`);
@@ -77,7 +83,12 @@ describe('token delivery to the job\'s tasks on the real embedded Flink cluster'
     return b64 ? Object.keys((JSON.parse(Buffer.from(b64, 'base64').toString('utf8')) as { jobs: object }).jobs) : [];
   };
   const runProbe = (jobId: string, args: string[]) =>
-    json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, entryClass: PROBE, programArgsList: args, flinkConfiguration: { 'parallelism.default': '1' } });
+    json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+      jobId,
+      entryClass: PROBE,
+      programArgsList: args,
+      flinkConfiguration: { 'parallelism.default': '1' },
+    });
 
   beforeAll(async () => {
     if (!bridgeDir) throw new Error('E2E_TOKEN_BRIDGE_DIR is not set (the embedded cluster was started without the token bridge)');
@@ -105,7 +116,9 @@ describe('token delivery to the job\'s tasks on the real embedded Flink cluster'
     // Now the bridge in the JobManager may find this gateway (atomically: it re-reads the file).
     writeFileSync(join(bridgeDir, 'url.tmp'), `${gw.url}\n`);
     renameSync(join(bridgeDir, 'url.tmp'), join(bridgeDir, 'url'));
-    jarId = String((await uploadFile(gw.url, TEST_JOB_JAR, 'GatewayTestJob.jar')).body.filename).split('/').pop()!;
+    jarId = String((await uploadFile(gw.url, TEST_JOB_JAR, 'GatewayTestJob.jar')).body.filename)
+      .split('/')
+      .pop()!;
   }, 60_000);
 
   afterAll(async () => {
@@ -119,7 +132,7 @@ describe('token delivery to the job\'s tasks on the real embedded Flink cluster'
     rmSync(join(fileDir, '..'), { recursive: true, force: true });
   });
 
-  it('a registered job\'s tasks read its own OAuth token: gateway → bridge → Flink → TaskManager → GatewayTokens.forJob', async () => {
+  it("a registered job's tasks read its own OAuth token: gateway → bridge → Flink → TaskManager → GatewayTokens.forJob", async () => {
     const jobId = newJobId();
     const started = Date.now();
     // The task holds on for 5 s after reading its token: the job file exists only while the job is
@@ -128,17 +141,28 @@ describe('token delivery to the job\'s tasks on the real embedded Flink cluster'
     expect(run).toMatchObject({ status: 200, body: { jobid: jobId } });
 
     // The gateway holds the job's token (the provider's re-obtain request ran a cycle) ...
-    expect(await eventually(async () => (await jobsInBridge()).includes(jobId) || undefined, 'the job in the bridge container', 10_000)).toBe(true);
+    expect(
+      await eventually(async () => (await jobsInBridge()).includes(jobId) || undefined, 'the job in the bridge container', 10_000),
+    ).toBe(true);
     // ... and its file receiver wrote the job's file: versioned JSON, mode 0600.
     const file = join(fileDir, `${jobId}.json`);
     const doc = await eventually(() => {
       try {
-        return JSON.parse(readFileSync(file, 'utf8')) as { version: number; jobId: string; updatedAt: string; tokens: { oauth2?: { accessToken: string; tokenType: string } } };
+        return JSON.parse(readFileSync(file, 'utf8')) as {
+          version: number;
+          jobId: string;
+          updatedAt: string;
+          tokens: { oauth2?: { accessToken: string; tokenType: string } };
+        };
       } catch {
         return undefined;
       }
     }, 'the job token file');
-    expect(doc).toMatchObject({ version: 1, jobId, tokens: { oauth2: { accessToken: expect.stringMatching(new RegExp(`^${TOKEN_PREFIX}\\d+$`)), tokenType: 'Bearer' } } });
+    expect(doc).toMatchObject({
+      version: 1,
+      jobId,
+      tokens: { oauth2: { accessToken: expect.stringMatching(new RegExp(`^${TOKEN_PREFIX}\\d+$`)), tokenType: 'Bearer' } },
+    });
     expect(Date.parse(doc.updatedAt)).toBeGreaterThanOrEqual(started - 1000);
     expect(statSync(file).mode & 0o777).toBe(0o600);
 
@@ -162,7 +186,7 @@ describe('token delivery to the job\'s tasks on the real embedded Flink cluster'
     expect(JSON.stringify(exceptions.body)).toContain(`token-probe: no matching not-a-provider token for job ${jobId}`);
   });
 
-  it('the bridge endpoint answers only with the bridge secret, in Flink\'s envelope, as documented', async () => {
+  it("the bridge endpoint answers only with the bridge secret, in Flink's envelope, as documented", async () => {
     for (const auth of [undefined, 'Bearer not-the-secret-0123456789']) {
       const r = await bridge(auth);
       assertMatchesSpec('GET', '/gateway/v1/tokens/bridge', r);
@@ -178,7 +202,7 @@ describe('token delivery to the job\'s tasks on the real embedded Flink cluster'
     expect(statSync(join(bridgeDir!, 'bridge-secret')).mode & 0o777).toBe(0o600);
   });
 
-  it('never writes a token value, the client secret or the bridge secret to the gateway\'s log', () => {
+  it("never writes a token value, the client secret or the bridge secret to the gateway's log", () => {
     const text = JSON.stringify(gw.logs);
     expect(text).toContain('Delegation token provider loaded and initialized'); // the log is really captured
     expect(text).not.toContain(TOKEN_PREFIX);

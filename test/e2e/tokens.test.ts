@@ -97,9 +97,14 @@ describe('delegation tokens on the real embedded Flink cluster', () => {
     gateways.splice(gateways.indexOf(gw), 1);
     await gw.close();
   };
-  const uploadWordCount = async (gw: TestGateway) => String((await uploadFile(gw.url, WORDCOUNT_JAR, 'WordCount.jar')).body.filename).split('/').pop()!;
-  const overviewIds = async (gw: TestGateway) => ((await json('GET', `${gw.url}/v1/jobs/overview`)).body.jobs as { jid: string }[]).map((j) => j.jid);
-  const storedIds = () => (JSON.parse(readFileSync(join(storeDir, 'registrations.json'), 'utf8')) as { jobs: { jobId: string }[] }).jobs.map((j) => j.jobId);
+  const uploadWordCount = async (gw: TestGateway) =>
+    String((await uploadFile(gw.url, WORDCOUNT_JAR, 'WordCount.jar')).body.filename)
+      .split('/')
+      .pop()!;
+  const overviewIds = async (gw: TestGateway) =>
+    ((await json('GET', `${gw.url}/v1/jobs/overview`)).body.jobs as { jid: string }[]).map((j) => j.jid);
+  const storedIds = () =>
+    (JSON.parse(readFileSync(join(storeDir, 'registrations.json'), 'utf8')) as { jobs: { jobId: string }[] }).jobs.map((j) => j.jobId);
 
   beforeEach(() => {
     storeDir = mkdtempSync(join(tmpdir(), 'gw-e2e-tokens-'));
@@ -124,11 +129,16 @@ describe('delegation tokens on the real embedded Flink cluster', () => {
     const gw = await start(provider);
     const jarId = await uploadWordCount(gw);
     const jobId = newJobId();
-    const run = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, flinkConfiguration: { 'test.reject-job': 'true', 's3.secret-key': 'NOT-FOR-PROVIDERS' } });
+    const run = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+      jobId,
+      flinkConfiguration: { 'test.reject-job': 'true', 's3.secret-key': 'NOT-FOR-PROVIDERS' },
+    });
     assertMatchesSpec('POST', `/v1/jars/${jarId}/run`, run);
     expect(run.status).toBe(400);
     expect(run.body).toEqual({
-      errors: ["GW_TOKENS_REJECTED: The delegation-token provider 'e2e-tokens' refused the job: test.reject-job is set, so this job gets no tokens. The job was not started."],
+      errors: [
+        "GW_TOKENS_REJECTED: The delegation-token provider 'e2e-tokens' refused the job: test.reject-job is set, so this job gets no tokens. The job was not started.",
+      ],
     });
     expect(provider.registered).toEqual([{ jobId, conf: { 'test.reject-job': 'true' } }]);
     expect(provider.unregistered).toEqual([jobId]); // rolled back
@@ -140,17 +150,20 @@ describe('delegation tokens on the real embedded Flink cluster', () => {
     await json('DELETE', `${gw.url}/jars/${jarId}`);
   });
 
-  it('a provider sees the job\'s effective configuration: the cluster\'s Flink configuration under the request\'s, secrets removed, its declared job keys kept (fidelity items 11, 12)', async () => {
+  it("a provider sees the job's effective configuration: the cluster's Flink configuration under the request's, secrets removed, its declared job keys kept (fidelity items 11, 12)", async () => {
     const clusterConf = join(inputDir, 'config.yaml');
-    writeFileSync(clusterConf, [
-      'pipeline.name: cluster-default',
-      'parallelism.default: 1',
-      's3.secret-key: CLUSTER-SECRET-1',
-      'my.service.api-key: CLUSTER-SECRET-2',
-      'security.delegation.token.e2e-tokens.scope: cluster-scope',
-      'web.submit.jar-uri.enable: true',
-      'rest.port: 8082',
-    ].join('\n'));
+    writeFileSync(
+      clusterConf,
+      [
+        'pipeline.name: cluster-default',
+        'parallelism.default: 1',
+        's3.secret-key: CLUSTER-SECRET-1',
+        'my.service.api-key: CLUSTER-SECRET-2',
+        'security.delegation.token.e2e-tokens.scope: cluster-scope',
+        'web.submit.jar-uri.enable: true',
+        'rest.port: 8082',
+      ].join('\n'),
+    );
     const provider = new TestTokenProvider(['security.delegation.token.e2e-tokens.scope']);
     const gw = await start(provider, new TestTokenReceiver(), { 'gateway.cluster.flink-conf': clusterConf });
     // The jar-URI gate came from the cluster's file (a request can still never set it).
@@ -159,13 +172,25 @@ describe('delegation tokens on the real embedded Flink cluster', () => {
     const jobId = newJobId();
     const run = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
       jobId,
-      flinkConfiguration: { 'security.delegation.token.e2e-tokens.scope': 'reports/2026', 'db.password': 'REQUEST-SECRET-3', 'pipeline.name': 'nightly' },
+      flinkConfiguration: {
+        'security.delegation.token.e2e-tokens.scope': 'reports/2026',
+        'db.password': 'REQUEST-SECRET-3',
+        'pipeline.name': 'nightly',
+      },
     });
     expect(run).toMatchObject({ status: 200, body: { jobid: jobId } });
-    expect(provider.registered).toEqual([{
-      jobId,
-      conf: { 'pipeline.name': 'nightly', 'parallelism.default': '1', 'security.delegation.token.e2e-tokens.scope': 'reports/2026', 'web.submit.jar-uri.enable': 'true', 'rest.port': '8082' },
-    }]);
+    expect(provider.registered).toEqual([
+      {
+        jobId,
+        conf: {
+          'pipeline.name': 'nightly',
+          'parallelism.default': '1',
+          'security.delegation.token.e2e-tokens.scope': 'reports/2026',
+          'web.submit.jar-uri.enable': 'true',
+          'rest.port': '8082',
+        },
+      },
+    ]);
     expect(readFileSync(join(storeDir, 'registrations.json'), 'utf8')).not.toMatch(/SECRET/);
     expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
     expect(JSON.stringify(gw.logs)).not.toMatch(/SECRET/);
@@ -195,7 +220,7 @@ describe('delegation tokens on the real embedded Flink cluster', () => {
     expect(storedIds()).not.toContain(jobId);
     // The next obtain cycle (what a provider's cleanup would trigger) no longer carries them.
     gw.gateway.tokens.reobtainDelegationTokens();
-    await eventually(() => receiver.latest !== undefined && receiver.latest.jobs[jobId] === undefined, 'the job\'s tokens to disappear');
+    await eventually(() => receiver.latest !== undefined && receiver.latest.jobs[jobId] === undefined, "the job's tokens to disappear");
     await json('DELETE', `${gw.url}/jars/${jarId}`);
   });
 

@@ -32,7 +32,8 @@ class RecordingProvider implements DelegationTokenProvider {
     return { tokens: new Uint8Array() };
   }
   async registerJob(jobId: string, conf: JobConfiguration, context: JobContext): Promise<void> {
-    if (this.refuse && conf['security.delegation.job.e2e-unregistered.scope'] === this.refuse) throw new JobRefusedError(`scope ${this.refuse} is not allowed`);
+    if (this.refuse && conf['security.delegation.job.e2e-unregistered.scope'] === this.refuse)
+      throw new JobRefusedError(`scope ${this.refuse} is not allowed`);
     await this.onRegister?.(jobId);
     this.registered.push({ jobId, conf, principal: context.principal });
   }
@@ -87,7 +88,11 @@ describe('jobs the gateway did not register, on the real embedded Flink cluster'
     const { hostname, port } = new URL(url);
     const confDir = mkdtempSync(join(dir, 'conf-'));
     // The project's bounded WordCount: only Flink's core and DataStream classes, which the CLI's class path has.
-    return runFlinkCli(['run', '-d', '-c', 'dev.flinkjargateway.testjobs.WordCount', TEST_JOB_JAR], { 'rest.address': hostname, 'rest.port': port, 'parallelism.default': '1', ...extra }, confDir);
+    return runFlinkCli(
+      ['run', '-d', '-c', 'dev.flinkjargateway.testjobs.WordCount', TEST_JOB_JAR],
+      { 'rest.address': hostname, 'rest.port': port, 'parallelism.default': '1', ...extra },
+      confDir,
+    );
   };
 
   it("flink run (POST /v1/jobs): the job is registered with its job graph's own configuration before the JobManager gets the graph", async () => {
@@ -99,7 +104,11 @@ describe('jobs the gateway did not register, on the real embedded Flink cluster'
     provider.onRegister = async (jobId) => {
       if (jobId === fixed) listedAtRegistration = (await json('GET', `${flinkUrl()}/v1/jobs/${jobId}`)).status;
     };
-    const r = await cli(gw.url, { '$internal.pipeline.job-id': fixed, 'security.delegation.job.e2e-unregistered.scope': 'team-a', 'my.job.key': 'mine' });
+    const r = await cli(gw.url, {
+      '$internal.pipeline.job-id': fixed,
+      'security.delegation.job.e2e-unregistered.scope': 'team-a',
+      'my.job.key': 'mine',
+    });
     expect({ status: r.status, stderr: r.stderr.slice(-2000) }).toMatchObject({ status: 0 });
     const jobId = /JobID ([0-9a-f]{32})/.exec(r.stdout)?.[1];
     expect(jobId).toBe(fixed);
@@ -107,11 +116,18 @@ describe('jobs the gateway did not register, on the real embedded Flink cluster'
     const mine = provider.registered.filter((x) => x.jobId === jobId);
     expect(mine).toHaveLength(1);
     expect(mine[0]!.principal).toBe('anonymous');
-    expect(mine[0]!.conf).toMatchObject({ 'security.delegation.job.e2e-unregistered.scope': 'team-a', 'my.job.key': 'mine', 'parallelism.default': '1' });
+    expect(mine[0]!.conf).toMatchObject({
+      'security.delegation.job.e2e-unregistered.scope': 'team-a',
+      'my.job.key': 'mine',
+      'parallelism.default': '1',
+    });
     // … while the JobManager did not have the job yet.
     expect(listedAtRegistration).toBe(404);
     const audit = gw.audit().filter((a) => a.jobId === jobId || a.route === 'job-graph');
-    expect(audit.map((a) => [a.audit, a.action ?? a.outcome])).toEqual([['job', 'registered'], ['submission', 'accepted']]);
+    expect(audit.map((a) => [a.audit, a.action ?? a.outcome])).toEqual([
+      ['job', 'registered'],
+      ['submission', 'accepted'],
+    ]);
     expect(audit[0]).toMatchObject({ source: 'job-graph', submittedBy: 'anonymous', principal: 'anonymous', policy: 'register' });
     // A bounded WordCount may have finished already; either way the status said how it was registered.
     const status = await json('GET', `${gw.url}/gateway/v1/tokens`);
@@ -127,7 +143,10 @@ describe('jobs the gateway did not register, on the real embedded Flink cluster'
     provider.refuse = 'forbidden-scope';
     gw = await start('register', provider);
     const jobId = newJobId();
-    const r = await cli(gw.url, { '$internal.pipeline.job-id': jobId, 'security.delegation.job.e2e-unregistered.scope': 'forbidden-scope' });
+    const r = await cli(gw.url, {
+      '$internal.pipeline.job-id': jobId,
+      'security.delegation.job.e2e-unregistered.scope': 'forbidden-scope',
+    });
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('GW_TOKENS_REJECTED');
     expect((await json('GET', `${flinkUrl()}/v1/jobs/${jobId}`)).status).toBe(404);
@@ -177,9 +196,15 @@ describe('jobs the gateway did not register, on the real embedded Flink cluster'
     rmSync(input, { recursive: true, force: true });
     mkdirSync(input);
     writeFileSync(join(input, 'words.txt'), 'to be or not to be\n');
-    const jarId = String((await uploadFile(flinkUrl(), WORDCOUNT_JAR, 'WordCount.jar')).body.filename).split('/').pop()!;
+    const jarId = String((await uploadFile(flinkUrl(), WORDCOUNT_JAR, 'WordCount.jar')).body.filename)
+      .split('/')
+      .pop()!;
     const jobId = newJobId();
-    const run = await json('POST', `${flinkUrl()}/v1/jars/${jarId}/run`, { jobId, programArgsList: ['--input', input, '--discovery-interval', '1s'], flinkConfiguration: { 'parallelism.default': '1' } });
+    const run = await json('POST', `${flinkUrl()}/v1/jars/${jarId}/run`, {
+      jobId,
+      programArgsList: ['--input', input, '--discovery-interval', '1s'],
+      flinkConfiguration: { 'parallelism.default': '1' },
+    });
     expect(run.status).toBe(200);
     toCancel.add(jobId);
     expect(await waitForJobState(flinkUrl(), jobId, ['RUNNING', 'FINISHED', 'FAILED'])).toBe('RUNNING');
@@ -187,10 +212,17 @@ describe('jobs the gateway did not register, on the real embedded Flink cluster'
     const provider = new RecordingProvider();
     gw = await start('register', provider);
     const mine = await eventually(() => provider.registered.find((x) => x.jobId === jobId), 'the watcher to discover the running job');
-    expect(mine).toEqual({ jobId, conf: { 'security.delegation.job.e2e-unregistered.scope': 'read-only' }, principal: 'gateway:cluster-default' });
+    expect(mine).toEqual({
+      jobId,
+      conf: { 'security.delegation.job.e2e-unregistered.scope': 'read-only' },
+      principal: 'gateway:cluster-default',
+    });
     const status = await json('GET', `${gw.url}/gateway/v1/tokens`);
     assertMatchesSpec('GET', '/gateway/v1/tokens', status);
-    expect((status.body.jobs as { jobId: string }[]).find((j) => j.jobId === jobId)).toMatchObject({ source: 'discovered', principal: 'gateway:cluster-default' });
+    expect((status.body.jobs as { jobId: string }[]).find((j) => j.jobId === jobId)).toMatchObject({
+      source: 'discovered',
+      principal: 'gateway:cluster-default',
+    });
     // The audit record follows the store write and goes through the audit file's async stream: it
     // may land after the provider and the status already show the job.
     const running = gw;

@@ -22,7 +22,7 @@ describe('POST /jars/upload with the shared-dir hand-off, on the real Flink', ()
   });
   afterAll(async () => gw?.close());
 
-  it('links WordCount into the jar directory; Flink lists, runs and deletes it; the answer has Flink\'s form', async () => {
+  it("links WordCount into the jar directory; Flink lists, runs and deletes it; the answer has Flink's form", async () => {
     const direct = await uploadFile(flinkUrl(), WORDCOUNT_JAR, 'WordCount.jar');
     const up = await uploadFile(gw.url, WORDCOUNT_JAR, 'WordCount.jar');
     expect(up.status).toBe(200);
@@ -35,10 +35,16 @@ describe('POST /jars/upload with the shared-dir hand-off, on the real Flink', ()
 
     // Asked of Flink directly: the linked jar is one of its own.
     const listed = (await json('GET', `${flinkUrl()}/v1/jars`)).body.files as { id: string; name: string; entry: { name: string }[] }[];
-    expect(listed.find((f) => f.id === jarId)).toMatchObject({ name: 'WordCount.jar', entry: expect.arrayContaining([expect.objectContaining({ name: WORDCOUNT_CLASS })]) });
+    expect(listed.find((f) => f.id === jarId)).toMatchObject({
+      name: 'WordCount.jar',
+      entry: expect.arrayContaining([expect.objectContaining({ name: WORDCOUNT_CLASS })]),
+    });
 
     const jobId = newJobId();
-    expect(await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, programArgsList: [] })).toMatchObject({ status: 200, body: { jobid: jobId } });
+    expect(await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, programArgsList: [] })).toMatchObject({
+      status: 200,
+      body: { jobid: jobId },
+    });
     expect(await waitForJobState(gw.url, jobId, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
 
     expect(await json('DELETE', `${gw.url}/jars/${jarId}`)).toMatchObject({ status: 200, body: {} });
@@ -46,7 +52,7 @@ describe('POST /jars/upload with the shared-dir hand-off, on the real Flink', ()
     await json('DELETE', `${flinkUrl()}/v1/jars/${String(direct.body.filename).split('/').pop()}`);
   });
 
-  it('links a run\'s transient jar under a name GET /jars does not list, which Flink still runs by id', async () => {
+  it("links a run's transient jar under a name GET /jars does not list, which Flink still runs by id", async () => {
     const cluster = new JobManagerClient({ baseUrl: flinkUrl(), requestTimeoutMs: 30_000, runTimeoutMs: 120_000 });
     const handoff = new JarHandoff('shared-dir', cluster, uploadDir(), pino({ level: 'silent' }));
     try {
@@ -54,7 +60,10 @@ describe('POST /jars/upload with the shared-dir hand-off, on the real Flink', ()
       const listed = (await json('GET', `${flinkUrl()}/v1/jars`)).body.files as { id: string }[];
       expect(listed.map((f) => f.id)).not.toContain(transient.jarId);
       const jobId = newJobId();
-      expect(await json('POST', `${flinkUrl()}/v1/jars/${transient.jarId}/run`, { jobId, entryClass: WORDCOUNT_CLASS })).toMatchObject({ status: 200, body: { jobid: jobId } });
+      expect(await json('POST', `${flinkUrl()}/v1/jars/${transient.jarId}/run`, { jobId, entryClass: WORDCOUNT_CLASS })).toMatchObject({
+        status: 200,
+        body: { jobid: jobId },
+      });
       await transient.release();
       expect(filesUnder(uploadDir()).filter((f) => f.endsWith(transient.jarId))).toEqual([]);
       expect(await waitForJobState(flinkUrl(), jobId, ['FINISHED', 'FAILED', 'CANCELED'])).toBe('FINISHED');
@@ -63,7 +72,7 @@ describe('POST /jars/upload with the shared-dir hand-off, on the real Flink', ()
     }
   });
 
-  it('a refused upload leaves nothing in the JobManager\'s upload directory', async () => {
+  it("a refused upload leaves nothing in the JobManager's upload directory", async () => {
     const name = `random-${newJobId()}.jar`;
     const r = await uploadBytes(gw.url, [{ name, bytes: randomBytes(200_000) }]);
     expect(r.status).toBe(400);

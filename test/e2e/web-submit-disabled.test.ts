@@ -42,12 +42,18 @@ describe('a JobManager with web.submit.enable: false', () => {
       await json('DELETE', `${gw.url}/v1/jars/abc_x.jar`),
     ];
     for (const r of calls) {
-      expect({ status: r.status, error: String((r.body.errors as string[])[0]).slice(0, 60) }).toEqual({ status: 404, error: expect.stringMatching(/^GW_CLUSTER_SUBMIT_DISABLED: /) });
+      expect({ status: r.status, error: String((r.body.errors as string[])[0]).slice(0, 60) }).toEqual({
+        status: 404,
+        error: expect.stringMatching(/^GW_CLUSTER_SUBMIT_DISABLED: /),
+      });
       expect(String((r.body.errors as string[])[0])).toContain('web.submit.enable: false');
     }
     // A gateway that would link the jar into the JobManager's directory links nothing (ADR 0019).
     const linked = await uploadBytes(linking.url, [{ name: 'WordCount.jar', bytes: readFileSync(WORDCOUNT_JAR) }]);
-    expect({ status: linked.status, error: String((linked.body.errors as string[])[0]).slice(0, 60) }).toEqual({ status: 404, error: expect.stringMatching(/^GW_CLUSTER_SUBMIT_DISABLED: /) });
+    expect({ status: linked.status, error: String((linked.body.errors as string[])[0]).slice(0, 60) }).toEqual({
+      status: 404,
+      error: expect.stringMatching(/^GW_CLUSTER_SUBMIT_DISABLED: /),
+    });
     expect(filesUnder(cluster.uploadDir).filter((f) => f.endsWith('.jar'))).toEqual([]);
     // Everything else still passes through.
     expect((await json('GET', `${gw.url}/v1/overview`)).status).toBe(200);

@@ -19,7 +19,16 @@ import { issueCert, makeTestCa } from '../servers/tls';
  * ignoreHTTPSErrors.
  */
 const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const WAIT_MS = 30_000;
 const TOKEN = 'tok-web-ui-proxy-7';
 const PFX_PASSWORD = 'alice-p12-pw';
@@ -32,7 +41,9 @@ describe('the Flink Web UI with authentication on, in headless Chromium', () => 
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {
-      throw new Error(`${CHROMIUM} is missing: install Debian's "chromium" package (apt-get install -y chromium) to run the Web UI e2e test`);
+      throw new Error(
+        `${CHROMIUM} is missing: install Debian's "chromium" package (apt-get install -y chromium) to run the Web UI e2e test`,
+      );
     }
     dir = mkdtempSync(join(tmpdir(), 'gw-web-ui-auth-'));
     const serverCa = makeTestCa(dir, 'server');
@@ -40,7 +51,11 @@ describe('the Flink Web UI with authentication on, in headless Chromium', () => 
     const server = issueCert(dir, serverCa, 'gateway', { cn: 'localhost', use: 'server' });
     const alice = issueCert(dir, userCa, 'alice', { cn: 'alice', use: 'client' });
     pfxPath = join(dir, 'alice.p12');
-    execFileSync('openssl', ['pkcs12', '-export', '-in', alice.cert, '-inkey', alice.key, '-name', 'alice', '-out', pfxPath, '-passout', `pass:${PFX_PASSWORD}`], { stdio: 'pipe' });
+    execFileSync(
+      'openssl',
+      ['pkcs12', '-export', '-in', alice.cert, '-inkey', alice.key, '-name', 'alice', '-out', pfxPath, '-passout', `pass:${PFX_PASSWORD}`],
+      { stdio: 'pipe' },
+    );
     writeFileSync(join(dir, 'tokens'), `web-proxy ${createHash('sha256').update(TOKEN).digest('hex')}\n`);
     gw = await startGateway(flinkUrl(), {
       'gateway.tls.cert': server.cert,
@@ -57,14 +72,17 @@ describe('the Flink Web UI with authentication on, in headless Chromium', () => 
   });
 
   /** Opens the overview; resolves with the dashboard's status and every non-2xx response from the gateway. */
-  async function openOverview(options: BrowserContextOptions): Promise<{ document: number; rendered: boolean; refused: string[]; body: string }> {
+  async function openOverview(
+    options: BrowserContextOptions,
+  ): Promise<{ document: number; rendered: boolean; refused: string[]; body: string }> {
     const context = await browser.newContext({ ignoreHTTPSErrors: true, ...options });
     context.setDefaultTimeout(WAIT_MS);
     try {
       const page = await context.newPage();
       const refused: string[] = [];
       page.on('response', (r) => {
-        if (r.url().startsWith(gw.url) && (r.status() < 200 || r.status() > 299)) refused.push(`${r.status()} ${new URL(r.url()).pathname}`);
+        if (r.url().startsWith(gw.url) && (r.status() < 200 || r.status() > 299))
+          refused.push(`${r.status()} ${new URL(r.url()).pathname}`);
       });
       const doc = await page.goto(`${gw.url}/#/overview`);
       let rendered = false;
@@ -90,7 +108,12 @@ describe('the Flink Web UI with authentication on, in headless Chromium', () => 
     const from = gw.logs.length;
     const r = await openOverview({ clientCertificates: [{ origin: gw.url, pfxPath, passphrase: PFX_PASSWORD }] });
     expect(r).toEqual({ document: 200, rendered: true, refused: [], body: '' });
-    const principals = new Set(gw.logs.slice(from).filter((l) => l.msg === 'request').map((l) => l.principal));
+    const principals = new Set(
+      gw.logs
+        .slice(from)
+        .filter((l) => l.msg === 'request')
+        .map((l) => l.principal),
+    );
     expect([...principals]).toEqual(['cert:alice']);
   });
 
@@ -98,7 +121,12 @@ describe('the Flink Web UI with authentication on, in headless Chromium', () => 
     const from = gw.logs.length;
     const r = await openOverview({ extraHTTPHeaders: { authorization: `Bearer ${TOKEN}` } });
     expect(r).toEqual({ document: 200, rendered: true, refused: [], body: '' });
-    const principals = new Set(gw.logs.slice(from).filter((l) => l.msg === 'request').map((l) => l.principal));
+    const principals = new Set(
+      gw.logs
+        .slice(from)
+        .filter((l) => l.msg === 'request')
+        .map((l) => l.principal),
+    );
     expect([...principals]).toEqual(['token:web-proxy']);
   });
 });

@@ -13,7 +13,16 @@ import { json, uploadFile, WORDCOUNT_JAR } from '../helpers/flink';
  * The browser is Debian's `chromium` package driven by playwright-core; nothing is downloaded.
  */
 const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const ARTIFACTS = join(__dirname, '.artifacts');
 /** Upper bound for any single wait on the page (the dashboard polls every few seconds). */
 const WAIT_MS = 30_000;
@@ -28,7 +37,9 @@ describe('Flink Web UI through the gateway, in headless Chromium', () => {
   beforeAll(async () => {
     // CI installs the browser; a missing one must fail loudly instead of skipping the UI coverage.
     if (!existsSync(CHROMIUM)) {
-      throw new Error(`${CHROMIUM} is missing: install Debian's "chromium" package (apt-get install -y chromium) to run the Web UI e2e test`);
+      throw new Error(
+        `${CHROMIUM} is missing: install Debian's "chromium" package (apt-get install -y chromium) to run the Web UI e2e test`,
+      );
     }
     gw = await startGateway(flinkUrl());
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: WAIT_MS });
@@ -53,10 +64,12 @@ describe('Flink Web UI through the gateway, in headless Chromium', () => {
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     page.on('requestfailed', (r) => {
       // The dashboard cancels in-flight polls when the route changes; that is not a gateway failure.
-      if (r.failure()?.errorText !== 'net::ERR_ABORTED') problems.push(`request failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`);
+      if (r.failure()?.errorText !== 'net::ERR_ABORTED')
+        problems.push(`request failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`);
     });
     page.on('response', (r) => {
-      if (r.url().startsWith(gw.url) && (r.status() < 200 || r.status() > 299)) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
+      if (r.url().startsWith(gw.url) && (r.status() < 200 || r.status() > 299))
+        problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
     });
     return page;
   }
@@ -72,7 +85,10 @@ describe('Flink Web UI through the gateway, in headless Chromium', () => {
     await page.goto(`${gw.url}/#/overview`);
 
     // The header's version comes from GET /config, which the dashboard loads before anything else.
-    await page.locator('nz-header span', { has: page.locator('strong', { hasText: 'Version:' }) }).filter({ hasText: version }).waitFor();
+    await page
+      .locator('nz-header span', { has: page.locator('strong', { hasText: 'Version:' }) })
+      .filter({ hasText: version })
+      .waitFor();
 
     // The statistic cards render their `.total` only once GET /overview has answered.
     const slotsCard = page.locator('flink-overview-statistic nz-card[nztitle="Available Task Slots"]');
@@ -103,7 +119,9 @@ describe('Flink Web UI through the gateway, in headless Chromium', () => {
     expect(up.status).toBe(200);
     const jarId = String(up.body.filename).split('/').pop()!;
     try {
-      const listed = ((await json('GET', `${gw.url}/jars`)).body.files as { id: string; entry: { name: string }[] }[]).find((f) => f.id === jarId);
+      const listed = ((await json('GET', `${gw.url}/jars`)).body.files as { id: string; entry: { name: string }[] }[]).find(
+        (f) => f.id === jarId,
+      );
       const entryClass = listed!.entry[0]!.name;
 
       const page = await openPage();

@@ -37,7 +37,13 @@ const PLACEHOLDER = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Client-credentials tokens `ha-e<epoch>-<n>`: the test moves the epoch at each kill, so a token names the side of the failover it was issued on. */
-function startTokenEndpoint(): Promise<{ server: Server; url: string; setEpoch: (e: number) => void; firstOfEpoch: Map<number, number>; clientsOfEpoch: Map<number, Set<string>> }> {
+function startTokenEndpoint(): Promise<{
+  server: Server;
+  url: string;
+  setEpoch: (e: number) => void;
+  firstOfEpoch: Map<number, number>;
+  clientsOfEpoch: Map<number, Set<string>>;
+}> {
   let n = 0;
   let epoch = 0;
   const firstOfEpoch = new Map<number, number>();
@@ -49,14 +55,24 @@ function startTokenEndpoint(): Promise<{ server: Server; url: string; setEpoch: 
     req.on('end', () => {
       if (!firstOfEpoch.has(epoch)) firstOfEpoch.set(epoch, Date.now());
       const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-      const client = new URLSearchParams(body).get('client_id') ?? (basic ? decodeURIComponent(Buffer.from(basic, 'base64').toString('utf8').split(':')[0]!) : 'unknown');
+      const client =
+        new URLSearchParams(body).get('client_id') ??
+        (basic ? decodeURIComponent(Buffer.from(basic, 'base64').toString('utf8').split(':')[0]!) : 'unknown');
       clientsOfEpoch.set(epoch, (clientsOfEpoch.get(epoch) ?? new Set()).add(client));
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ access_token: `ha-e${epoch}-${++n}`, token_type: 'Bearer', expires_in: TOKEN_TTL_S }));
     });
   });
   return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`, setEpoch: (e) => (epoch = e), firstOfEpoch, clientsOfEpoch })),
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        server,
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`,
+        setEpoch: (e) => (epoch = e),
+        firstOfEpoch,
+        clientsOfEpoch,
+      }),
+    ),
   );
 }
 
@@ -72,7 +88,10 @@ export interface HaEngine {
 /** ZooKeeper from Flink's bin/zookeeper.sh. */
 export async function zookeeperHa(home: string): Promise<HaEngine> {
   const zk = await ZooKeeperServer.start({ home, log });
-  const watch = new ZooKeeperSession({ quorum: zk.connectString, namespace: `/flink/${CLUSTER_ID}`, sessionTimeoutMs: 4000, connectionTimeoutMs: 5000 }, log);
+  const watch = new ZooKeeperSession(
+    { quorum: zk.connectString, namespace: `/flink/${CLUSTER_ID}`, sessionTimeoutMs: 4000, connectionTimeoutMs: 5000 },
+    log,
+  );
   await watch.start();
   return {
     flinkConfig: {
@@ -114,7 +133,8 @@ export async function kubernetesHa(): Promise<HaEngine> {
       'high-availability.kubernetes.leader-election.retry-period': '1 s',
     },
     async leaderRestUrl() {
-      return leaderRecordOf(await admin.getConfigMap(namespace, clusterConfigMapName(CLUSTER_ID)).catch(() => undefined), 'restserver')?.address;
+      return leaderRecordOf(await admin.getConfigMap(namespace, clusterConfigMapName(CLUSTER_ID)).catch(() => undefined), 'restserver')
+        ?.address;
     },
     async stop() {
       await admin.close();
@@ -207,7 +227,9 @@ export function describeFailover(engineName: string, startEngine: (home: string)
       tokens = await startTokenEndpoint();
       // A jar of its own per round: no gateway has it cached, so each run by URI is in flight when its gateway dies.
       const padded = readFileSync(join(dir, 'padded.jar'));
-      origin = await startHttpOrigin({ files: Object.fromEntries(Array.from({ length: ROUNDS }, (_, i) => [`/jobs/wordcount-${i + 1}.jar`, padded])) });
+      origin = await startHttpOrigin({
+        files: Object.fromEntries(Array.from({ length: ROUNDS }, (_, i) => [`/jobs/wordcount-${i + 1}.jar`, padded])),
+      });
       originProxy = await startFaultProxy({ host: '127.0.0.1', port: origin.port });
       ha = await startEngine(home);
       cluster = await StandaloneCluster.start({
@@ -255,7 +277,12 @@ export function describeFailover(engineName: string, startEngine: (home: string)
         const leader = await leaderIndex();
         const standby = 1 - leader;
         // The leader's gateway is the one that obtains tokens.
-        await eventually(() => /"leading: every stored job/.test(gateways[leader]!.output()) || round > 1, 'the leader gateway to lead', 180_000, 200);
+        await eventually(
+          () => /"leading: every stored job/.test(gateways[leader]!.output()) || round > 1,
+          'the leader gateway to lead',
+          180_000,
+          200,
+        );
 
         // Jobs that run across the failover, one submitted through each gateway (the standby's is
         // registered by the leader's from ZooKeeper; the leader's dies with it): each task finishes
@@ -276,17 +303,36 @@ export function describeFailover(engineName: string, startEngine: (home: string)
           expect(probe.status).toBe(200);
           probeIds.push(probeId);
         }
-        for (const probeId of probeIds) await eventually(async () => (await json('GET', `${cluster.restUrls[leader]}/v1/jobs/${probeId}`)).body.state === 'RUNNING', 'the probe job to run', 180_000, 200);
+        for (const probeId of probeIds)
+          await eventually(
+            async () => (await json('GET', `${cluster.restUrls[leader]}/v1/jobs/${probeId}`)).body.state === 'RUNNING',
+            'the probe job to run',
+            180_000,
+            200,
+          );
 
         // A run by URI in flight on the leader's gateway when it dies (the jar drips in for seconds).
         originProxy.setPlan(onGet({ kind: 'drip', bytesPerSecond: 2 * 1024 * 1024 }));
         const runId = newJobId();
-        const runBody = { jobId: runId, entryClass: WORDCOUNT_CLASS, programArgsList: [], flinkConfiguration: { 'user.artifacts.job-jar': `${originProxy.url}/jobs/wordcount-${round}.jar`, 'parallelism.default': '1' } };
+        const runBody = {
+          jobId: runId,
+          entryClass: WORDCOUNT_CLASS,
+          programArgsList: [],
+          flinkConfiguration: { 'user.artifacts.job-jar': `${originProxy.url}/jobs/wordcount-${round}.jar`, 'parallelism.default': '1' },
+        };
         const holder = await uploadBytes(gateways[leader]!.url, [{ name: 'placeholder.jar', bytes: PLACEHOLDER, field: 'jarfile' }]);
         const holderId = String(holder.body.filename).split('/').pop();
-        const inFlight = json('POST', `${gateways[leader]!.url}/v1/jars/${holderId}/run`, runBody).catch((err: unknown) => ({ status: 0, body: { error: String(err) } }));
+        const inFlight = json('POST', `${gateways[leader]!.url}/v1/jars/${holderId}/run`, runBody).catch((err: unknown) => ({
+          status: 0,
+          body: { error: String(err) },
+        }));
         // In flight: the gateway has begun reading the jar (the drip holds it for seconds).
-        await eventually(() => originProxy.log.some((r) => r.method === 'GET' && r.path.endsWith(`/jobs/wordcount-${round}.jar`)), 'the run by URI to fetch its jar', 180_000, 50);
+        await eventually(
+          () => originProxy.log.some((r) => r.method === 'GET' && r.path.endsWith(`/jobs/wordcount-${round}.jar`)),
+          'the run by URI to fetch its jar',
+          180_000,
+          50,
+        );
 
         const killedAt = Date.now();
         gateways[leader]!.kill();
@@ -296,9 +342,16 @@ export function describeFailover(engineName: string, startEngine: (home: string)
         originProxy.setPlan(() => ({ kind: 'pass' }));
 
         // The operator retries through the Service, which now reaches the other gateway: same jobId, same body.
-        const holder2 = await retrying(() => uploadBytes(gateways[standby]!.url, [{ name: 'placeholder.jar', bytes: PLACEHOLDER, field: 'jarfile' }]), statuses);
-        const retried = await retrying(() => json('POST', `${gateways[standby]!.url}/v1/jars/${String(holder2.body.filename).split('/').pop()}/run`, runBody), statuses);
-        if (retried.status !== 200) process.stderr.write(`retried run: ${JSON.stringify({ retried, holder2 })}\n${gateways[standby]!.output().slice(-3000)}\n`);
+        const holder2 = await retrying(
+          () => uploadBytes(gateways[standby]!.url, [{ name: 'placeholder.jar', bytes: PLACEHOLDER, field: 'jarfile' }]),
+          statuses,
+        );
+        const retried = await retrying(
+          () => json('POST', `${gateways[standby]!.url}/v1/jars/${String(holder2.body.filename).split('/').pop()}/run`, runBody),
+          statuses,
+        );
+        if (retried.status !== 200)
+          process.stderr.write(`retried run: ${JSON.stringify({ retried, holder2 })}\n${gateways[standby]!.output().slice(-3000)}\n`);
         expect(retried.status).toBe(200);
         const killToRunMs = Date.now() - killedAt;
 
@@ -323,7 +376,9 @@ export function describeFailover(engineName: string, startEngine: (home: string)
         await cluster.restartJobManager(leader);
         await startGatewayFor(leader);
       }
-      process.stderr.write(`HA failover figures (${VERSION}, ${engineName}): ${JSON.stringify({ rounds: ROUNDS, figures, statuses: countOf(statuses) })}\n`);
+      process.stderr.write(
+        `HA failover figures (${VERSION}, ${engineName}): ${JSON.stringify({ rounds: ROUNDS, figures, statuses: countOf(statuses) })}\n`,
+      );
       expect(statuses.filter((s) => s === 502)).toEqual([]);
       // Only the leading JobManager's gateway obtained: one client per epoch, the survivor of each kill
       // (a restarted gateway, a standby, asked for nothing).
@@ -355,4 +410,3 @@ function countOf(values: number[]): Record<string, number> {
   for (const v of values) out[String(v)] = (out[String(v)] ?? 0) + 1;
   return out;
 }
-

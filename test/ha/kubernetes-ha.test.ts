@@ -37,7 +37,15 @@ async function setLeader(admin: KubernetesClient, clusterId: string, dispatcher:
     metadata: {
       name,
       labels: { app: clusterId, type: 'flink-native-kubernetes', 'configmap-type': 'high-availability' },
-      annotations: { 'control-plane.alpha.kubernetes.io/leader': JSON.stringify({ holderIdentity: randomUUID(), leaseDuration: 'PT6S', acquireTime: now, renewTime: now, leaderTransitions: 0 }) },
+      annotations: {
+        'control-plane.alpha.kubernetes.io/leader': JSON.stringify({
+          holderIdentity: randomUUID(),
+          leaseDuration: 'PT6S',
+          acquireTime: now,
+          renewTime: now,
+          leaderTransitions: 0,
+        }),
+      },
     },
     data: {
       'org.apache.flink.k8s.leader.dispatcher': `${sessionId},${dispatcher}`,
@@ -46,7 +54,8 @@ async function setLeader(admin: KubernetesClient, clusterId: string, dispatcher:
     },
   };
   const current = await admin.getConfigMap(NAMESPACE, name);
-  if (current) await admin.replaceConfigMap(NAMESPACE, { ...cm, metadata: { ...cm.metadata, resourceVersion: current.metadata.resourceVersion! } });
+  if (current)
+    await admin.replaceConfigMap(NAMESPACE, { ...cm, metadata: { ...cm.metadata, resourceVersion: current.metadata.resourceVersion! } });
   else await admin.createConfigMap(NAMESPACE, cm);
 }
 
@@ -95,7 +104,9 @@ describe("a gateway on Kubernetes HA follows Flink's leader ConfigMap (a real ku
   const registrationOf = async (jobId: string): Promise<Record<string, unknown> | undefined> => {
     const name = gatewayConfigMapName(clusterId, 'registration', jobId);
     const cm = await admin.getConfigMap(NAMESPACE, name);
-    const opened = cm ? seal.openJson(RECORD_KIND.registration, kubernetesRecordPlace(NAMESPACE, name, 'registration'), cm.data?.registration ?? '') : undefined;
+    const opened = cm
+      ? seal.openJson(RECORD_KIND.registration, kubernetesRecordPlace(NAMESPACE, name, 'registration'), cm.data?.registration ?? '')
+      : undefined;
     return opened?.ok ? (opened.value as Record<string, unknown>) : undefined;
   };
   /** A run that stays RUNNING (its probe waits for a token it never gets) until cancelled. */
@@ -127,7 +138,9 @@ describe("a gateway on Kubernetes HA follows Flink's leader ConfigMap (a real ku
       });
     });
     await new Promise<void>((r) => tokenServer.listen(0, '127.0.0.1', () => r()));
-    const id = identityFromConfig((await json('GET', `${flinkUrl()}/v1/jobmanager/config`)).body as unknown as { key: string; value: string }[])!;
+    const id = identityFromConfig(
+      (await json('GET', `${flinkUrl()}/v1/jobmanager/config`)).body as unknown as { key: string; value: string }[],
+    )!;
     self = `pekko.tcp://flink@${id.host}:${id.port ?? 6123}/user/rpc/dispatcher_1`;
     await setLeader(admin, clusterId, 'pekko.tcp://flink@10.255.0.1:6123/user/rpc/dispatcher_1'); // another JobManager leads
     gw = await startGateway(
@@ -164,14 +177,21 @@ describe("a gateway on Kubernetes HA follows Flink's leader ConfigMap (a real ku
   it('as a standby: a run is stored as a ConfigMap for the leader, nothing is obtained or kept here', async () => {
     expect(lines('leading:')).toBe(0);
     const jobId = await runProbe();
-    await eventually(async () => (await registrationOf(jobId))?.submitted === undefined && (await registrationOf(jobId)) !== undefined, 'the run to be marked submitted');
+    await eventually(
+      async () => (await registrationOf(jobId))?.submitted === undefined && (await registrationOf(jobId)) !== undefined,
+      'the run to be marked submitted',
+    );
     expect(await registrationOf(jobId)).toMatchObject({ jobId, principal: 'anonymous' });
     // Sealed: the ConfigMap holds the seal's wire form, not the bare record.
     expect(JSON.parse((await registrationMap(jobId))!.data!.registration!)).toMatchObject({ seal: 'hmac-sha256.v1', kind: 'registration' });
     expect(gw.gateway.tokens.status().registeredJobs).toEqual([]);
     await sleep(1500);
     expect(requests).toBe(0);
-    expect((await json('GET', `${gw.url}/gateway/v1/tokens`)).body.ha).toMatchObject({ leading: false, leader: 'pekko.tcp://flink@10.255.0.1:6123/user/rpc/dispatcher_1', store: expect.stringContaining(NAMESPACE) });
+    expect((await json('GET', `${gw.url}/gateway/v1/tokens`)).body.ha).toMatchObject({
+      leading: false,
+      leader: 'pekko.tcp://flink@10.255.0.1:6123/user/rpc/dispatcher_1',
+      store: expect.stringContaining(NAMESPACE),
+    });
   }, 60_000);
 
   it("the gateway's ConfigMaps go away with the cluster and are never taken for Flink's HA metadata", async () => {
@@ -192,7 +212,13 @@ describe("a gateway on Kubernetes HA follows Flink's leader ConfigMap (a real ku
     const claimName = gatewayConfigMapName(clusterId, 'claim', expired);
     await admin.createConfigMap(NAMESPACE, {
       metadata: { name: claimName, labels: labelsOf(clusterId, 'claim') },
-      data: { claim: seal.seal(RECORD_KIND.claim, kubernetesRecordPlace(NAMESPACE, claimName, 'claim'), JSON.stringify({ jobId: expired, principal: 'token:old', fingerprint: 'x', at: 0 })) },
+      data: {
+        claim: seal.seal(
+          RECORD_KIND.claim,
+          kubernetesRecordPlace(NAMESPACE, claimName, 'claim'),
+          JSON.stringify({ jobId: expired, principal: 'token:old', fingerprint: 'x', at: 0 }),
+        ),
+      },
     });
     await setLeader(admin, clusterId, self);
     await eventually(() => lines('leading:') > 0, 'the gateway to lead');
@@ -200,8 +226,15 @@ describe("a gateway on Kubernetes HA follows Flink's leader ConfigMap (a real ku
     await eventually(() => requests > 0, 'a token to be obtained');
     const jobId = await runProbe();
     expect(gw.gateway.tokens.status().registeredJobs).toEqual(expect.arrayContaining([stored, jobId]));
-    expect((await json('GET', `${gw.url}/gateway/v1/tokens`)).body.ha).toMatchObject({ leading: true, leader: self, leadingSince: expect.any(String) });
-    await eventually(async () => (await admin.getConfigMap(NAMESPACE, gatewayConfigMapName(clusterId, 'claim', expired))) === undefined, 'the expired claim to be pruned');
+    expect((await json('GET', `${gw.url}/gateway/v1/tokens`)).body.ha).toMatchObject({
+      leading: true,
+      leader: self,
+      leadingSince: expect.any(String),
+    });
+    await eventually(
+      async () => (await admin.getConfigMap(NAMESPACE, gatewayConfigMapName(clusterId, 'claim', expired))) === undefined,
+      'the expired claim to be pruned',
+    );
   }, 60_000);
 
   it('the API server out of reach: the gateway steps down after the renew deadline, a run is 503 with Retry-After and nothing runs; back, it leads again', async () => {
@@ -210,8 +243,16 @@ describe("a gateway on Kubernetes HA follows Flink's leader ConfigMap (a real ku
     await eventually(() => lines('standby:') > 0, 'the gateway to step down without the API server', 30_000);
     expect(gw.gateway.tokens.status().registeredJobs).toEqual([]);
     const jobId = newJobId();
-    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, entryClass: 'dev.flinkjargateway.testjobs.TokenProbe', programArgsList: ['--provider', 'oauth2'] });
-    expect({ status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0], retryAfter: r.headers['retry-after'] }).toEqual({ status: 503, code: 'GW_HA_STORE_UNAVAILABLE', retryAfter: '5' });
+    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+      jobId,
+      entryClass: 'dev.flinkjargateway.testjobs.TokenProbe',
+      programArgsList: ['--provider', 'oauth2'],
+    });
+    expect({ status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0], retryAfter: r.headers['retry-after'] }).toEqual({
+      status: 503,
+      code: 'GW_HA_STORE_UNAVAILABLE',
+      retryAfter: '5',
+    });
     expect((await json('GET', `${flinkUrl()}/v1/jobs/${jobId}`)).status).toBe(404);
     await kube.startApiServer();
     await eventually(() => lines('leading:') > led, 'the gateway to lead again', 60_000);
@@ -251,9 +292,14 @@ describe('a gateway on Kubernetes HA without the ConfigMap verbs it needs (RBAC 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const start = (user: string) => composeGateway(flinkUrl(), { 'gateway.cluster.flink-conf': writeHaConf(dir, kube.kubeconfig(user, NAMESPACE), `rbac-${user}`), 'gateway.tokens.store-dir': join(dir, `store-${user}`), 'gateway.ha.shared-secret': SECRET });
+  const start = (user: string) =>
+    composeGateway(flinkUrl(), {
+      'gateway.cluster.flink-conf': writeHaConf(dir, kube.kubeconfig(user, NAMESPACE), `rbac-${user}`),
+      'gateway.tokens.store-dir': join(dir, `store-${user}`),
+      'gateway.ha.shared-secret': SECRET,
+    });
 
-  it("without delete: start-up fails with GW_HA_STORE_FORBIDDEN naming the verb, the namespace and the Role rule", async () => {
+  it('without delete: start-up fails with GW_HA_STORE_FORBIDDEN naming the verb, the namespace and the Role rule', async () => {
     const err = (await start('no-delete').then(
       () => undefined,
       (e: unknown) => e,

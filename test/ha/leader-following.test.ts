@@ -72,7 +72,9 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
     dir = mkdtempSync(join(tmpdir(), 'gw-ha-follow-'));
     zk = await ZooKeeperServer.start({ home: distributionHome('2.1.3'), log });
     // The test plays Flink (its leader records, open) and other replicas (with the gateways' identity).
-    session = new ZooKeeperSession({ quorum: zk.connectString, namespace, sessionTimeoutMs: 4000, connectionTimeoutMs: 5000 }, log, { digest: digestFromSecret(SECRET) });
+    session = new ZooKeeperSession({ quorum: zk.connectString, namespace, sessionTimeoutMs: 4000, connectionTimeoutMs: 5000 }, log, {
+      digest: digestFromSecret(SECRET),
+    });
     await session.start();
     tokenServer = createServer((req, res) => {
       req.resume();
@@ -91,7 +93,15 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
     const [root, clusterId] = [namespace.split('/')[1]!, namespace.split('/')[2]!];
     writeFileSync(
       join(dir, 'config.yaml'),
-      [`high-availability.type: zookeeper`, `high-availability.zookeeper.quorum: "${zk.connectString}"`, `high-availability.zookeeper.path.root: /${root}`, `high-availability.cluster-id: ${clusterId}`, 'high-availability.zookeeper.client.session-timeout: 4000', 'high-availability.zookeeper.client.connection-timeout: 3000', ''].join('\n'),
+      [
+        `high-availability.type: zookeeper`,
+        `high-availability.zookeeper.quorum: "${zk.connectString}"`,
+        `high-availability.zookeeper.path.root: /${root}`,
+        `high-availability.cluster-id: ${clusterId}`,
+        'high-availability.zookeeper.client.session-timeout: 4000',
+        'high-availability.zookeeper.client.connection-timeout: 3000',
+        '',
+      ].join('\n'),
     );
     await setLeader('pekko.tcp://flink@10.255.0.1:6123/user/rpc/dispatcher_1'); // another JobManager leads
     gw = await startGateway(
@@ -133,7 +143,11 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
     expect(gw.gateway.tokens.status().registeredJobs).toEqual([]);
     await sleep(1500);
     expect(requests).toBe(0);
-    expect((await json('GET', `${gw.url}/gateway/v1/tokens`)).body.ha).toMatchObject({ leading: false, leader: 'pekko.tcp://flink@10.255.0.1:6123/user/rpc/dispatcher_1', store: expect.stringContaining(namespace) });
+    expect((await json('GET', `${gw.url}/gateway/v1/tokens`)).body.ha).toMatchObject({
+      leading: false,
+      leader: 'pekko.tcp://flink@10.255.0.1:6123/user/rpc/dispatcher_1',
+      store: expect.stringContaining(namespace),
+    });
   }, 60_000);
 
   it('on leading: registers every stored running job and obtains; a run while leading obtains at once', async () => {
@@ -141,33 +155,53 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
     // A claim past its retention (30 days): the leader's gateway prunes it on taking over.
     const expired = newJobId();
     const expiredPath = `${gatewayRoot(namespace)}/claims/${expired}`;
-    await session.create(expiredPath, seal.sealBytes(RECORD_KIND.claim, expiredPath, JSON.stringify({ jobId: expired, principal: 'token:old', fingerprint: 'x', at: 0 })));
+    await session.create(
+      expiredPath,
+      seal.sealBytes(RECORD_KIND.claim, expiredPath, JSON.stringify({ jobId: expired, principal: 'token:old', fingerprint: 'x', at: 0 })),
+    );
     await setLeader(self);
     await eventually(() => leading(), 'the gateway to lead');
     await eventually(() => gw.gateway.tokens.status().registeredJobs.includes(stored), 'the stored job to be registered here');
     await eventually(() => requests > 0, 'a token to be obtained');
     const jobId = await runProbe();
     expect(gw.gateway.tokens.status().registeredJobs).toEqual(expect.arrayContaining([stored, jobId]));
-    expect((await json('GET', `${gw.url}/gateway/v1/tokens`)).body.ha).toMatchObject({ leading: true, leader: self, jobManager: expect.any(Object), leadingSince: expect.any(String) });
-    await eventually(async () => !(await session.getChildren(`${gatewayRoot(namespace)}/claims`)).includes(expired), 'the expired claim to be pruned');
+    expect((await json('GET', `${gw.url}/gateway/v1/tokens`)).body.ha).toMatchObject({
+      leading: true,
+      leader: self,
+      jobManager: expect.any(Object),
+      leadingSince: expect.any(String),
+    });
+    await eventually(
+      async () => !(await session.getChildren(`${gatewayRoot(namespace)}/claims`)).includes(expired),
+      'the expired claim to be pruned',
+    );
   }, 60_000);
 
   it('while leading: a registration planted without the record key is never registered (logged, counted); a sealed one is (control)', async () => {
     const dirPath = `${gatewayRoot(namespace)}/registrations`;
     const [forged, moved, sealed] = [newJobId(), newJobId(), newJobId()];
-    const rec = (jobId: string) => JSON.stringify({ jobId, principal: 'admin', configuration: {}, provenance: {}, registeredAt: new Date().toISOString() });
+    const rec = (jobId: string) =>
+      JSON.stringify({ jobId, principal: 'admin', configuration: {}, provenance: {}, registeredAt: new Date().toISOString() });
     // Written with the gateways' ZooKeeper identity (the ACL admits it), as an attacker holding
     // only ZooKeeper access to the subtree, or a replica with another secret, would.
-    await session.create(`${dirPath}/${forged}`, new RecordSeal('not-the-replicas-secret-at-all').sealBytes(RECORD_KIND.registration, `${dirPath}/${forged}`, rec(forged)));
+    await session.create(
+      `${dirPath}/${forged}`,
+      new RecordSeal('not-the-replicas-secret-at-all').sealBytes(RECORD_KIND.registration, `${dirPath}/${forged}`, rec(forged)),
+    );
     // A valid record of one job copied onto another job's node.
     await session.create(`${dirPath}/${moved}`, seal.sealBytes(RECORD_KIND.registration, `${dirPath}/${sealed}`, rec(moved)));
     await session.create(`${dirPath}/${sealed}`, seal.sealBytes(RECORD_KIND.registration, `${dirPath}/${sealed}`, rec(sealed)));
     await eventually(() => gw.gateway.tokens.status().registeredJobs.includes(sealed), 'the sealed registration to be registered');
     const metrics = async () => (await fetch(`${gw.url}/gateway/v1/metrics`)).text();
-    await eventually(async () => /flink_gateway_ha_records_rejected_total\{kind="registration",reason="bad-mac"\} 2/.test(await metrics()), 'both forged records to be counted');
+    await eventually(
+      async () => /flink_gateway_ha_records_rejected_total\{kind="registration",reason="bad-mac"\} 2/.test(await metrics()),
+      'both forged records to be counted',
+    );
     expect(gw.gateway.tokens.status().registeredJobs).not.toContain(forged);
     expect(gw.gateway.tokens.status().registeredJobs).not.toContain(moved);
-    const errors = gw.logs.filter((l) => l.level === 50 && String(l.msg).startsWith('a shared job registration failed its integrity check'));
+    const errors = gw.logs.filter(
+      (l) => l.level === 50 && String(l.msg).startsWith('a shared job registration failed its integrity check'),
+    );
     expect(errors.map((l) => l.jobId).sort()).toEqual([forged, moved].sort());
     expect(JSON.stringify(gw.logs)).not.toContain(SECRET);
     for (const jobId of [forged, moved, sealed]) await session.remove(`${dirPath}/${jobId}`);
@@ -202,7 +236,11 @@ describe("a gateway follows Flink's leader record (ZooKeeper, the record played 
   it('a job id claimed through this gateway is a conflict for another principal or request, whichever replica asks', async () => {
     const claims = await session.getChildren(`${gatewayRoot(namespace)}/claims`);
     expect(claims).toEqual(expect.arrayContaining(running));
-    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId: running[0], entryClass: 'dev.flinkjargateway.testjobs.TokenProbe', programArgsList: ['--provider', 'other'] });
+    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+      jobId: running[0],
+      entryClass: 'dev.flinkjargateway.testjobs.TokenProbe',
+      programArgsList: ['--provider', 'other'],
+    });
     expect(r.status).toBe(409);
   }, 30_000);
 });

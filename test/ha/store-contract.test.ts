@@ -3,7 +3,13 @@ import pino from 'pino';
 import { ZooKeeperServer } from '../servers/zookeeper-server';
 import type { KubernetesClient } from '../../src/ha/kubernetes-client';
 import type { KubernetesHaSettings } from '../../src/ha/kubernetes-settings';
-import { gatewayConfigMapName, KubernetesJobClaims, KubernetesRegistrationStore, kubernetesRecordPlace, labelsOf } from '../../src/ha/kubernetes-store';
+import {
+  gatewayConfigMapName,
+  KubernetesJobClaims,
+  KubernetesRegistrationStore,
+  kubernetesRecordPlace,
+  labelsOf,
+} from '../../src/ha/kubernetes-store';
 import { RecordSeal } from '../../src/ha/record-seal';
 import type { SharedJobClaims, SharedRegistrationStore } from '../../src/ha/shared-store';
 import { digestFromSecret, ZooKeeperSession } from '../../src/ha/zookeeper';
@@ -38,7 +44,9 @@ async function zookeeperEngine(): Promise<Engine> {
   const namespace = `/flink/contract-${randomBytes(4).toString('hex')}`;
   const sessions: ZooKeeperSession[] = [];
   const session = async () => {
-    const s = new ZooKeeperSession({ quorum: zk.connectString, namespace, sessionTimeoutMs: 6000, connectionTimeoutMs: 5000 }, log, { digest: digestFromSecret(SECRET) });
+    const s = new ZooKeeperSession({ quorum: zk.connectString, namespace, sessionTimeoutMs: 6000, connectionTimeoutMs: 5000 }, log, {
+      digest: digestFromSecret(SECRET),
+    });
     await s.start();
     sessions.push(s);
     return s;
@@ -72,7 +80,13 @@ async function kubernetesEngine(): Promise<Engine> {
   await kube.createNamespace(namespace);
   // The gateway's minimum, exactly: the contract runs with it.
   await kube.grantConfigMaps(namespace, 'gateway', ['get', 'list', 'watch', 'create', 'update', 'delete']);
-  const settings: KubernetesHaSettings = { clusterId: `contract-${randomBytes(3).toString('hex')}`, namespace, leaseDurationMs: 15_000, renewDeadlineMs: 15_000, retryPeriodMs: 5_000 };
+  const settings: KubernetesHaSettings = {
+    clusterId: `contract-${randomBytes(3).toString('hex')}`,
+    namespace,
+    leaseDurationMs: 15_000,
+    renewDeadlineMs: 15_000,
+    retryPeriodMs: 5_000,
+  };
   const clients: KubernetesClient[] = [];
   const stores: KubernetesRegistrationStore[] = [];
   const client = () => {
@@ -88,13 +102,18 @@ async function kubernetesEngine(): Promise<Engine> {
       await store.init();
       return store;
     },
-    claims: (wallClock) => new KubernetesJobClaims(client(), settings, { retentionMs: RETENTION_MS, sealer: seal, log, ...(wallClock ? { wallClock } : {}) }),
+    claims: (wallClock) =>
+      new KubernetesJobClaims(client(), settings, { retentionMs: RETENTION_MS, sealer: seal, log, ...(wallClock ? { wallClock } : {}) }),
     async writeRaw(jobId, text) {
       const name = gatewayConfigMapName(settings.clusterId, 'registration', jobId);
-      await admin.createConfigMap(namespace, { metadata: { name, labels: labelsOf(settings.clusterId, 'registration') }, data: { registration: text } });
+      await admin.createConfigMap(namespace, {
+        metadata: { name, labels: labelsOf(settings.clusterId, 'registration') },
+        data: { registration: text },
+      });
     },
     placeOf: (jobId) => kubernetesRecordPlace(namespace, gatewayConfigMapName(settings.clusterId, 'registration', jobId), 'registration'),
-    hasClaim: async (jobId) => (await admin.getConfigMap(namespace, gatewayConfigMapName(settings.clusterId, 'claim', jobId))) !== undefined,
+    hasClaim: async (jobId) =>
+      (await admin.getConfigMap(namespace, gatewayConfigMapName(settings.clusterId, 'claim', jobId))) !== undefined,
     async close() {
       for (const s of stores) s.stop();
       for (const c of [...clients, admin]) await c.close();
@@ -104,7 +123,14 @@ async function kubernetesEngine(): Promise<Engine> {
 }
 
 function registration(jobId: string, extra: Partial<StoredRegistration> = {}): StoredRegistration {
-  return { jobId, principal: 'token:team-a', configuration: { 'parallelism.default': '1' }, provenance: {}, registeredAt: new Date().toISOString(), ...extra };
+  return {
+    jobId,
+    principal: 'token:team-a',
+    configuration: { 'parallelism.default': '1' },
+    provenance: {},
+    registeredAt: new Date().toISOString(),
+    ...extra,
+  };
 }
 
 /**
@@ -126,7 +152,7 @@ describe.each([
     await engine?.close();
   });
 
-  it("a put is read by another replica (added), then its update (updated) and its removal (removed)", async () => {
+  it('a put is read by another replica (added), then its update (updated) and its removal (removed)', async () => {
     const [a, b] = [await engine.store(), await engine.store()];
     const seen: string[] = [];
     b.on('added', (r) => seen.push(`added ${r.jobId} ${r.submitted === false ? 'submitting' : 'submitted'}`));
@@ -164,7 +190,10 @@ describe.each([
     await a.put(registration(good));
     const body = (jobId: string) => JSON.stringify(registration(jobId));
     await engine.writeRaw(unsealed, body(unsealed));
-    await engine.writeRaw(forged, new RecordSeal('not-the-replicas-secret-at-all').seal(RECORD_KIND.registration, engine.placeOf(forged), body(forged)));
+    await engine.writeRaw(
+      forged,
+      new RecordSeal('not-the-replicas-secret-at-all').seal(RECORD_KIND.registration, engine.placeOf(forged), body(forged)),
+    );
     // A valid record of another job, copied to this job's place.
     await engine.writeRaw(moved, seal.seal(RECORD_KIND.registration, engine.placeOf(good), body(moved)));
     await engine.writeRaw(garbled, '{"jobId": "not this one"');
@@ -187,7 +216,11 @@ describe.each([
 
   it('two replicas claiming one id at once: exactly one gets it', async () => {
     const jobId = newJobId();
-    const results = await Promise.all([engine.claims().claim(jobId, 'token:a', 'x'), engine.claims().claim(jobId, 'token:b', 'y'), engine.claims().claim(jobId, 'token:c', 'z')]);
+    const results = await Promise.all([
+      engine.claims().claim(jobId, 'token:a', 'x'),
+      engine.claims().claim(jobId, 'token:b', 'y'),
+      engine.claims().claim(jobId, 'token:c', 'z'),
+    ]);
     expect(results.filter((r) => r === 'new')).toHaveLength(1);
     expect(results.filter((r) => r === 'conflict')).toHaveLength(2);
   }, 60_000);

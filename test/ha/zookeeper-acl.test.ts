@@ -5,7 +5,16 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { ZooKeeperServer } from '../servers/zookeeper-server';
 import { RecordSeal } from '../../src/ha/record-seal';
-import { type AclEntry, DIGEST_USER, digestFromSecret, digestId, NO_AUTH, OPEN_ACL, ZooKeeperSession, zkCode } from '../../src/ha/zookeeper';
+import {
+  type AclEntry,
+  DIGEST_USER,
+  digestFromSecret,
+  digestId,
+  NO_AUTH,
+  OPEN_ACL,
+  ZooKeeperSession,
+  zkCode,
+} from '../../src/ha/zookeeper';
 import { gatewayRoot, RECORD_KIND, ZooKeeperJobClaims, ZooKeeperRegistrationStore } from '../../src/ha/zookeeper-store';
 import type { StoredRegistration } from '../../src/submission/registration-store';
 import { distributionHome } from '../helpers/flink-dist';
@@ -20,7 +29,14 @@ const J2 = '22222222222222222222222222222222';
 const J3 = '33333333333333333333333333333333';
 const DAY = 24 * 3600 * 1000;
 
-const registration = (jobId: string, principal = 'team-a'): StoredRegistration => ({ jobId, principal, configuration: {}, provenance: {}, registeredAt: new Date(0).toISOString(), submitted: true });
+const registration = (jobId: string, principal = 'team-a'): StoredRegistration => ({
+  jobId,
+  principal,
+  configuration: {},
+  provenance: {},
+  registeredAt: new Date(0).toISOString(),
+  submitted: true,
+});
 
 /** The code of a rejected ZooKeeper call (NO_AUTH, ...), or 'ok'. */
 async function outcome(call: Promise<unknown>): Promise<number | 'ok'> {
@@ -39,7 +55,7 @@ async function outcome(call: Promise<unknown>): Promise<number | 'ok'> {
  * gateways' digest identity, and every record in it opened under the replicas' secret before it
  * is acted on — a forged record, even one written with the gateways' own identity, is ignored.
  */
-describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed records)', () => {
+describe("the gateways' ZooKeeper subtree is authenticated (digest ACLs, sealed records)", () => {
   let zk: ZooKeeperServer;
   const sessions: ZooKeeperSession[] = [];
   const namespace = `/flink/gw-acl-${randomBytes(4).toString('hex')}`;
@@ -73,10 +89,13 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     await zk?.stop();
   });
 
-  it('nodes the gateway creates carry an ACL that admits its digest identity only; the cluster\'s namespace stays open for Flink', async () => {
+  it("nodes the gateway creates carry an ACL that admits its digest identity only; the cluster's namespace stays open for Flink", async () => {
     const rejected: string[] = [];
     // Silent: it keeps following the subtree while the next tests plant records in it.
-    const store = new ZooKeeperRegistrationStore(gateway, pino({ level: 'silent' }), { seal, onRejected: (kind, reason) => rejected.push(`${kind}:${reason}`) });
+    const store = new ZooKeeperRegistrationStore(gateway, pino({ level: 'silent' }), {
+      seal,
+      onRejected: (kind, reason) => rejected.push(`${kind}:${reason}`),
+    });
     await store.init();
     await store.put(registration(J1));
     const claims = new ZooKeeperJobClaims(gateway, { retentionMs: DAY, seal, log });
@@ -91,7 +110,10 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     expect((await gateway.getACL('/flink'))?.acl).toEqual(OPEN_ACL);
     // Sealed on the wire, bound to its node.
     const node = await gateway.getData(`${regDir}/${J1}`);
-    expect(seal.openJson(RECORD_KIND.registration, `${regDir}/${J1}`, node!.data)).toMatchObject({ ok: true, value: { jobId: J1, principal: 'team-a' } });
+    expect(seal.openJson(RECORD_KIND.registration, `${regDir}/${J1}`, node!.data)).toMatchObject({
+      ok: true,
+      value: { jobId: J1, principal: 'team-a' },
+    });
     expect(rejected).toEqual([]);
   }, 30_000);
 
@@ -114,10 +136,13 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     expect(seal.open(RECORD_KIND.registration, `${regDir}/${J1}`, (await gateway.getData(`${regDir}/${J1}`))!.data).ok).toBe(true);
   }, 30_000);
 
-  it('a forged registration — unsealed, sealed under another secret, or a valid one moved to another job\'s node — is ignored, logged and counted', async () => {
+  it("a forged registration — unsealed, sealed under another secret, or a valid one moved to another job's node — is ignored, logged and counted", async () => {
     const { log: storeLog, lines } = captureLogger();
     const rejected: string[] = [];
-    const store = new ZooKeeperRegistrationStore(gateway, storeLog, { seal, onRejected: (kind, reason) => rejected.push(`${kind}:${reason}`) });
+    const store = new ZooKeeperRegistrationStore(gateway, storeLog, {
+      seal,
+      onRejected: (kind, reason) => rejected.push(`${kind}:${reason}`),
+    });
     const added: string[] = [];
     store.on('added', (rec) => added.push(rec.jobId));
     store.on('updated', (rec) => added.push(`updated ${rec.jobId}`));
@@ -127,7 +152,14 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     // Written with the gateways' own identity (it passes the ACL), as an older gateway wrote records: plain JSON.
     await insider.create(`${regDir}/${J2}`, Buffer.from(JSON.stringify(registration(J2, 'admin'))));
     // Sealed, for its node, under another secret.
-    await insider.create(`${regDir}/${J3}`, new RecordSeal('another-secret-of-another-cluster').sealBytes(RECORD_KIND.registration, `${regDir}/${J3}`, JSON.stringify(registration(J3, 'admin'))));
+    await insider.create(
+      `${regDir}/${J3}`,
+      new RecordSeal('another-secret-of-another-cluster').sealBytes(
+        RECORD_KIND.registration,
+        `${regDir}/${J3}`,
+        JSON.stringify(registration(J3, 'admin')),
+      ),
+    );
     await eventually(() => rejected.length >= 2, 'the store to read both planted records');
     // A valid record of J1 copied onto J1's own node with its body swapped (the principal), and
     // J1's valid record copied onto another job's node.
@@ -154,12 +186,20 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     for (const j of [J2, J3, J4]) await insider.remove(`${regDir}/${j}`);
   }, 30_000);
 
-  it('a forged claim binds no job id: another principal\'s run claims it anew, and pruning removes it', async () => {
+  it("a forged claim binds no job id: another principal's run claims it anew, and pruning removes it", async () => {
     const { log: claimLog, messages } = captureLogger();
     const rejected: string[] = [];
-    const claims = new ZooKeeperJobClaims(gateway, { retentionMs: DAY, seal, log: claimLog, onRejected: (kind, reason) => rejected.push(`${kind}:${reason}`) });
+    const claims = new ZooKeeperJobClaims(gateway, {
+      retentionMs: DAY,
+      seal,
+      log: claimLog,
+      onRejected: (kind, reason) => rejected.push(`${kind}:${reason}`),
+    });
     // A claim that would lock J2 for "attacker", fresh, written with the gateways' identity but without the record key.
-    await insider.create(`${claimDir}/${J2}`, Buffer.from(JSON.stringify({ jobId: J2, principal: 'attacker', fingerprint: 'x', at: Date.now() })));
+    await insider.create(
+      `${claimDir}/${J2}`,
+      Buffer.from(JSON.stringify({ jobId: J2, principal: 'attacker', fingerprint: 'x', at: Date.now() })),
+    );
     expect(await claims.claim(J2, 'team-a', 'f2')).toBe('new');
     expect(await claims.claim(J2, 'team-a', 'f2')).toBe('retry');
     expect(await claims.claim(J2, 'team-b', 'f2')).toBe('conflict');
@@ -168,7 +208,10 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     expect(await claims.claim(J3, 'team-b', 'f3')).toBe('new');
     // A forged claim is pruned like an expired one.
     const J5 = '55555555555555555555555555555555';
-    await insider.create(`${claimDir}/${J5}`, Buffer.from(JSON.stringify({ jobId: J5, principal: 'attacker', fingerprint: 'x', at: Date.now() })));
+    await insider.create(
+      `${claimDir}/${J5}`,
+      Buffer.from(JSON.stringify({ jobId: J5, principal: 'attacker', fingerprint: 'x', at: Date.now() })),
+    );
     expect(await claims.prune()).toBe(1);
     expect((await gateway.getChildren(claimDir)).sort()).toEqual([J1, J2, J3]);
     expect(rejected).toEqual(['job-claim:unsealed', 'job-claim:bad-mac', 'job-claim:unsealed']);
@@ -183,7 +226,9 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     const { log: l2, messages } = captureLogger();
     await new ZooKeeperRegistrationStore(s2, l2, { seal }).init();
     for (const path of [gatewayRoot(ns2), `${gatewayRoot(ns2)}/registrations`]) expect((await s2.getACL(path))?.acl).toEqual(ownAcl);
-    expect(messages('warn')).toContain("a node of the gateway's ZooKeeper subtree was open to others; it is now closed to everyone but the gateways");
+    expect(messages('warn')).toContain(
+      "a node of the gateway's ZooKeeper subtree was open to others; it is now closed to everyone but the gateways",
+    );
 
     // Squatted: someone created the gateway's root first, closed to an identity of their own.
     const ns3 = `${namespace}-squatted`;
@@ -193,13 +238,26 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     const s3 = await open({ digest: digestFromSecret(SECRET) }, ns3);
     const refused = new ZooKeeperRegistrationStore(s3, log, { seal }).init();
     await expect(refused).rejects.toMatchObject({ code: 'GW_CONFIG_INVALID', problems: [{ key: 'gateway.ha.shared-secret' }] });
-    await expect(refused).rejects.toThrow(/flink-jar-gateway exists with an ACL that does not admit this gateway .*another gateway.ha.shared-secret.*deleteall/);
+    await expect(refused).rejects.toThrow(
+      /flink-jar-gateway exists with an ACL that does not admit this gateway .*another gateway.ha.shared-secret.*deleteall/,
+    );
     // A whole gateway on that cluster does not start (exit 2), rather than answer every run 503.
     const dir = mkdtempSync(join(tmpdir(), 'gw-acl-squatted-'));
     try {
-      writeFileSync(join(dir, 'config.yaml'), `high-availability.type: zookeeper\nhigh-availability.zookeeper.quorum: "${zk.connectString}"\nhigh-availability.cluster-id: ${ns3.slice('/flink/'.length)}\nhigh-availability.zookeeper.client.connection-timeout: 5000\n`);
-      const gw = composeGateway('http://127.0.0.1:9', { 'gateway.cluster.flink-conf': join(dir, 'config.yaml'), 'gateway.tokens.store-dir': join(dir, 'store'), 'security.delegation.tokens.enabled': 'false', 'gateway.ha.shared-secret': SECRET });
-      await expect(gw).rejects.toMatchObject({ code: 'GW_CONFIG_INVALID', problems: [{ key: 'gateway.ha.shared-secret', source: `ZooKeeper node ${gatewayRoot(ns3)}` }] });
+      writeFileSync(
+        join(dir, 'config.yaml'),
+        `high-availability.type: zookeeper\nhigh-availability.zookeeper.quorum: "${zk.connectString}"\nhigh-availability.cluster-id: ${ns3.slice('/flink/'.length)}\nhigh-availability.zookeeper.client.connection-timeout: 5000\n`,
+      );
+      const gw = composeGateway('http://127.0.0.1:9', {
+        'gateway.cluster.flink-conf': join(dir, 'config.yaml'),
+        'gateway.tokens.store-dir': join(dir, 'store'),
+        'security.delegation.tokens.enabled': 'false',
+        'gateway.ha.shared-secret': SECRET,
+      });
+      await expect(gw).rejects.toMatchObject({
+        code: 'GW_CONFIG_INVALID',
+        problems: [{ key: 'gateway.ha.shared-secret', source: `ZooKeeper node ${gatewayRoot(ns3)}` }],
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -212,7 +270,10 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     await legacy.mkdirp(dirOf('registrations'));
     await legacy.mkdirp(dirOf('claims'));
     await legacy.create(`${dirOf('registrations')}/${J1}`, Buffer.from(JSON.stringify(registration(J1))));
-    await legacy.create(`${dirOf('claims')}/${J1}`, Buffer.from(JSON.stringify({ jobId: J1, principal: 'team-a', fingerprint: 'f1', at: Date.now() })));
+    await legacy.create(
+      `${dirOf('claims')}/${J1}`,
+      Buffer.from(JSON.stringify({ jobId: J1, principal: 'team-a', fingerprint: 'f1', at: Date.now() })),
+    );
     // Not a record of its node: not adopted.
     await legacy.create(`${dirOf('registrations')}/${J2}`, Buffer.from(JSON.stringify(registration(J3))));
 
@@ -225,7 +286,8 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     expect(store.list().map((r) => r.jobId)).toEqual([J1]);
     expect(await claims.claim(J1, 'team-b', 'f1')).toBe('conflict');
     expect(await claims.claim(J1, 'team-a', 'f1')).toBe('retry');
-    for (const path of [`${dirOf('registrations')}/${J1}`, `${dirOf('claims')}/${J1}`, dirOf('registrations'), dirOf('claims')]) expect({ path, acl: (await s.getACL(path))?.acl }).toEqual({ path, acl: ownAcl });
+    for (const path of [`${dirOf('registrations')}/${J1}`, `${dirOf('claims')}/${J1}`, dirOf('registrations'), dirOf('claims')])
+      expect({ path, acl: (await s.getACL(path))?.acl }).toEqual({ path, acl: ownAcl });
     expect(messages('warn').filter((m) => m.startsWith('gateway.ha.adopt-unsealed-records'))).toHaveLength(2);
     // After that start, an unsealed record is ignored even with the option on.
     const rejected: string[] = [];
@@ -233,6 +295,11 @@ describe('the gateways\' ZooKeeper subtree is authenticated (digest ACLs, sealed
     await later.init();
     await s.create(`${dirOf('registrations')}/${J3}`, Buffer.from(JSON.stringify(registration(J3))));
     await eventually(() => rejected.includes('registration:unsealed'), 'the later unsealed record to be rejected');
-    expect(later.list().map((r) => r.jobId).sort()).toEqual([J1]);
+    expect(
+      later
+        .list()
+        .map((r) => r.jobId)
+        .sort(),
+    ).toEqual([J1]);
   }, 30_000);
 });

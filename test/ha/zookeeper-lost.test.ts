@@ -26,9 +26,20 @@ function writeHaConf(dir: string, quorum: string, clusterId: string, connectionT
 }
 
 /** A gateway on that configuration, and the test job's jar uploaded through it. */
-async function gatewayWithJar(dir: string, flinkConf: string, options: Record<string, string>): Promise<{ gw: TestGateway; jarId: string }> {
-  const gw = await startGateway(flinkUrl(), { 'gateway.cluster.flink-conf': flinkConf, 'gateway.tokens.store-dir': join(dir, 'store'), 'gateway.ha.shared-secret': randomBytes(24).toString('base64'), ...options });
-  const jarId = String((await uploadFile(gw.url, TEST_JOB_JAR, 'GatewayTestJob.jar')).body.filename).split('/').pop()!;
+async function gatewayWithJar(
+  dir: string,
+  flinkConf: string,
+  options: Record<string, string>,
+): Promise<{ gw: TestGateway; jarId: string }> {
+  const gw = await startGateway(flinkUrl(), {
+    'gateway.cluster.flink-conf': flinkConf,
+    'gateway.tokens.store-dir': join(dir, 'store'),
+    'gateway.ha.shared-secret': randomBytes(24).toString('base64'),
+    ...options,
+  });
+  const jarId = String((await uploadFile(gw.url, TEST_JOB_JAR, 'GatewayTestJob.jar')).body.filename)
+    .split('/')
+    .pop()!;
   return { gw, jarId };
 }
 
@@ -56,12 +67,16 @@ describe('ZooKeeper lost under a leading gateway', () => {
     const namespace = '/flink/gw-zk-lost';
     const session = new ZooKeeperSession({ quorum: zk.connectString, namespace, sessionTimeoutMs: 4000, connectionTimeoutMs: 3000 }, log);
     await session.start();
-    const id = identityFromConfig((await json('GET', `${flinkUrl()}/v1/jobmanager/config`)).body as unknown as { key: string; value: string }[])!;
+    const id = identityFromConfig(
+      (await json('GET', `${flinkUrl()}/v1/jobmanager/config`)).body as unknown as { key: string; value: string }[],
+    )!;
     const path = leaderPath({ namespace }, 'dispatcher');
     await session.mkdirp(path);
     await session.setData(path, leaderRecordBytes(`pekko.tcp://flink@${id.host}:${id.port ?? 6123}/user/rpc/dispatcher_1`));
     session.close();
-    ({ gw, jarId } = await gatewayWithJar(dir, writeHaConf(dir, zk.connectString, 'gw-zk-lost', 3000), { 'gateway.tokens.unregistered-jobs': 'ignore' }));
+    ({ gw, jarId } = await gatewayWithJar(dir, writeHaConf(dir, zk.connectString, 'gw-zk-lost', 3000), {
+      'gateway.tokens.unregistered-jobs': 'ignore',
+    }));
   }, 120_000);
 
   afterAll(async () => {
@@ -74,8 +89,16 @@ describe('ZooKeeper lost under a leading gateway', () => {
     await zk.stop();
     await eventually(() => gw.logs.some((l) => String(l.msg).startsWith('standby:')), 'the gateway to step down without its session');
     const jobId = newJobId();
-    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, entryClass: 'dev.flinkjargateway.testjobs.TokenProbe', programArgsList: ['--provider', 'oauth2'] });
-    expect({ status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0], retryAfter: r.headers['retry-after'] }).toEqual({ status: 503, code: 'GW_HA_STORE_UNAVAILABLE', retryAfter: '5' });
+    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+      jobId,
+      entryClass: 'dev.flinkjargateway.testjobs.TokenProbe',
+      programArgsList: ['--provider', 'oauth2'],
+    });
+    expect({ status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0], retryAfter: r.headers['retry-after'] }).toEqual({
+      status: 503,
+      code: 'GW_HA_STORE_UNAVAILABLE',
+      retryAfter: '5',
+    });
     // Not queued for the connection timeout: a disconnected session refuses at once, so the reason
     // is never the timed-out call's (asserted on the answer, not on the time it took).
     expect(String((r.body.errors as string[])[0])).not.toMatch(/did not complete within/);
@@ -95,7 +118,9 @@ describe('ZooKeeper not reachable when a gateway without tokens starts', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-ha-zk-down-'));
     const port = await freePort(); // nothing listens there
-    ({ gw, jarId } = await gatewayWithJar(dir, writeHaConf(dir, `127.0.0.1:${port}`, 'gw-zk-down', 1000), { 'security.delegation.tokens.enabled': 'false' }));
+    ({ gw, jarId } = await gatewayWithJar(dir, writeHaConf(dir, `127.0.0.1:${port}`, 'gw-zk-down', 1000), {
+      'security.delegation.tokens.enabled': 'false',
+    }));
   }, 120_000);
 
   afterAll(() => cleanUp(gw, jarId, dir));
@@ -103,8 +128,15 @@ describe('ZooKeeper not reachable when a gateway without tokens starts', () => {
   it('starts, says why, and answers a run 503 GW_HA_STORE_UNAVAILABLE; nothing runs', async () => {
     expect(gw.logs.some((l) => String(l.msg).startsWith('ZooKeeper is not reachable yet'))).toBe(true);
     const jobId = newJobId();
-    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, entryClass: 'dev.flinkjargateway.testjobs.TokenProbe', programArgsList: ['--provider', 'oauth2'] });
-    expect({ status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0] }).toEqual({ status: 503, code: 'GW_HA_STORE_UNAVAILABLE' });
+    const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+      jobId,
+      entryClass: 'dev.flinkjargateway.testjobs.TokenProbe',
+      programArgsList: ['--provider', 'oauth2'],
+    });
+    expect({ status: r.status, code: String((r.body.errors as string[])[0]).split(':')[0] }).toEqual({
+      status: 503,
+      code: 'GW_HA_STORE_UNAVAILABLE',
+    });
     expect((await json('GET', `${flinkUrl()}/v1/jobs/${jobId}`)).status).toBe(404);
   }, 60_000);
 });

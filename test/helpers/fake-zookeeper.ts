@@ -122,7 +122,9 @@ export class FakeZooKeeper extends EventEmitter<{ up: []; down: [] }> {
 
   private childrenOf(path: string): string[] {
     const prefix = `${path}/`;
-    return [...this.nodes.keys()].filter((p) => p.startsWith(prefix) && !p.slice(prefix.length).includes('/')).map((p) => p.slice(prefix.length));
+    return [...this.nodes.keys()]
+      .filter((p) => p.startsWith(prefix) && !p.slice(prefix.length).includes('/'))
+      .map((p) => p.slice(prefix.length));
   }
 
   private mayFail(op: Op): void {

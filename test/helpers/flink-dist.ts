@@ -27,10 +27,30 @@ export const TEST_JOB_JAR = join(root, 'embedded-flink', 'target', 'test-jars', 
  */
 export function wordCountJarFor(version: string): string {
   if (!version.startsWith('1.')) return WORDCOUNT_JAR;
-  const jar = join(homedir(), '.m2', 'repository', 'org', 'apache', 'flink', 'flink-examples-streaming', '1.20.0', 'flink-examples-streaming-1.20.0-WordCount.jar');
+  const jar = join(
+    homedir(),
+    '.m2',
+    'repository',
+    'org',
+    'apache',
+    'flink',
+    'flink-examples-streaming',
+    '1.20.0',
+    'flink-examples-streaming-1.20.0-WordCount.jar',
+  );
   if (!existsSync(jar)) {
     // Its parent POM is served, but 2.8's `get` without transitive resolution is all that is needed.
-    execFileSync('mvn', ['-q', '-B', 'org.apache.maven.plugins:maven-dependency-plugin:2.8:get', '-Dartifact=org.apache.flink:flink-examples-streaming:1.20.0:jar:WordCount', '-Dtransitive=false'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(
+      'mvn',
+      [
+        '-q',
+        '-B',
+        'org.apache.maven.plugins:maven-dependency-plugin:2.8:get',
+        '-Dartifact=org.apache.flink:flink-examples-streaming:1.20.0:jar:WordCount',
+        '-Dtransitive=false',
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
   }
   return jar;
 }
@@ -69,7 +89,9 @@ export async function startDistCluster(version: string, opts: DistClusterOptions
     startupTimeoutMs: 180_000,
     log,
   });
-  process.stderr.write(`Flink ${version} distribution: JobManager + ${opts.taskManagers ?? 1} TaskManager(s) ready in ${Math.round(performance.now() - t0)} ms\n`);
+  process.stderr.write(
+    `Flink ${version} distribution: JobManager + ${opts.taskManagers ?? 1} TaskManager(s) ready in ${Math.round(performance.now() - t0)} ms\n`,
+  );
   return cluster;
 }
 
@@ -77,7 +99,11 @@ export async function startDistCluster(version: string, opts: DistClusterOptions
  * That version's own CLI (`bin/flink`), with the cluster's conf dir (its Java options) and `-m`
  * pointing at the gateway: what a user's `flink run -m <gateway>` does.
  */
-export async function flinkCli(cluster: StandaloneCluster, gatewayUrl: string, args: string[]): Promise<{ status: number | null; out: string }> {
+export async function flinkCli(
+  cluster: StandaloneCluster,
+  gatewayUrl: string,
+  args: string[],
+): Promise<{ status: number | null; out: string }> {
   const hostPort = new URL(gatewayUrl).host;
   const [command, ...rest] = args;
   const r = await runProcess('bash', [join(cluster.home, 'bin', 'flink'), command!, '-m', hostPort, ...rest], {

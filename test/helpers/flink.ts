@@ -20,14 +20,24 @@ export function newJobId(): string {
   return randomBytes(16).toString('hex');
 }
 
-export async function uploadFile(baseUrl: string, path: string, name: string, field = 'jarfile'): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function uploadFile(
+  baseUrl: string,
+  path: string,
+  name: string,
+  field = 'jarfile',
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const form = new FormData();
   form.append(field, await openAsBlob(path), name);
   const res = await request(`${baseUrl}/jars/upload`, { method: 'POST', body: form });
   return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
 }
 
-export async function uploadBytes(baseUrl: string, files: { name: string; bytes: Buffer; field?: string }[], fields: Record<string, string> = {}, headers: Record<string, string> = {}) {
+export async function uploadBytes(
+  baseUrl: string,
+  files: { name: string; bytes: Buffer; field?: string }[],
+  fields: Record<string, string> = {},
+  headers: Record<string, string> = {},
+) {
   const form = new FormData();
   for (const [k, v] of Object.entries(fields)) form.append(k, v);
   for (const f of files) form.append(f.field ?? 'jarfile', new Blob([f.bytes]), f.name);
@@ -59,7 +69,13 @@ export async function json(
 }
 
 /** Polls a job through `baseUrl` until it reaches one of `states`. */
-export async function waitForJobState(baseUrl: string, jobId: string, states: string[], timeoutMs = 90_000, headers: Record<string, string> = {}): Promise<string> {
+export async function waitForJobState(
+  baseUrl: string,
+  jobId: string,
+  states: string[],
+  timeoutMs = 90_000,
+  headers: Record<string, string> = {},
+): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   let last = 'unknown';
   while (Date.now() < deadline) {
@@ -80,7 +96,9 @@ export async function waitForJobState(baseUrl: string, jobId: string, states: st
 export async function printFailure(baseUrl: string, jobId: string, headers: Record<string, string> = {}): Promise<void> {
   const r = await json('GET', `${baseUrl}/v1/jobs/${jobId}/exceptions`, undefined, headers).catch(() => undefined);
   // Flink 1.x: root-exception; 2.x: only exceptionHistory.
-  const body = r?.body as { 'root-exception'?: string; exceptionHistory?: { entries?: { stacktrace?: string; exceptionName?: string }[] } } | undefined;
+  const body = r?.body as
+    | { 'root-exception'?: string; exceptionHistory?: { entries?: { stacktrace?: string; exceptionName?: string }[] } }
+    | undefined;
   const first = body?.exceptionHistory?.entries?.[0];
   const root = String(body?.['root-exception'] ?? first?.stacktrace ?? first?.exceptionName ?? 'no exception reported');
   const lines = root.split('\n');

@@ -46,7 +46,10 @@ export async function startGatewayProcess(args: string[], opts: GatewayProcessOp
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   try {
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no GATEWAY_URL within ${opts.timeoutMs ?? START_TIMEOUT_MS} ms:\n${out}`)), opts.timeoutMs ?? START_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`no GATEWAY_URL within ${opts.timeoutMs ?? START_TIMEOUT_MS} ms:\n${out}`)),
+        opts.timeoutMs ?? START_TIMEOUT_MS,
+      );
       child.stdout!.on('data', () => {
         const m = /GATEWAY_URL=(\S+)/.exec(out);
         if (m) {

@@ -81,7 +81,10 @@ export async function composeGateway(
     logs,
     audit: () =>
       existsSync(auditFile)
-        ? readFileSync(auditFile, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Record<string, unknown>)
+        ? readFileSync(auditFile, 'utf8')
+            .split('\n')
+            .filter((l) => l.trim())
+            .map((l) => JSON.parse(l) as Record<string, unknown>)
         : [],
     async close(server?: Server) {
       await gateway.close(server);
@@ -132,6 +135,11 @@ export function flinkUrl(): string {
  * entry of `tokens` (principal name → bearer token). Returns `path`.
  */
 export function writeTokensFile(path: string, tokens: Record<string, string>): string {
-  writeFileSync(path, Object.entries(tokens).map(([principal, token]) => `${principal} ${createHash('sha256').update(token).digest('hex')}\n`).join(''));
+  writeFileSync(
+    path,
+    Object.entries(tokens)
+      .map(([principal, token]) => `${principal} ${createHash('sha256').update(token).digest('hex')}\n`)
+      .join(''),
+  );
   return path;
 }

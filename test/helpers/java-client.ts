@@ -19,7 +19,8 @@ export interface SequenceStep {
   listed?: boolean;
 }
 
-export type SequenceResult = Record<string, unknown> & Record<'upload' | 'run1' | 'run2' | 'overview' | 'delete1' | 'delete2', SequenceStep>;
+export type SequenceResult = Record<string, unknown> &
+  Record<'upload' | 'run1' | 'run2' | 'overview' | 'delete1' | 'delete2', SequenceStep>;
 
 function newestMtime(path: string): number {
   const st = statSync(path);
@@ -56,7 +57,10 @@ export function buildJavaClient(line: FlinkClientLine, version?: string): string
   const sources = Math.max(newestMtime(join(moduleDir, 'src')), newestMtime(join(moduleDir, 'pom.xml')));
   if (existsSync(jar) && statSync(jar).mtimeMs >= sources) return dir;
   mkdirSync(join(moduleDir, 'target'), { recursive: true });
-  execFileSync('flock', [join(moduleDir, 'target', `.build-${id}.lock`), 'sh', '-c', BUILD_IF_STALE, 'build', id, line, version ?? ''], { cwd: moduleDir, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('flock', [join(moduleDir, 'target', `.build-${id}.lock`), 'sh', '-c', BUILD_IF_STALE, 'build', id, line, version ?? ''], {
+    cwd: moduleDir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   return dir;
 }
 
@@ -65,7 +69,12 @@ export function buildJavaClient(line: FlinkClientLine, version?: string): string
  * and returns its JSON. `env` is added to the environment (OPERATOR_KEYSTORE_PATH and friends);
  * `version` picks a client built for that exact release (see buildJavaClient).
  */
-export async function runOperatorSequence(line: FlinkClientLine, args: readonly string[], env: NodeJS.ProcessEnv = {}, version?: string): Promise<SequenceResult> {
+export async function runOperatorSequence(
+  line: FlinkClientLine,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  version?: string,
+): Promise<SequenceResult> {
   const dir = buildJavaClient(line, version);
   const r = await runProcess('java', ['-cp', `${dir}/compat.jar:${dir}/lib/*`, 'dev.flinkjargateway.compat.OperatorSequence', ...args], {
     env: { ...process.env, ...env },
@@ -81,11 +90,30 @@ export async function runOperatorSequence(line: FlinkClientLine, args: readonly 
  * `conf` (FLINK_CONF_DIR is a temporary directory). `flink run` builds the job graph locally and
  * submits it with POST /v1/jobs (multipart: the serialised JobGraph and the jar).
  */
-export async function runFlinkCli(args: readonly string[], conf: Record<string, string>, confDir: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+export async function runFlinkCli(
+  args: readonly string[],
+  conf: Record<string, string>,
+  confDir: string,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   const dir = buildJavaClient('2.1');
-  writeFileSync(join(confDir, 'config.yaml'), Object.entries(conf).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join(''));
+  writeFileSync(
+    join(confDir, 'config.yaml'),
+    Object.entries(conf)
+      .map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`)
+      .join(''),
+  );
   // What Flink's bin/flink adds on Java 17 (env.java.opts.all of Flink's default config.yaml).
-  const opens = ['java.util', 'java.lang', 'java.lang.reflect', 'java.io', 'java.net', 'java.nio', 'java.text', 'java.time', 'java.util.concurrent'].map((p) => `--add-opens=java.base/${p}=ALL-UNNAMED`);
+  const opens = [
+    'java.util',
+    'java.lang',
+    'java.lang.reflect',
+    'java.io',
+    'java.net',
+    'java.nio',
+    'java.text',
+    'java.time',
+    'java.util.concurrent',
+  ].map((p) => `--add-opens=java.base/${p}=ALL-UNNAMED`);
   return runProcess('java', [...opens, '-cp', `${dir}/compat.jar:${dir}/lib/*`, 'org.apache.flink.client.cli.CliFrontend', ...args], {
     env: { ...process.env, FLINK_CONF_DIR: confDir },
     timeoutMs: 180_000,

@@ -4,8 +4,21 @@
  * Bytes are built by hand (type codes, lengths, handles), so a test can lie about any of them.
  */
 export const TC = {
-  NULL: 0x70, REFERENCE: 0x71, CLASSDESC: 0x72, OBJECT: 0x73, STRING: 0x74, ARRAY: 0x75, CLASS: 0x76, BLOCKDATA: 0x77,
-  ENDBLOCKDATA: 0x78, RESET: 0x79, BLOCKDATALONG: 0x7a, EXCEPTION: 0x7b, LONGSTRING: 0x7c, PROXYCLASSDESC: 0x7d, ENUM: 0x7e,
+  NULL: 0x70,
+  REFERENCE: 0x71,
+  CLASSDESC: 0x72,
+  OBJECT: 0x73,
+  STRING: 0x74,
+  ARRAY: 0x75,
+  CLASS: 0x76,
+  BLOCKDATA: 0x77,
+  ENDBLOCKDATA: 0x78,
+  RESET: 0x79,
+  BLOCKDATALONG: 0x7a,
+  EXCEPTION: 0x7b,
+  LONGSTRING: 0x7c,
+  PROXYCLASSDESC: 0x7d,
+  ENUM: 0x7e,
 } as const;
 export const SC = { WRITE_METHOD: 0x01, SERIALIZABLE: 0x02, EXTERNALIZABLE: 0x04, BLOCK_DATA: 0x08, ENUM: 0x10 } as const;
 export const HEADER = Buffer.from([0xac, 0xed, 0x00, 0x05]);
@@ -81,12 +94,28 @@ export function jobGraphStream(entries: [string, Buffer][], ids: { lower: bigint
   const mapBody = [u8(TC.OBJECT), mapDesc, Buffer.from([0x3f, 0x40, 0, 0]), i32(12), block(Buffer.concat([i32(16), i32(entries.length)]))];
   for (const [k, v] of entries) mapBody.push(str(k), v);
   mapBody.push(u8(TC.ENDBLOCKDATA));
-  const idDesc = classDesc('org.apache.flink.api.common.JobID', SC.SERIALIZABLE, [], classDesc('org.apache.flink.util.AbstractID', SC.SERIALIZABLE, [{ type: 'J', name: 'lowerPart' }, { type: 'J', name: 'upperPart' }]));
+  const idDesc = classDesc(
+    'org.apache.flink.api.common.JobID',
+    SC.SERIALIZABLE,
+    [],
+    classDesc('org.apache.flink.util.AbstractID', SC.SERIALIZABLE, [
+      { type: 'J', name: 'lowerPart' },
+      { type: 'J', name: 'upperPart' },
+    ]),
+  );
   return Buffer.concat([
     HEADER,
-    u8(TC.OBJECT), graphDesc, u8(0), i64(60_000n),
-    u8(TC.OBJECT), confDesc, ...mapBody,
-    u8(TC.OBJECT), idDesc, i64(ids.lower), i64(ids.upper),
+    u8(TC.OBJECT),
+    graphDesc,
+    u8(0),
+    i64(60_000n),
+    u8(TC.OBJECT),
+    confDesc,
+    ...mapBody,
+    u8(TC.OBJECT),
+    idDesc,
+    i64(ids.lower),
+    i64(ids.upper),
     // What follows jobID in a real graph (vertices, user classes) is never read: here, garbage.
     Buffer.from([0x42, 0x42, 0x42]),
   ]);
@@ -103,5 +132,9 @@ export function boxedInt(n: number): Buffer {
 
 /** An enum constant: TC_ENUM, its class (flagged SC_ENUM, super java.lang.Enum), the constant's name. */
 export function enumConstant(className: string, constant: string, flags: number = SC.SERIALIZABLE | SC.ENUM): Buffer {
-  return Buffer.concat([u8(TC.ENUM), classDesc(className, flags, [], classDesc('java.lang.Enum', SC.SERIALIZABLE | SC.ENUM, [])), str(constant)]);
+  return Buffer.concat([
+    u8(TC.ENUM),
+    classDesc(className, flags, [], classDesc('java.lang.Enum', SC.SERIALIZABLE | SC.ENUM, [])),
+    str(constant),
+  ]);
 }

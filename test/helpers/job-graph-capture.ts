@@ -8,7 +8,19 @@ import { distributionHome } from './flink-dist';
 import { runProcess } from './run-process';
 
 /** What Flink's default configuration gives its JVMs on Java 17 (env.java.opts.all). */
-const OPENS = ['java.util', 'java.lang', 'java.lang.reflect', 'java.io', 'java.net', 'java.nio', 'java.text', 'java.time', 'java.util.concurrent'].map((p) => `--add-opens=java.base/${p}=ALL-UNNAMED`).join(' ');
+const OPENS = [
+  'java.util',
+  'java.lang',
+  'java.lang.reflect',
+  'java.io',
+  'java.net',
+  'java.nio',
+  'java.text',
+  'java.time',
+  'java.util.concurrent',
+]
+  .map((p) => `--add-opens=java.base/${p}=ALL-UNNAMED`)
+  .join(' ');
 
 export interface CapturedSubmission {
   /** The whole multipart body of POST /v1/jobs as Flink's client sent it. */
@@ -49,7 +61,12 @@ export function multipartParts(body: Buffer, contentType: string): { name: strin
  * client serialises the job graph) against a node:http recorder that answers POST /v1/jobs with
  * Flink's 202, and returns what the client sent. `dynamic` become `-D key=value` options.
  */
-export async function captureJobGraph(version: string, jar: string, dynamic: Record<string, string>, args: string[] = []): Promise<CapturedSubmission> {
+export async function captureJobGraph(
+  version: string,
+  jar: string,
+  dynamic: Record<string, string>,
+  args: string[] = [],
+): Promise<CapturedSubmission> {
   const home = distributionHome(version);
   const dir = mkdtempSync(join(tmpdir(), `gw-graph-${version}-`));
   let captured: { body: Buffer; contentType: string } | undefined;
@@ -62,7 +79,10 @@ export async function captureJobGraph(version: string, jar: string, dynamic: Rec
         const body = Buffer.concat(chunks);
         captured = { body, contentType: String(req.headers['content-type']) };
         const parts = multipartParts(body, captured.contentType);
-        const request = JSON.parse(parts.find((p) => p.name === 'request')?.content.toString() ?? '{}') as { jobGraphFileName?: string; executionPlanFileName?: string };
+        const request = JSON.parse(parts.find((p) => p.name === 'request')?.content.toString() ?? '{}') as {
+          jobGraphFileName?: string;
+          executionPlanFileName?: string;
+        };
         const graph = parts.find((p) => p.filename === (request.executionPlanFileName ?? request.jobGraphFileName))?.content;
         answeredId = graph ? 'ffffffffffffffffffffffffffffffff' : '';
         res.writeHead(202, { 'content-type': 'application/json; charset=UTF-8' });
@@ -76,16 +96,31 @@ export async function captureJobGraph(version: string, jar: string, dynamic: Rec
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
     for (const sub of ['conf', 'log', 'lib']) mkdirSync(join(dir, sub), { recursive: true });
-    for (const f of readdirSync(join(home, 'conf'))) if (/^log4j-cli/.test(f)) writeFileSync(join(dir, 'conf', f), readFileSync(join(home, 'conf', f)));
+    for (const f of readdirSync(join(home, 'conf')))
+      if (/^log4j-cli/.test(f)) writeFileSync(join(dir, 'conf', f), readFileSync(join(home, 'conf', f)));
     const { port } = server.address() as AddressInfo;
-    writeFileSync(join(dir, 'conf', version.startsWith('1.') ? 'flink-conf.yaml' : 'config.yaml'), `rest.address: 127.0.0.1\nrest.port: ${port}\nparallelism.default: 1\nenv.java.opts.all: ${version.startsWith('1.') ? OPENS : JSON.stringify(OPENS)}\n`);
-    const env = { ...StandaloneCluster.scriptEnv(home, dir), FLINK_LIB_DIR: join(home, 'lib'), JVM_ARGS: '-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1' };
+    writeFileSync(
+      join(dir, 'conf', version.startsWith('1.') ? 'flink-conf.yaml' : 'config.yaml'),
+      `rest.address: 127.0.0.1\nrest.port: ${port}\nparallelism.default: 1\nenv.java.opts.all: ${version.startsWith('1.') ? OPENS : JSON.stringify(OPENS)}\n`,
+    );
+    const env = {
+      ...StandaloneCluster.scriptEnv(home, dir),
+      FLINK_LIB_DIR: join(home, 'lib'),
+      JVM_ARGS: '-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1',
+    };
     const dArgs = Object.entries(dynamic).map(([k, v]) => `-D${k}=${v}`);
-    const r = await runProcess('bash', [join(home, 'bin', 'flink'), 'run', '-d', '-m', `127.0.0.1:${port}`, ...dArgs, jar, ...args], { env, timeoutMs: 180_000, cwd: dir });
+    const r = await runProcess('bash', [join(home, 'bin', 'flink'), 'run', '-d', '-m', `127.0.0.1:${port}`, ...dArgs, jar, ...args], {
+      env,
+      timeoutMs: 180_000,
+      cwd: dir,
+    });
     const cliOutput = `${r.stdout}\n${r.stderr}`;
     if (!captured) throw new Error(`Flink ${version}'s CLI sent no job graph: ${cliOutput.slice(-3000)}`);
     const parts = multipartParts(captured.body, captured.contentType);
-    const request = JSON.parse(parts.find((p) => p.name === 'request')?.content.toString() ?? '{}') as { jobGraphFileName?: string; executionPlanFileName?: string };
+    const request = JSON.parse(parts.find((p) => p.name === 'request')?.content.toString() ?? '{}') as {
+      jobGraphFileName?: string;
+      executionPlanFileName?: string;
+    };
     const graph = parts.find((p) => p.filename === (request.executionPlanFileName ?? request.jobGraphFileName))?.content;
     if (!graph) throw new Error(`no job graph part in the body Flink ${version} sent`);
     return { ...captured, graph, jobId: /JobID ([0-9a-f]{32})/.exec(cliOutput)?.[1], cliOutput };

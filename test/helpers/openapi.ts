@@ -60,7 +60,10 @@ function absolutise<T>(node: T): T {
   if (node === null || typeof node !== 'object') return node;
   const out: Json = {};
   for (const [k, v] of Object.entries(node as Json)) {
-    out[k] = k === '$ref' && typeof v === 'string' && v.startsWith('#/components/schemas/') ? `${SPEC_ID}#/$defs/${v.slice('#/components/schemas/'.length)}` : absolutise(v);
+    out[k] =
+      k === '$ref' && typeof v === 'string' && v.startsWith('#/components/schemas/')
+        ? `${SPEC_ID}#/$defs/${v.slice('#/components/schemas/'.length)}`
+        : absolutise(v);
   }
   return out as T;
 }
@@ -118,7 +121,10 @@ export function responseSpec(method: string, specPath: string, status: number): 
   const op = loadSpec().paths[specPath]?.[method.toLowerCase()] as Operation | undefined;
   if (!op) throw new Error(`openapi.yaml has no operation ${method.toUpperCase()} ${specPath}`);
   const res = op.responses[String(status)] ?? op.responses.default;
-  if (!res) throw new Error(`openapi.yaml declares no ${status} response for ${method.toUpperCase()} ${specPath} (has ${Object.keys(op.responses).join(', ')})`);
+  if (!res)
+    throw new Error(
+      `openapi.yaml declares no ${status} response for ${method.toUpperCase()} ${specPath} (has ${Object.keys(op.responses).join(', ')})`,
+    );
   return deref(res);
 }
 
@@ -129,7 +135,9 @@ export interface CheckedResponse {
 }
 
 function formatErrors(errors: ErrorObject[] | null | undefined): string {
-  return (errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`).join('; ');
+  return (errors ?? [])
+    .map((e) => `${e.instancePath || '(root)'} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`)
+    .join('; ');
 }
 
 /**
@@ -150,7 +158,10 @@ export function responseProblems(method: string, url: string, res: CheckedRespon
   const schema = content[mediaType ?? Object.keys(content)[0]!]?.schema;
   if (schema) {
     const validate = compile(`response:${method}:${specPath}:${res.status}`, schema);
-    if (!validate(res.body)) problems.push(`body does not match the ${res.status} schema of ${method.toUpperCase()} ${specPath}: ${formatErrors(validate.errors)}`);
+    if (!validate(res.body))
+      problems.push(
+        `body does not match the ${res.status} schema of ${method.toUpperCase()} ${specPath}: ${formatErrors(validate.errors)}`,
+      );
   }
   return problems;
 }
@@ -158,7 +169,8 @@ export function responseProblems(method: string, url: string, res: CheckedRespon
 /** Throws with a readable message unless the response conforms to the spec. */
 export function assertMatchesSpec(method: string, url: string, res: CheckedResponse): void {
   const problems = responseProblems(method, url, res);
-  if (problems.length > 0) throw new Error(`${method.toUpperCase()} ${url} → ${res.status} ${JSON.stringify(res.body).slice(0, 500)}\n  ${problems.join('\n  ')}`);
+  if (problems.length > 0)
+    throw new Error(`${method.toUpperCase()} ${url} → ${res.status} ${JSON.stringify(res.body).slice(0, 500)}\n  ${problems.join('\n  ')}`);
 }
 
 /** Throws unless `body` is valid against `#/components/schemas/<name>`. */

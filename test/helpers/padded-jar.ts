@@ -5,7 +5,9 @@ import { crc32 } from 'node:zlib';
 import yauzl from 'yauzl';
 
 async function readEntries(jar: string): Promise<{ name: string; data: Buffer }[]> {
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => yauzl.open(jar, { lazyEntries: true }, (e, z) => (e || !z ? reject(e) : resolve(z))));
+  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
+    yauzl.open(jar, { lazyEntries: true }, (e, z) => (e || !z ? reject(e) : resolve(z))),
+  );
   const out: { name: string; data: Buffer }[] = [];
   await new Promise<void>((resolve, reject) => {
     zip.on('entry', (entry: yauzl.Entry) => {
@@ -60,7 +62,10 @@ export async function writePaddedJar(sourceJar: string, out: string, padBytes: n
     if (central_) h.writeUInt32LE(localOffset, 42);
     return h;
   };
-  const all = [...entries.map((e) => ({ name: e.name, data: e.data as Buffer | undefined, size: e.data.length, crc: crc32(e.data) })), { name: 'padding.bin', data: undefined, size: padBytes, crc: padCrc }];
+  const all = [
+    ...entries.map((e) => ({ name: e.name, data: e.data as Buffer | undefined, size: e.data.length, crc: crc32(e.data) })),
+    { name: 'padding.bin', data: undefined, size: padBytes, crc: padCrc },
+  ];
   for (const e of all) {
     const name = Buffer.from(e.name);
     const at = offset;

@@ -16,7 +16,11 @@ export interface ProcessResult {
  */
 export const PROCESS_TIMEOUT_MS = 90_000;
 
-export function runProcess(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs: number; cwd?: string }): Promise<ProcessResult> {
+export function runProcess(
+  cmd: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; timeoutMs: number; cwd?: string },
+): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

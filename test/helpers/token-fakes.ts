@@ -68,7 +68,9 @@ export class FakeProvider implements DelegationTokenProvider {
   readonly registered: { jobId: string; conf: JobConfiguration; principal?: string }[] = [];
   readonly unregistered: string[] = [];
   readonly jobs = new Set<string>();
-  obtain: (n: number) => ObtainedDelegationTokens | Promise<ObtainedDelegationTokens> = (n) => ({ tokens: bytes(`${this.serviceName}-${n}`) });
+  obtain: (n: number) => ObtainedDelegationTokens | Promise<ObtainedDelegationTokens> = (n) => ({
+    tokens: bytes(`${this.serviceName}-${n}`),
+  });
   register: ((jobId: string, conf: JobConfiguration) => void | Promise<void>) | undefined;
   unregister: ((jobId: string) => void | Promise<void>) | undefined;
   initImpl: (() => void | Promise<void>) | undefined;

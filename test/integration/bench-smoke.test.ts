@@ -82,7 +82,11 @@ function run(cmd: string, args: string[], timeoutMs: number): Promise<Result> {
  * and rebuilding it here could race with other tests that run the gateway from dist/.
  */
 async function runSmoke(): Promise<Result> {
-  const tsc = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'bench', 'tsconfig.json')], 120_000);
+  const tsc = await run(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'bench', 'tsconfig.json')],
+    120_000,
+  );
   if (tsc.code !== 0) return tsc;
   return run(process.execPath, [join(ROOT, '.tmp', 'bench-build', 'bench', 'main.js'), '--smoke'], TIMEOUT_MS);
 }
@@ -100,7 +104,13 @@ const isSummary = (v: unknown) =>
       const measures = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(measures.map((m) => m.name)).toEqual(EXPECTED);
       for (const m of measures) {
-        expect(m).toMatchObject({ unit: expect.any(String), ratioIs: expect.any(String), smoke: true, met: null, params: expect.any(Object) });
+        expect(m).toMatchObject({
+          unit: expect.any(String),
+          ratioIs: expect.any(String),
+          smoke: true,
+          met: null,
+          params: expect.any(Object),
+        });
         expect(isSummary(m.gateway)).toBe(true);
         expect(isSummary(m.anchor)).toBe(true);
         expect(m.gateway !== null || m.anchor !== null).toBe(true);

@@ -49,7 +49,9 @@ describe('the composition root on a failed start-up', () => {
       ['gateway.artifacts.cache-dir', join(dir, 'cache')],
       ['gateway.audit.log', join(dir, 'audit.jsonl')],
     ]);
-    const config = registry.resolve(loadRaw(registry, { dynamic: settings, help: false, printConfigDocs: false, printErrorDocs: false }, {}).raw);
+    const config = registry.resolve(
+      loadRaw(registry, { dynamic: settings, help: false, printConfigDocs: false, printErrorDocs: false }, {}).raw,
+    );
     const provider = new FakeProvider('fake');
     const close = provider.close.bind(provider);
     provider.close = async () => {
@@ -57,7 +59,9 @@ describe('the composition root on a failed start-up', () => {
       await close();
     };
     const cap = captureLogger();
-    await expect(compose(config, cap.log, [ok, broken], undefined, { providers: [provider], receivers: [new FakeReceiver('fake')] })).rejects.toThrow(/broken plugin cannot start/);
+    await expect(
+      compose(config, cap.log, [ok, broken], undefined, { providers: [provider], receivers: [new FakeReceiver('fake')] }),
+    ).rejects.toThrow(/broken plugin cannot start/);
     expect(provider.inits).toBe(1);
     expect(provider.closes).toBe(1);
     expect(order).toEqual(['ok created', 'broken created', 'ok closed', 'tokens closed']);

@@ -17,7 +17,9 @@ describe('third-party plugins on the command line', () => {
     ['throwing-module', /plugin 'broken-store' in \S+: loading index\.js failed: broken-store: cannot find the native binding/],
   ])('a plugin that fails to load (%s) stops start-up with one line and exit code 2', async (name, message) => {
     const dir = join(root, 'test/fixtures/plugins-bad', name);
-    const r = await runProcess(process.execPath, [bin, `-Dgateway.plugins.dir=${dir}`, noCluster, '-Drest.port=0'], { timeoutMs: PROCESS_TIMEOUT_MS });
+    const r = await runProcess(process.execPath, [bin, `-Dgateway.plugins.dir=${dir}`, noCluster, '-Drest.port=0'], {
+      timeoutMs: PROCESS_TIMEOUT_MS,
+    });
     expect(r.status).toBe(2);
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
@@ -34,7 +36,9 @@ describe('third-party plugins on the command line', () => {
   });
 
   it('loads a good plugin directory: --help lists the plugin options', async () => {
-    const r = await runProcess(process.execPath, [bin, `-Dgateway.plugins.dir=${join(root, 'test/fixtures/plugins')}`, '--help'], { timeoutMs: PROCESS_TIMEOUT_MS });
+    const r = await runProcess(process.execPath, [bin, `-Dgateway.plugins.dir=${join(root, 'test/fixtures/plugins')}`, '--help'], {
+      timeoutMs: PROCESS_TIMEOUT_MS,
+    });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('fixture.root');
@@ -50,7 +54,13 @@ describe('third-party plugins on the command line', () => {
 
   it('starts with a good plugin directory, its options validated with the rest of the configuration', async () => {
     const origin = await startOrigin((_req, res) => res.end('{}'));
-    const args = [bin, `-Dgateway.plugins.dir=${join(root, 'test/fixtures/plugins')}`, `-Dgateway.cluster.rest-url=${origin.url}`, '-Drest.port=0', `-Dfixture.root=${root}`];
+    const args = [
+      bin,
+      `-Dgateway.plugins.dir=${join(root, 'test/fixtures/plugins')}`,
+      `-Dgateway.cluster.rest-url=${origin.url}`,
+      '-Drest.port=0',
+      `-Dfixture.root=${root}`,
+    ];
     const gw = await startGatewayProcess(args.slice(1));
     try {
       expect((await fetch(`${gw.url}/gateway/v1/health`)).status).toBe(200);

@@ -54,7 +54,12 @@ async function call(method: string, url: string, body?: unknown): Promise<{ stat
 async function upload(url: string, name: string, bytes: Buffer): Promise<{ status: number; body: Record<string, unknown> }> {
   const form = new FormData();
   form.append('jarfile', new Blob([bytes]), name);
-  const res = await getGlobalDispatcher().request({ origin: new URL(url).origin, path: '/v1/jars/upload', method: 'POST', body: form as never });
+  const res = await getGlobalDispatcher().request({
+    origin: new URL(url).origin,
+    path: '/v1/jars/upload',
+    method: 'POST',
+    body: form as never,
+  });
   const text = await res.body.text();
   seen.push(`POST /v1/jars/upload → ${res.statusCode} ${JSON.stringify(res.headers)} ${text}`);
   return { status: res.statusCode, body: JSON.parse(text) as Record<string, unknown> };
@@ -90,7 +95,11 @@ describe('canary secrets never appear in responses or logs', () => {
 
   beforeAll(async () => {
     [s3, azurite, origin, otherOrigin] = await Promise.all([
-      startS3Server({ keys: { [S3_A.accessKeyId]: S3_A.secretAccessKey, [S3_B.accessKeyId]: S3_B.secretAccessKey }, policy: { [S3_B.accessKeyId]: ['team-b'] }, buckets: ['team-a', 'team-b', 'team-c'] }),
+      startS3Server({
+        keys: { [S3_A.accessKeyId]: S3_A.secretAccessKey, [S3_B.accessKeyId]: S3_B.secretAccessKey },
+        policy: { [S3_B.accessKeyId]: ['team-b'] },
+        buckets: ['team-a', 'team-b', 'team-c'],
+      }),
       startAzurite({ accounts: [AZ_KEYED, AZ_SAS, AZ_WRONG] }),
       startHttpOrigin({ files: { '/app.jar': wordcount }, bearerToken: BEARER }),
       startHttpOrigin({ files: { '/app.jar': wordcount }, bearerToken: `not-${BEARER}` }),
@@ -114,7 +123,9 @@ describe('canary secrets never appear in responses or logs', () => {
       'web.submit.jar-uri.enable': 'true',
       'gateway.artifacts.allowed-schemes': 'https;http;s3;wasbs',
       'user.artifacts.raw-http-enabled': 'true',
-      'gateway.artifacts.restricted-hosts.allowed': [s3.port, azurite.port, origin.port, otherOrigin.port].map((p) => `127.0.0.1:${p}`).join(';'),
+      'gateway.artifacts.restricted-hosts.allowed': [s3.port, azurite.port, origin.port, otherOrigin.port]
+        .map((p) => `127.0.0.1:${p}`)
+        .join(';'),
       'gateway.artifacts.fetch-retries': '0',
       's3.endpoint': s3.url,
       's3.path.style.access': 'true',
@@ -134,7 +145,10 @@ describe('canary secrets never appear in responses or logs', () => {
     // user.artifacts.http-headers go to the origin of every http(s) jar URI, so a presigned URL
     // (already signed in its query) cannot be fetched while they are set: S3 refuses two auth
     // mechanisms with 400. The headers get a gateway of their own.
-    const headers = { 'user.artifacts.http-headers': `Authorization:Bearer ${BEARER},X-Api-Key:${API_KEY}`, 'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost' };
+    const headers = {
+      'user.artifacts.http-headers': `Authorization:Bearer ${BEARER},X-Api-Key:${API_KEY}`,
+      'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost',
+    };
     gw = await startGateway(flinkUrl(), options, [s3Plugin, azurePlugin, httpPlugin]);
     gwHeaders = await startGateway(flinkUrl(), { ...options, ...headers }, [s3Plugin, azurePlugin, httpPlugin]);
     failingJm = await startFakeJobManager();
@@ -163,7 +177,11 @@ describe('canary secrets never appear in responses or logs', () => {
     ];
     for (const [uri, base] of [...uris.map((u) => [u, gw.url]), [`${origin.url}/auth/app.jar`, gwHeaders.url]] as [string, string][]) {
       const r = await fetchJar(uri, base);
-      expect({ uri: uri.split('?')[0], status: r.status, error: firstError(r) }).toEqual({ uri: uri.split('?')[0], status: 200, error: '' });
+      expect({ uri: uri.split('?')[0], status: r.status, error: firstError(r) }).toEqual({
+        uri: uri.split('?')[0],
+        status: 200,
+        error: '',
+      });
       expect((await call('DELETE', `${base}/jars/${jarIdOf(r)}`)).status).toBe(200);
     }
   });
@@ -178,7 +196,8 @@ describe('canary secrets never appear in responses or logs', () => {
         'user.artifacts.job-jar': presigned,
         's3.secret-key': REQUEST_SECRETS.s3,
         [`fs.azure.account.key.${AZ_KEYED.name}.blob.core.windows.net`]: REQUEST_SECRETS.azure,
-        'user.artifacts.http-headers': `Authorization:Bearer ${REQUEST_SECRETS.header}`, 'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost',
+        'user.artifacts.http-headers': `Authorization:Bearer ${REQUEST_SECRETS.header}`,
+        'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost',
       },
     });
     expect(run).toMatchObject({ status: 200, body: { jobid: jobId } });
@@ -190,7 +209,12 @@ describe('canary secrets never appear in responses or logs', () => {
     ['S3, unknown access key (per bucket)', () => 's3://team-c/app.jar', 'GW_FETCH_DENIED', false],
     ['Azure, wrong account key', () => `wasbs://jars@${AZ_WRONG.name}.blob.core.windows.net/app.jar`, 'GW_FETCH_DENIED', false],
     ['HTTP, wrong bearer token', () => `${otherOrigin.url}/auth/app.jar`, 'GW_FETCH_DENIED', true],
-    ['presigned URL with a tampered signature', () => presigned.replace(/X-Amz-Signature=[0-9a-f]{6}/, 'X-Amz-Signature=000000'), 'GW_FETCH_DENIED', false],
+    [
+      'presigned URL with a tampered signature',
+      () => presigned.replace(/X-Amz-Signature=[0-9a-f]{6}/, 'X-Amz-Signature=000000'),
+      'GW_FETCH_DENIED',
+      false,
+    ],
     ['expired SAS URL', () => expiredSasUrl, 'GW_FETCH_DENIED', false],
   ] as [string, () => string, string, boolean][])('wrong credentials: %s', async (_name, uri, code, headers) => {
     const r = await fetchJar(uri(), headers ? gwHeaders.url : gw.url);
@@ -224,7 +248,11 @@ describe('canary secrets never appear in responses or logs', () => {
 
   it('a run the real cluster rejects (unknown entry class) and a plan it cannot build', async () => {
     const up = await upload(gw.url, 'placeholder.jar', PLACEHOLDER);
-    const body = { entryClass: 'com.example.DoesNotExist', jobId: newJobId(), flinkConfiguration: { 'user.artifacts.job-jar': sasUrl, 's3.secret-key': REQUEST_SECRETS.s3 } };
+    const body = {
+      entryClass: 'com.example.DoesNotExist',
+      jobId: newJobId(),
+      flinkConfiguration: { 'user.artifacts.job-jar': sasUrl, 's3.secret-key': REQUEST_SECRETS.s3 },
+    };
     const run = await call('POST', `${gw.url}/v1/jars/${jarIdOf(up)}/run`, body);
     expect(run.status).toBe(400);
     expect(firstError(run)).toMatch(/^GW_(JAR_INVALID|RUN_REJECTED): /);
@@ -236,7 +264,11 @@ describe('canary secrets never appear in responses or logs', () => {
   it('upload errors: a non-jar upload, and a JobManager that refuses the hand-off', async () => {
     const bad = await upload(gw.url, 'notajar.jar', Buffer.from(`not a zip ${BEARER.length}`));
     expect(bad.status).toBe(400);
-    for (const uri of [`${origin.url}/auth/app.jar`, 's3://team-b/app.jar', `wasbs://sasjars@${AZ_SAS.name}.blob.core.windows.net/app.jar`]) {
+    for (const uri of [
+      `${origin.url}/auth/app.jar`,
+      's3://team-b/app.jar',
+      `wasbs://sasjars@${AZ_SAS.name}.blob.core.windows.net/app.jar`,
+    ]) {
       const handoff = await fetchJar(uri, gwFailingJm.url);
       expect(handoff.status).toBeGreaterThanOrEqual(500);
       expect(firstError(handoff)).toMatch(/^GW_CLUSTER_ERROR: /);

@@ -64,16 +64,25 @@ function countingCredential(): TokenCredential & { calls: number } {
   return cred;
 }
 
-const raw = (settings: Record<string, string>) => new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
+const raw = (settings: Record<string, string>) =>
+  new Map<string, RawEntry>(Object.entries(settings).map(([k, v]) => [k, { value: v, source: 'test' }]));
 
 function azureFs(settings: Record<string, string>, allowed: string[], credential: TokenCredential): FileSystem {
   return new AzureFileSystem(
-    { config: new OptionsRegistry(azurePlugin.options, azurePlugin.rules).resolve(raw(settings)), log: pino({ level: 'silent' }), guard: createConnectGuard({ enabled: true, allowed }) },
+    {
+      config: new OptionsRegistry(azurePlugin.options, azurePlugin.rules).resolve(raw(settings)),
+      log: pino({ level: 'silent' }),
+      guard: createConnectGuard({ enabled: true, allowed }),
+    },
     () => credential,
   );
 }
 
-const outcome = (p: Promise<unknown>) => p.then(() => 'resolved', (e: { code?: string }) => e.code ?? String(e));
+const outcome = (p: Promise<unknown>) =>
+  p.then(
+    () => 'resolved',
+    (e: { code?: string }) => e.code ?? String(e),
+  );
 
 describe('Azure: the cluster identity, keys and SAS go only to Azure Storage or a configured endpoint', () => {
   let trap: Awaited<ReturnType<typeof countingListener>>;
@@ -125,11 +134,15 @@ describe('Azure: the cluster identity, keys and SAS go only to Azure Storage or 
     const cred = countingCredential();
     const key = Buffer.from('k'.repeat(64)).toString('base64');
     const fs = azureFs(
-      { 'fs.azure.account.key.clustera.blob.core.windows.net': key, 'fs.azure.sas.jars.clustera.blob.core.windows.net': 'sv=2024&sig=canary' },
+      {
+        'fs.azure.account.key.clustera.blob.core.windows.net': key,
+        'fs.azure.sas.jars.clustera.blob.core.windows.net': 'sv=2024&sig=canary',
+      },
       [`127.0.0.1:${trap.port}`],
       cred,
     );
-    for (const u of hostile(trap.port)) expect(await outcome(fs.stat(new URL(u), AbortSignal.timeout(10_000)))).toBe('GW_FETCH_URI_INVALID');
+    for (const u of hostile(trap.port))
+      expect(await outcome(fs.stat(new URL(u), AbortSignal.timeout(10_000)))).toBe('GW_FETCH_URI_INVALID');
     await fs.close();
     expect({ connections: trap.accepted(), tokenRequests: cred.calls }).toEqual({ connections: 0, tokenRequests: 0 });
   });
@@ -166,12 +179,18 @@ describe('Azure OAuth: the client secret goes only to the configured token endpo
         'fs.azure.account.oauth2.client.endpoint': `https://127.0.0.1:${tokenTrap.port}/tenant/oauth2/token`,
       };
       const fs = pluginFileSystem(azurePlugin, settings, [`127.0.0.1:${tokenTrap.port}`, `127.0.0.1:${storeTrap.port}`]);
-      for (const u of ['wasbs://jars@clustera.attacker.example/a.jar', `abfss://jars@127.0.0.1:${storeTrap.port}/a.jar`, 'wasbs://jars@clustera.blob.core.windows.net.attacker.example/a.jar']) {
+      for (const u of [
+        'wasbs://jars@clustera.attacker.example/a.jar',
+        `abfss://jars@127.0.0.1:${storeTrap.port}/a.jar`,
+        'wasbs://jars@clustera.blob.core.windows.net.attacker.example/a.jar',
+      ]) {
         expect(await outcome(fs.stat(new URL(u), AbortSignal.timeout(10_000)))).toBe('GW_FETCH_URI_INVALID');
       }
       expect({ token: tokenTrap.accepted(), store: storeTrap.accepted() }).toEqual({ token: 0, store: 0 });
       // The control: the account's own URI asks the token endpoint (which answers nothing) and sends storage nothing without a token.
-      expect(await outcome(fs.stat(new URL('abfss://jars@clustera.dfs.core.windows.net/a.jar'), AbortSignal.timeout(20_000)))).toBe('GW_FETCH_DENIED');
+      expect(await outcome(fs.stat(new URL('abfss://jars@clustera.dfs.core.windows.net/a.jar'), AbortSignal.timeout(20_000)))).toBe(
+        'GW_FETCH_DENIED',
+      );
       await fs.close();
       expect(tokenTrap.accepted()).toBeGreaterThan(0);
       expect(storeTrap.accepted()).toBe(0);
@@ -188,10 +207,27 @@ describe('S3: a bucket name cannot steer where the signature goes', () => {
     try {
       const fs = pluginFileSystem(
         s3Plugin,
-        { 's3.endpoint': `http://127.0.0.1:${trap.port}`, 's3.access-key': 'AKIACANARY', 's3.secret-key': 'secret-canary', 's3.path.style.access': 'false' },
+        {
+          's3.endpoint': `http://127.0.0.1:${trap.port}`,
+          's3.access-key': 'AKIACANARY',
+          's3.secret-key': 'secret-canary',
+          's3.path.style.access': 'false',
+        },
         [`127.0.0.1:${trap.port}`],
       );
-      const buckets = ['a%40attacker.example', 'attacker.example%2F', 'a%3A1', '..', 'a..b', '-a', 'a-', 'a%00b', 'a%23b', 'a%2Fb', 'x'.repeat(300)];
+      const buckets = [
+        'a%40attacker.example',
+        'attacker.example%2F',
+        'a%3A1',
+        '..',
+        'a..b',
+        '-a',
+        'a-',
+        'a%00b',
+        'a%23b',
+        'a%2Fb',
+        'x'.repeat(300),
+      ];
       const results: Record<string, string> = {};
       for (const b of buckets) results[b] = await outcome(fs.stat(new URL(`s3://${b}/k.jar`), AbortSignal.timeout(10_000)));
       expect(Object.entries(results).filter(([, code]) => code !== 'GW_FETCH_URI_INVALID')).toEqual([]);
@@ -215,8 +251,11 @@ describe('S3 assumed roles: the base credentials go only to STS, the role only t
       const fs = pluginFileSystem(
         s3Plugin,
         {
-          's3.endpoint': `http://127.0.0.1:${s3Trap.port}`, 's3.access-key': 'AKIACANARY', 's3.secret-key': 'secret-canary',
-          'fs.s3a.assumed.role.arn': 'arn:aws:iam::123456789012:role/r', 'fs.s3a.assumed.role.sts.endpoint': `http://127.0.0.1:${stsTrap.port}`,
+          's3.endpoint': `http://127.0.0.1:${s3Trap.port}`,
+          's3.access-key': 'AKIACANARY',
+          's3.secret-key': 'secret-canary',
+          'fs.s3a.assumed.role.arn': 'arn:aws:iam::123456789012:role/r',
+          'fs.s3a.assumed.role.sts.endpoint': `http://127.0.0.1:${stsTrap.port}`,
         },
         [`127.0.0.1:${s3Trap.port}`, `127.0.0.1:${stsTrap.port}`],
       );
@@ -241,11 +280,26 @@ describe('S3 assumed roles: the base credentials go only to STS, the role only t
     const saved = { ...process.env };
     const relays: AwsRelay[] = [];
     try {
-      const admin = await moto.createUser('admin', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }] });
-      const base = await moto.createUser('base', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }] });
-      const oidc = await moto.createUser('oidc', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'sts:*', Resource: '*' }] });
-      const role = await moto.createRole('reader', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 's3:GetObject', Resource: 'arn:aws:s3:::jars/*' }] });
-      const pod = await moto.createRole('pod', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }] });
+      const admin = await moto.createUser('admin', {
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }],
+      });
+      const base = await moto.createUser('base', {
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }],
+      });
+      const oidc = await moto.createUser('oidc', {
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Action: 'sts:*', Resource: '*' }],
+      });
+      const role = await moto.createRole('reader', {
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Action: 's3:GetObject', Resource: 'arn:aws:s3:::jars/*' }],
+      });
+      const pod = await moto.createRole('pod', {
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }],
+      });
       await moto.enableAuth();
       const client = fixtureClient(moto.url, admin);
       await client.send(new CreateBucketCommand({ Bucket: 'jars' })).finally(() => client.destroy());
@@ -257,10 +311,24 @@ describe('S3 assumed roles: the base credentials go only to STS, the role only t
       const s3 = await startAwsRelay({ target: moto.url });
       relays.push(sts, s3);
       for (const name of Object.keys(process.env)) if (name.startsWith('AWS_')) delete process.env[name];
-      Object.assign(process.env, { AWS_WEB_IDENTITY_TOKEN_FILE: tokenFile, AWS_ROLE_ARN: pod, AWS_EC2_METADATA_DISABLED: 'true', AWS_CONFIG_FILE: join(dir, 'none'), AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none') });
-      const common = { 's3.endpoint': s3.url, 's3.path.style.access': 'true', 'fs.s3a.assumed.role.arn': role, 'fs.s3a.assumed.role.sts.endpoint': sts.url };
+      Object.assign(process.env, {
+        AWS_WEB_IDENTITY_TOKEN_FILE: tokenFile,
+        AWS_ROLE_ARN: pod,
+        AWS_EC2_METADATA_DISABLED: 'true',
+        AWS_CONFIG_FILE: join(dir, 'none'),
+        AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none'),
+      });
+      const common = {
+        's3.endpoint': s3.url,
+        's3.path.style.access': 'true',
+        'fs.s3a.assumed.role.arn': role,
+        'fs.s3a.assumed.role.sts.endpoint': sts.url,
+      };
       const allowed = [`127.0.0.1:${s3.port}`, `127.0.0.1:${sts.port}`];
-      const kinds: Record<string, string>[] = [{ 's3.access-key': base.accessKeyId, 's3.secret-key': base.secretAccessKey }, { 'fs.s3a.assumed.role.credentials.provider': 'com.amazonaws.auth.WebIdentityTokenCredentialsProvider' }];
+      const kinds: Record<string, string>[] = [
+        { 's3.access-key': base.accessKeyId, 's3.secret-key': base.secretAccessKey },
+        { 'fs.s3a.assumed.role.credentials.provider': 'com.amazonaws.auth.WebIdentityTokenCredentialsProvider' },
+      ];
       for (const settings of kinds) {
         const [s, o] = [sts.records.length, s3.records.length];
         const fs = pluginFileSystem(s3Plugin, { ...common, ...settings }, allowed);
@@ -300,8 +368,16 @@ describe('GCS: the service-account assertion goes only to the token endpoint, th
         [`127.0.0.1:${tokenTrap.port}`, `127.0.0.1:${storeTrap.port}`],
       );
       const hostile = [
-        `gs://attacker.example:${storeTrap.port}/a.jar`, 'gs://user:pw@jars/a.jar', 'gs://jars.attacker.example%2F/a.jar', 'gs://a%40attacker.example/a.jar', 'gs://127.0.0.1/a.jar',
-        'gs://JARS/a.jar', 'gs://-jars/a.jar', 'gs://jars/', 'gs://a..b/a.jar', `gs://[::1]:${storeTrap.port}/a.jar`,
+        `gs://attacker.example:${storeTrap.port}/a.jar`,
+        'gs://user:pw@jars/a.jar',
+        'gs://jars.attacker.example%2F/a.jar',
+        'gs://a%40attacker.example/a.jar',
+        'gs://127.0.0.1/a.jar',
+        'gs://JARS/a.jar',
+        'gs://-jars/a.jar',
+        'gs://jars/',
+        'gs://a..b/a.jar',
+        `gs://[::1]:${storeTrap.port}/a.jar`,
       ];
       const results: Record<string, string> = {};
       for (const u of hostile) results[u] = await outcome(fs.stat(new URL(u), AbortSignal.timeout(10_000)));
@@ -338,10 +414,20 @@ describe('HTTP: user.artifacts.http-headers go only to the listed host:port', ()
     try {
       const fs = pluginFileSystem(
         httpPlugin,
-        { 'user.artifacts.raw-http-enabled': 'true', 'user.artifacts.http-headers': 'Authorization:Bearer header-canary', 'gateway.artifacts.http-headers.hosts': `repo.internal:${port}` },
+        {
+          'user.artifacts.raw-http-enabled': 'true',
+          'user.artifacts.http-headers': 'Authorization:Bearer header-canary',
+          'gateway.artifacts.http-headers.hosts': `repo.internal:${port}`,
+        },
         [`127.0.0.1:${port}`, `127.0.0.1:${otherPort}`],
       );
-      for (const u of [`http://127.0.0.1:${port}/a.jar`, `http://127.0.0.1:${otherPort}/a.jar`, `http://2130706433:${port}/a.jar`, `http://0x7f.1:${port}/a.jar`, `http://[::ffff:127.0.0.1]:${port}/a.jar`]) {
+      for (const u of [
+        `http://127.0.0.1:${port}/a.jar`,
+        `http://127.0.0.1:${otherPort}/a.jar`,
+        `http://2130706433:${port}/a.jar`,
+        `http://0x7f.1:${port}/a.jar`,
+        `http://[::ffff:127.0.0.1]:${port}/a.jar`,
+      ]) {
         await outcome(fs.stat(new URL(u), AbortSignal.timeout(10_000)));
       }
       await fs.close();

@@ -35,7 +35,9 @@ describe('cross-site state changes are refused; everything else is not', () => {
   // gateway's own origin is whatever Host the browser sent, so the test names one.
   const HOST = 'gateway.test:8081';
   const send = async (method: string, path: string, headers: Record<string, string>, body?: string) => {
-    const call = request(gw.app)[method.toLowerCase() as 'get' | 'post' | 'patch' | 'delete'](path).set({ host: HOST, ...headers });
+    const call = request(gw.app)
+      [method.toLowerCase() as 'get' | 'post' | 'patch' | 'delete'](path)
+      .set({ host: HOST, ...headers });
     const r = await (body !== undefined ? call.send(body) : call);
     return { status: r.status, text: r.text };
   };
@@ -61,17 +63,29 @@ describe('cross-site state changes are refused; everything else is not', () => {
     { origin: 'null' },
   ];
 
-  it.each(stateChanging)('refuses a cross-site %s %s in every browser marking, before the JobManager', async (method, path, body, headers) => {
-    const before = reached.length;
-    for (const marks of browserMarks) {
-      const r = await send(method, path, { ...headers, ...marks }, body);
-      expect({ marks, status: r.status, code: r.text.match(/GW_[A-Z_]+/)?.[0] }).toEqual({ marks, status: 403, code: 'GW_AUTH_CROSS_SITE' });
-    }
-    expect(reached.slice(before)).toEqual([]);
-  });
+  it.each(stateChanging)(
+    'refuses a cross-site %s %s in every browser marking, before the JobManager',
+    async (method, path, body, headers) => {
+      const before = reached.length;
+      for (const marks of browserMarks) {
+        const r = await send(method, path, { ...headers, ...marks }, body);
+        expect({ marks, status: r.status, code: r.text.match(/GW_[A-Z_]+/)?.[0] }).toEqual({
+          marks,
+          status: 403,
+          code: 'GW_AUTH_CROSS_SITE',
+        });
+      }
+      expect(reached.slice(before)).toEqual([]);
+    },
+  );
 
-  it('lets the same origin (the Web UI), a user\'s own navigation and non-browser clients through', async () => {
-    const allowed: Record<string, string>[] = [{ 'sec-fetch-site': 'same-origin', origin: `http://${own()}` }, { 'sec-fetch-site': 'none' }, { origin: `https://${own()}` }, {}];
+  it("lets the same origin (the Web UI), a user's own navigation and non-browser clients through", async () => {
+    const allowed: Record<string, string>[] = [
+      { 'sec-fetch-site': 'same-origin', origin: `http://${own()}` },
+      { 'sec-fetch-site': 'none' },
+      { origin: `https://${own()}` },
+      {},
+    ];
     for (const marks of allowed) {
       const r = await send('POST', `/v1/jobs/${JOB}/stop`, { 'content-type': 'application/x-www-form-urlencoded', ...marks }, '{}');
       expect({ marks, status: r.status }).toEqual({ marks, status: 200 });

@@ -19,7 +19,6 @@ import { startOrigin, type Origin } from '../helpers/origin';
  */
 const NEVER_MS = 30_000;
 
-
 interface Held {
   socket: Socket;
   data: () => string;
@@ -43,7 +42,15 @@ function hold(port: number, head: string): Held {
 
 /** Resolves once the server has closed the connection; rejects if it never does (see NEVER_MS). */
 function closedByServer(h: Held): Promise<number> {
-  return Promise.race([h.closed, new Promise<number>((_, reject) => setTimeout(() => reject(new Error(`connection still open after ${NEVER_MS} ms; got ${JSON.stringify(h.data().slice(0, 120))}`)), NEVER_MS))]);
+  return Promise.race([
+    h.closed,
+    new Promise<number>((_, reject) =>
+      setTimeout(
+        () => reject(new Error(`connection still open after ${NEVER_MS} ms; got ${JSON.stringify(h.data().slice(0, 120))}`)),
+        NEVER_MS,
+      ),
+    ),
+  ]);
 }
 
 async function answer(url: string, headers: Record<string, string> = {}): Promise<{ status: number }> {
@@ -120,7 +127,10 @@ describe('no client can hold what others need', () => {
 
   it('slow headers are cut after gateway.http.headers-timeout; a dripping body after gateway.http.request-timeout', async () => {
     const headers = hold(port, 'GET /config HTTP/1.1\r\nHost: x\r\n');
-    const body = hold(port, 'POST /v1/jobs/x/stop HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok-admin\r\nContent-Length: 100000\r\n\r\n{');
+    const body = hold(
+      port,
+      'POST /v1/jobs/x/stop HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok-admin\r\nContent-Length: 100000\r\n\r\n{',
+    );
     const drip = setInterval(() => {
       headers.socket.write('X-A: b\r\n');
       body.socket.write(' ');
@@ -139,7 +149,13 @@ describe('no client can hold what others need', () => {
   it('anonymous GET /config beyond gateway.http.max-anonymous-requests gets 503 + Retry-After; authenticated calls go on', async () => {
     stall = true;
     configCalls = 0;
-    const anonymous = Array.from({ length: 30 }, () => fetch(`${gw.url}/config`, { signal: AbortSignal.timeout(10_000) }).then(async (r) => ({ status: r.status, retry: r.headers.get('retry-after'), body: await r.text() })));
+    const anonymous = Array.from({ length: 30 }, () =>
+      fetch(`${gw.url}/config`, { signal: AbortSignal.timeout(10_000) }).then(async (r) => ({
+        status: r.status,
+        retry: r.headers.get('retry-after'),
+        body: await r.text(),
+      })),
+    );
     await new Promise((r) => setTimeout(r, 500));
     // Answered while the stalled anonymous calls are still held: it does not queue behind them.
     const admin = await answer(`${gw.url}/v1/overview`, { authorization: 'Bearer tok-admin' });
@@ -156,9 +172,14 @@ describe('no client can hold what others need', () => {
     expect(heldWhileAnswered).toBeGreaterThan(0);
   });
 
-  it('a flood of slow pass-through calls fills only the pass-through pool: readiness and the gateway\'s own calls still answer', async () => {
+  it("a flood of slow pass-through calls fills only the pass-through pool: readiness and the gateway's own calls still answer", async () => {
     stall = true;
-    const slow = Array.from({ length: 70 }, (_, i) => fetch(`${gw.url}/slow/${i}`, { headers: { authorization: 'Bearer tok-admin' }, signal: AbortSignal.timeout(12_000) }).then((r) => r.status, () => 0));
+    const slow = Array.from({ length: 70 }, (_, i) =>
+      fetch(`${gw.url}/slow/${i}`, { headers: { authorization: 'Bearer tok-admin' }, signal: AbortSignal.timeout(12_000) }).then(
+        (r) => r.status,
+        () => 0,
+      ),
+    );
     await new Promise((r) => setTimeout(r, 800));
     // Answered while every slow call is still held by the JobManager: the pools are separate.
     const ready = await answer(`${gw.url}/gateway/v1/ready`);

@@ -25,7 +25,8 @@ const ROOT = projectRoot(__dirname);
 /** Figures for the closing line. */
 const figures = { submissions: 0, succeeded: 0, cleanErrors: 0, wrongJarRuns: 0, leftoverTempFiles: 0 };
 /** Every code a failed submission may end with: a clear, documented gateway error. */
-const CLEAR = /^(GW_FETCH_UNAVAILABLE|GW_FETCH_TIMEOUT|GW_FETCH_NOT_JAR|GW_FETCH_DIGEST_MISMATCH|GW_FETCH_TOO_LARGE|GW_FETCH_DENIED|GW_CLUSTER_UNAVAILABLE|GW_CLUSTER_TIMEOUT|GW_FETCH_DISK_FULL|GW_FETCH_STORAGE_FULL): /;
+const CLEAR =
+  /^(GW_FETCH_UNAVAILABLE|GW_FETCH_TIMEOUT|GW_FETCH_NOT_JAR|GW_FETCH_DIGEST_MISMATCH|GW_FETCH_TOO_LARGE|GW_FETCH_DENIED|GW_CLUSTER_UNAVAILABLE|GW_CLUSTER_TIMEOUT|GW_FETCH_DISK_FULL|GW_FETCH_STORAGE_FULL): /;
 
 function tempFiles(cacheDir: string): string[] {
   const dir = join(cacheDir, 'tmp');
@@ -101,7 +102,10 @@ describe('storage faults through a fault proxy (fake JobManager records what wou
   async function submit(uri: string, extra: Record<string, string> = {}): Promise<{ status: number; code: string }> {
     const runsBefore = jm.runs.length;
     const jobId = newJobId();
-    const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId, flinkConfiguration: { 'user.artifacts.job-jar': uri, ...extra } });
+    const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, {
+      jobId,
+      flinkConfiguration: { 'user.artifacts.job-jar': uri, ...extra },
+    });
     figures.submissions++;
     const message = String((r.body.errors as string[] | undefined)?.[0] ?? '');
     const newRuns = jm.runs.slice(runsBefore);
@@ -134,13 +138,16 @@ describe('storage faults through a fault proxy (fake JobManager records what wou
     expect(await submit(s3Uri())).toEqual({ status: 200, code: '' });
   });
 
-  it.each([200, 64 * 1024, 700 * 1024])('HTTP: every GET reset after %i bytes → 502 GW_FETCH_UNAVAILABLE after the retries, nothing runs', async (bytes) => {
-    await withPlan(httpProxy, onGet({ kind: 'reset', afterBytes: bytes }), async () => {
-      const before = httpProxy.log.length;
-      expect(await submit(httpUri())).toEqual({ status: 502, code: 'GW_FETCH_UNAVAILABLE' });
-      expect(httpProxy.log.slice(before).filter((r) => r.method === 'GET')).toHaveLength(3); // 1 + 2 retries
-    });
-  });
+  it.each([200, 64 * 1024, 700 * 1024])(
+    'HTTP: every GET reset after %i bytes → 502 GW_FETCH_UNAVAILABLE after the retries, nothing runs',
+    async (bytes) => {
+      await withPlan(httpProxy, onGet({ kind: 'reset', afterBytes: bytes }), async () => {
+        const before = httpProxy.log.length;
+        expect(await submit(httpUri())).toEqual({ status: 502, code: 'GW_FETCH_UNAVAILABLE' });
+        expect(httpProxy.log.slice(before).filter((r) => r.method === 'GET')).toHaveLength(3); // 1 + 2 retries
+      });
+    },
+  );
 
   it('HTTP: the first GET reset mid-body, the retry succeeds with the right bytes', async () => {
     await withPlan(httpProxy, firstGet({ kind: 'reset', afterBytes: 300 * 1024 }), async () => {
@@ -171,11 +178,15 @@ describe('storage faults through a fault proxy (fake JobManager records what wou
     [5, 502],
   ])('HTTP: %i × 503 then success (retries = 2) → %i', async (k, status) => {
     let left = k;
-    await withPlan(httpProxy, () => (left-- > 0 ? { kind: 'status', status: 503 } : { kind: 'pass' }), async () => {
-      const r = await submit(httpUri());
-      expect(r.status).toBe(status);
-      if (status !== 200) expect(r.code).toBe('GW_FETCH_UNAVAILABLE');
-    });
+    await withPlan(
+      httpProxy,
+      () => (left-- > 0 ? { kind: 'status', status: 503 } : { kind: 'pass' }),
+      async () => {
+        const r = await submit(httpUri());
+        expect(r.status).toBe(status);
+        if (status !== 200) expect(r.code).toBe('GW_FETCH_UNAVAILABLE');
+      },
+    );
   });
 
   it('HTTP: a silent truncation (no Content-Length, clean close) is caught, nothing runs', async () => {
@@ -189,7 +200,10 @@ describe('storage faults through a fault proxy (fake JobManager records what wou
 
   it('HTTP: a flipped byte is caught by a sha256 pin, nothing runs', async () => {
     await withPlan(httpProxy, onGet({ kind: 'corrupt', atBodyByte: 4096 }), async () => {
-      expect(await submit(httpUri(), { 'gateway.artifacts.job-jar.sha256': JAR_SHA })).toEqual({ status: 400, code: 'GW_FETCH_DIGEST_MISMATCH' });
+      expect(await submit(httpUri(), { 'gateway.artifacts.job-jar.sha256': JAR_SHA })).toEqual({
+        status: 400,
+        code: 'GW_FETCH_DIGEST_MISMATCH',
+      });
     });
   });
 
@@ -210,13 +224,21 @@ describe('storage faults through a fault proxy (fake JobManager records what wou
 
   it('S3: a burst of 503s within the SDK and gateway retries succeeds; a store that only answers 503 fails clearly', async () => {
     let left = 4;
-    await withPlan(s3Proxy, () => (left-- > 0 ? { kind: 'status', status: 503 } : { kind: 'pass' }), async () => {
-      expect(await submit(s3Uri())).toEqual({ status: 200, code: '' });
-    });
-    await withPlan(s3Proxy, () => ({ kind: 'status', status: 503 }), async () => {
-      const r = await submit(s3Uri());
-      expect(r.code).toMatch(/^GW_FETCH_(UNAVAILABLE|TIMEOUT)$/);
-    });
+    await withPlan(
+      s3Proxy,
+      () => (left-- > 0 ? { kind: 'status', status: 503 } : { kind: 'pass' }),
+      async () => {
+        expect(await submit(s3Uri())).toEqual({ status: 200, code: '' });
+      },
+    );
+    await withPlan(
+      s3Proxy,
+      () => ({ kind: 'status', status: 503 }),
+      async () => {
+        const r = await submit(s3Uri());
+        expect(r.code).toMatch(/^GW_FETCH_(UNAVAILABLE|TIMEOUT)$/);
+      },
+    );
   }, 60_000);
 
   it('S3: a stalled body ends in 504 GW_FETCH_TIMEOUT (user.artifacts.fetch-timeout), nothing runs', async () => {
@@ -226,7 +248,16 @@ describe('storage faults through a fault proxy (fake JobManager records what wou
   }, 30_000);
 
   it('the JobManager down: 503 GW_CLUSTER_UNAVAILABLE, and the fetched jar stays cached for the retry', async () => {
-    const down = await startGateway('http://127.0.0.1:9', { 'web.submit.jar-uri.enable': 'true', 'gateway.artifacts.allowed-schemes': 'http', 'user.artifacts.raw-http-enabled': 'true', 'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${httpProxy.port}` }, [httpPlugin]);
+    const down = await startGateway(
+      'http://127.0.0.1:9',
+      {
+        'web.submit.jar-uri.enable': 'true',
+        'gateway.artifacts.allowed-schemes': 'http',
+        'user.artifacts.raw-http-enabled': 'true',
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${httpProxy.port}`,
+      },
+      [httpPlugin],
+    );
     try {
       const r = await json('POST', `${down.url}/jars/fetch`, { uri: httpUri() });
       figures.submissions++;
@@ -251,23 +282,39 @@ describe('faults on the real embedded Flink', () => {
     const wordcount = readFileSync(WORDCOUNT_JAR);
     const origin = await startHttpOrigin({ files: { '/wc.jar': wordcount } });
     let left = 2;
-    const proxy = await startFaultProxy({ host: '127.0.0.1', port: origin.port }, () => (left-- > 0 ? { kind: 'status', status: 503 } : { kind: 'pass' }));
-    const gw = await startGateway(flinkUrl(), {
-      'web.submit.jar-uri.enable': 'true',
-      'gateway.artifacts.allowed-schemes': 'http',
-      'user.artifacts.raw-http-enabled': 'true',
-      'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${proxy.port}`,
-    }, [httpPlugin]);
+    const proxy = await startFaultProxy({ host: '127.0.0.1', port: origin.port }, () =>
+      left-- > 0 ? { kind: 'status', status: 503 } : { kind: 'pass' },
+    );
+    const gw = await startGateway(
+      flinkUrl(),
+      {
+        'web.submit.jar-uri.enable': 'true',
+        'gateway.artifacts.allowed-schemes': 'http',
+        'user.artifacts.raw-http-enabled': 'true',
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${proxy.port}`,
+      },
+      [httpPlugin],
+    );
     try {
       const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
       const holder = String(up.body.filename).split('/').pop()!;
       const ok = newJobId();
-      const run = await json('POST', `${gw.url}/v1/jars/${holder}/run`, { entryClass: WORDCOUNT_CLASS, jobId: ok, flinkConfiguration: { 'user.artifacts.job-jar': `${proxy.url}/wc.jar` } });
+      const run = await json('POST', `${gw.url}/v1/jars/${holder}/run`, {
+        entryClass: WORDCOUNT_CLASS,
+        jobId: ok,
+        flinkConfiguration: { 'user.artifacts.job-jar': `${proxy.url}/wc.jar` },
+      });
       expect(run).toMatchObject({ status: 200, body: { jobid: ok } });
       expect(await waitForJobState(gw.url, ok, ['FINISHED', 'FAILED'])).toBe('FINISHED');
-      proxy.setPlan((req) => (req.method === 'GET' ? { kind: 'truncate', afterBodyBytes: Math.floor(wordcount.length / 2) } : { kind: 'pass' }));
+      proxy.setPlan((req) =>
+        req.method === 'GET' ? { kind: 'truncate', afterBodyBytes: Math.floor(wordcount.length / 2) } : { kind: 'pass' },
+      );
       const bad = newJobId();
-      const cut = await json('POST', `${gw.url}/v1/jars/${holder}/run`, { entryClass: WORDCOUNT_CLASS, jobId: bad, flinkConfiguration: { 'user.artifacts.job-jar': `${proxy.url}/wc.jar?v=2` } });
+      const cut = await json('POST', `${gw.url}/v1/jars/${holder}/run`, {
+        entryClass: WORDCOUNT_CLASS,
+        jobId: bad,
+        flinkConfiguration: { 'user.artifacts.job-jar': `${proxy.url}/wc.jar?v=2` },
+      });
       expect(String((cut.body.errors as string[])[0])).toMatch(/^GW_FETCH_(NOT_JAR|UNAVAILABLE): /);
       expect((await json('GET', `${gw.url}/v1/jobs/${bad}`)).status).toBe(404);
       await json('DELETE', `${gw.url}/v1/jars/${holder}`);
@@ -298,14 +345,18 @@ const isRoot = process.getuid?.() === 0;
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m,mode=0700', 'tmpfs', mnt], { stdio: 'pipe' });
     mounted = true;
     [origin, jm] = await Promise.all([startHttpOrigin({ files: { '/big.jar': big, '/small.jar': small } }), startFakeJobManager()]);
-    gw = await startGateway(jm.url, {
-      'web.submit.jar-uri.enable': 'true',
-      'gateway.artifacts.allowed-schemes': 'http',
-      'user.artifacts.raw-http-enabled': 'true',
-      'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
-      'gateway.artifacts.cache-dir': mnt,
-      'gateway.artifacts.fetch-retries': '0',
-    }, [httpPlugin]);
+    gw = await startGateway(
+      jm.url,
+      {
+        'web.submit.jar-uri.enable': 'true',
+        'gateway.artifacts.allowed-schemes': 'http',
+        'user.artifacts.raw-http-enabled': 'true',
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port}`,
+        'gateway.artifacts.cache-dir': mnt,
+        'gateway.artifacts.fetch-retries': '0',
+      },
+      [httpPlugin],
+    );
   }, 30_000);
 
   afterAll(async () => {
@@ -352,7 +403,9 @@ const built = existsSync(join(ROOT, 'dist', 'src', 'main.js'));
   beforeAll(async () => {
     cacheDir = mkdtempSync(join(tmpdir(), 'gw-sigkill-cache-'));
     [origin, jm] = await Promise.all([startHttpOrigin({ files: { '/big.jar': big } }), startFakeJobManager()]);
-    proxy = await startFaultProxy({ host: '127.0.0.1', port: origin.port }, (req) => (req.method === 'GET' ? { kind: 'drip', bytesPerSecond: 256 * 1024 } : { kind: 'pass' }));
+    proxy = await startFaultProxy({ host: '127.0.0.1', port: origin.port }, (req) =>
+      req.method === 'GET' ? { kind: 'drip', bytesPerSecond: 256 * 1024 } : { kind: 'pass' },
+    );
   });
 
   afterAll(async () => {

@@ -25,7 +25,8 @@ const TOKENS = { alice: 'tok-alice', bob: 'tok-bob' };
 const alice = { authorization: `Bearer ${TOKENS.alice}` };
 const bob = { authorization: `Bearer ${TOKENS.bob}` };
 /** A jar of about `kib` KiB (random, stored: its size is what it takes on the JobManager). */
-const jarOf = (kib: number) => buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n', 'a/B.class': 'x', 'pad.bin': randomBytes(kib * 1024) });
+const jarOf = (kib: number) =>
+  buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n', 'a/B.class': 'x', 'pad.bin': randomBytes(kib * 1024) });
 const SMALL = jarOf(1);
 const JAR_64K = jarOf(64);
 const idOf = (r: { body: Record<string, unknown> }) => String(r.body.filename).split('/').pop()!;
@@ -48,16 +49,35 @@ async function burst(calls: (() => Promise<{ status: number; body: Record<string
 }
 
 /** POST /jars/upload with a chunked body (no Content-Length): the gateway learns the size only as the bytes arrive. */
-function chunkedUpload(url: string, name: string, bytes: Buffer, headers: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+function chunkedUpload(
+  url: string,
+  name: string,
+  bytes: Buffer,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const boundary = `----budget${randomBytes(8).toString('hex')}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="jarfile"; filename="${name}"\r\nContent-Type: application/java-archive\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="jarfile"; filename="${name}"\r\nContent-Type: application/java-archive\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${url}/jars/upload`, { method: 'POST', headers: { ...headers, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown> }));
-    });
+    const req = httpRequest(
+      `${url}/jars/upload`,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>,
+          }),
+        );
+      },
+    );
     // The gateway may answer and close before the whole body was sent.
     req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' || err.code === 'ECONNRESET' ? undefined : reject(err)));
     req.write(head);
@@ -106,14 +126,20 @@ describe('one budget for the jars the gateway leaves on the JobManager', () => {
     return gw;
   }
 
-  const upload = (gw: TestGateway, bytes: Buffer, who: Record<string, string>) => () => uploadBytes(gw.url, [{ name: 'app.jar', bytes }], {}, who);
-  const fetch = (gw: TestGateway, path: string, who: Record<string, string>) => () => json('POST', `${gw.url}/v1/jars/fetch`, { uri: `${origin.url}${path}` }, who);
+  const upload = (gw: TestGateway, bytes: Buffer, who: Record<string, string>) => () =>
+    uploadBytes(gw.url, [{ name: 'app.jar', bytes }], {}, who);
+  const fetch = (gw: TestGateway, path: string, who: Record<string, string>) => () =>
+    json('POST', `${gw.url}/v1/jars/fetch`, { uri: `${origin.url}${path}` }, who);
 
   it('the fetch quota holds under a burst: 300 concurrent fetches by one principal leave at most 256 jars (the race of the check before the fetch)', async () => {
     // Only options that existed before the budget: this burst passed the old check all together.
     const gw = await gateway({});
     const out = await burst(Array.from({ length: 300 }, () => fetch(gw, '/small.jar', alice)));
-    expect({ accepted: out.accepted.length, refused: out.refused.length, held: jm.jars.size }).toEqual({ accepted: 256, refused: 44, held: 256 });
+    expect({ accepted: out.accepted.length, refused: out.refused.length, held: jm.jars.size }).toEqual({
+      accepted: 256,
+      refused: 44,
+      held: 256,
+    });
     expect(new Set(out.refused.map((r) => `${r.status} ${r.code}`))).toEqual(new Set(['429 GW_JAR_QUOTA']));
     expect(out.refused[0]!.message).toContain('gateway.jars.max-count-per-principal');
     // A second principal is not charged for the first one's jars.
@@ -122,7 +148,10 @@ describe('one budget for the jars the gateway leaves on the JobManager', () => {
 
   it('count: a burst of uploads and fetches past the count leaves exactly the budget; the other principal is unaffected; a delete gives one back', async () => {
     const gw = await gateway({ 'gateway.jars.max-count-per-principal': '5' });
-    const calls = [...Array.from({ length: 8 }, () => upload(gw, SMALL, alice)), ...Array.from({ length: 8 }, () => fetch(gw, '/small.jar', alice))];
+    const calls = [
+      ...Array.from({ length: 8 }, () => upload(gw, SMALL, alice)),
+      ...Array.from({ length: 8 }, () => fetch(gw, '/small.jar', alice)),
+    ];
     const mixed = burst(calls);
     // Bob's burst runs alongside alice's.
     const other = burst(Array.from({ length: 5 }, (_, i) => (i % 2 ? upload(gw, SMALL, bob) : fetch(gw, '/small.jar', bob))));
@@ -181,21 +210,39 @@ describe('one budget for the jars the gateway leaves on the JobManager', () => {
   it('the upload directory has one ceiling for every principal, transient jars of runs by URI included while they run', async () => {
     const size = JAR_64K.length;
     const gw = await gateway({ 'gateway.jars.max-total-size': String(Math.floor(size * 2.5)) });
-    const out = await burst([...Array.from({ length: 3 }, () => upload(gw, JAR_64K, alice)), ...Array.from({ length: 3 }, () => fetch(gw, '/64k.jar', bob))]);
+    const out = await burst([
+      ...Array.from({ length: 3 }, () => upload(gw, JAR_64K, alice)),
+      ...Array.from({ length: 3 }, () => fetch(gw, '/64k.jar', bob)),
+    ]);
     expect(out.accepted.length).toBeLessThanOrEqual(2);
     expect([...jm.jars.values()].reduce((n, j) => n + j.size, 0)).toBeLessThanOrEqual(size * 2.5);
     expect(new Set(out.refused.map((r) => `${r.status} ${r.code}`))).toEqual(new Set(['429 GW_JAR_CEILING']));
     expect(out.refused[0]!.message).toContain('gateway.jars.max-total-size');
     // Fill to two kept jars; a run by URI needs room for its transient jar as well.
     for (let i = out.accepted.length; i < 2; i++) expect((await upload(gw, JAR_64K, alice)()).status).toBe(200);
-    const placeholder = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' }) }], {}, bob);
+    const placeholder = await uploadBytes(
+      gw.url,
+      [{ name: 'empty.jar', bytes: buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' }) }],
+      {},
+      bob,
+    );
     expect(placeholder.status).toBe(200);
-    const run = await json('POST', `${gw.url}/v1/jars/${idOf(placeholder)}/run`, { flinkConfiguration: { 'user.artifacts.job-jar': `${origin.url}/64k.jar` } }, bob);
+    const run = await json(
+      'POST',
+      `${gw.url}/v1/jars/${idOf(placeholder)}/run`,
+      { flinkConfiguration: { 'user.artifacts.job-jar': `${origin.url}/64k.jar` } },
+      bob,
+    );
     expect({ status: run.status, code: errorCode(run) }).toEqual({ status: 429, code: 'GW_JAR_CEILING' });
     expect(jm.runs).toHaveLength(0);
     const mine = [...jm.jars.keys()].filter((id) => id !== idOf(placeholder));
     expect((await json('DELETE', `${gw.url}/v1/jars/${mine[0]}`, undefined, alice)).status).toBe(200);
-    const again = await json('POST', `${gw.url}/v1/jars/${idOf(placeholder)}/run`, { flinkConfiguration: { 'user.artifacts.job-jar': `${origin.url}/64k.jar` } }, bob);
+    const again = await json(
+      'POST',
+      `${gw.url}/v1/jars/${idOf(placeholder)}/run`,
+      { flinkConfiguration: { 'user.artifacts.job-jar': `${origin.url}/64k.jar` } },
+      bob,
+    );
     expect(again.status).toBe(200);
     // The transient jar was deleted after the run and its share given back: room for one more kept jar.
     expect((await upload(gw, JAR_64K, bob)()).status).toBe(200);
@@ -235,11 +282,15 @@ describe('fetched-only mode: an upload can only be a placeholder', () => {
   });
 
   it("accepts the operator's placeholder; refuses a jar with classes and a jar over gateway.policy.fetched-only.max-upload-size (403), keeping nothing", async () => {
-    const placeholder = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: await operatorPlaceholderJar(), field: 'file_0' }], { request: '{}' });
+    const placeholder = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: await operatorPlaceholderJar(), field: 'file_0' }], {
+      request: '{}',
+    });
     expect(placeholder.status).toBe(200);
     const withClasses = await uploadBytes(gw.url, [{ name: 'app.jar', bytes: SMALL }]);
     expect({ status: withClasses.status, code: errorCode(withClasses) }).toEqual({ status: 403, code: 'GW_POLICY_FETCHED_ONLY' });
-    const large = await uploadBytes(gw.url, [{ name: 'big.jar', bytes: buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n', 'pad.bin': randomBytes(96 * 1024) }) }]);
+    const large = await uploadBytes(gw.url, [
+      { name: 'big.jar', bytes: buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n', 'pad.bin': randomBytes(96 * 1024) }) },
+    ]);
     expect({ status: large.status, code: errorCode(large) }).toEqual({ status: 403, code: 'GW_POLICY_FETCHED_ONLY' });
     expect(message(large)).toContain('gateway.policy.fetched-only.max-upload-size');
     expect([...jm.jars.keys()]).toEqual([idOf(placeholder)]);

@@ -54,7 +54,12 @@ describe('jars belong to the principal that put them on the JobManager', () => {
   it('an uploaded jar: another submitter may not run, plan or delete it; its owner may', async () => {
     const up = await uploadBytes(gw.url, [{ name: 'app.jar', bytes: JAR }], {}, alice);
     const id = String(up.body.filename).split('/').pop()!;
-    for (const [method, path] of [['POST', `/v1/jars/${id}/run`], ['POST', `/v1/jars/${id}/plan`], ['GET', `/v1/jars/${id}/plan`], ['DELETE', `/v1/jars/${id}`]] as const) {
+    for (const [method, path] of [
+      ['POST', `/v1/jars/${id}/run`],
+      ['POST', `/v1/jars/${id}/plan`],
+      ['GET', `/v1/jars/${id}/plan`],
+      ['DELETE', `/v1/jars/${id}`],
+    ] as const) {
       const r = await json(method, `${gw.url}${path}`, method === 'POST' ? {} : undefined, bob);
       expect({ method, path, status: r.status, code: errorCode(r) }).toEqual({ method, path, status: 403, code: 'GW_AUTH_JAR_OWNER' });
     }
@@ -63,7 +68,7 @@ describe('jars belong to the principal that put them on the JobManager', () => {
     expect((await json('DELETE', `${gw.url}/v1/jars/${id}`, undefined, alice)).status).toBe(200);
   });
 
-  it('a jar from POST /jars/fetch is its principal\'s; each fetch is its own jar (as each upload is), bounded per principal', async () => {
+  it("a jar from POST /jars/fetch is its principal's; each fetch is its own jar (as each upload is), bounded per principal", async () => {
     const first = await json('POST', `${gw.url}/v1/jars/fetch`, { uri: `${origin.url}/app.jar` }, alice);
     const second = await json('POST', `${gw.url}/v1/jars/fetch`, { uri: `${origin.url}/app.jar` }, alice);
     expect([first.status, second.status]).toEqual([200, 200]);
@@ -72,6 +77,7 @@ describe('jars belong to the principal that put them on the JobManager', () => {
     const id = String(first.body.filename).split('/').pop()!;
     expect(errorCode(await json('POST', `${gw.url}/v1/jars/${id}/run`, {}, bob))).toBe('GW_AUTH_JAR_OWNER');
     expect(errorCode(await json('DELETE', `${gw.url}/v1/jars/${id}`, undefined, bob))).toBe('GW_AUTH_JAR_OWNER');
-    for (const r of [first, second]) expect((await json('DELETE', `${gw.url}/v1/jars/${String(r.body.filename).split('/').pop()}`, undefined, alice)).status).toBe(200);
+    for (const r of [first, second])
+      expect((await json('DELETE', `${gw.url}/v1/jars/${String(r.body.filename).split('/').pop()}`, undefined, alice)).status).toBe(200);
   });
 });

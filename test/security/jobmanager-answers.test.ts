@@ -38,27 +38,39 @@ async function startJobManager(seen: { url: string; headers: IncomingHttpHeaders
     seen.push({ url: req.url ?? '', headers: { ...req.headers } });
     const url = new URL(req.url ?? '/', 'http://x');
     // Routed as Flink's router routes: decoded once, split, each segment decoded again, empty ones dropped.
-    const segments = decodeURIComponent(url.pathname).split('/').filter(Boolean).map((t) => decodeURIComponent(t));
+    const segments = decodeURIComponent(url.pathname)
+      .split('/')
+      .filter(Boolean)
+      .map((t) => decodeURIComponent(t));
     const path = `/${(segments[0] === 'v1' ? segments.slice(1) : segments).join('/')}`;
     if (/\/(log|stdout)$|\/logs(\/|$)|thread-dump/.test(path)) {
-      res.writeHead(200, { 'content-type': 'text/plain' }).end(`INFO Loading configuration property: fs.azure.sas.jars.team.blob.core.windows.net, ${CANARY.sas}\n`);
+      res
+        .writeHead(200, { 'content-type': 'text/plain' })
+        .end(`INFO Loading configuration property: fs.azure.sas.jars.team.blob.core.windows.net, ${CANARY.sas}\n`);
       return;
     }
     if (path === '/not-json/jobmanager/config') {
-      res.writeHead(url.searchParams.get('status') === '404' ? 404 : 200, { 'content-type': 'text/html' }).end(`<html>${CANARY.sas}</html>`);
+      res
+        .writeHead(url.searchParams.get('status') === '404' ? 404 : 200, { 'content-type': 'text/html' })
+        .end(`<html>${CANARY.sas}</html>`);
       return;
     }
     if (/\/(config|environment)$/.test(path) && path !== '/config') {
-      const body = path.endsWith('/config') && path.startsWith('/jobs/') && !path.includes('jobmanager')
-        ? { jid: JOB, name: 'job', 'execution-config': { 'user-config': { 'db.password': CANARY.user, region: 'eu' } } }
-        : listing();
+      const body =
+        path.endsWith('/config') && path.startsWith('/jobs/') && !path.includes('jobmanager')
+          ? { jid: JOB, name: 'job', 'execution-config': { 'user-config': { 'db.password': CANARY.user, region: 'eu' } } }
+          : listing();
       let bytes = Buffer.from(JSON.stringify(body));
       const enc = url.searchParams.get('enc');
       if (enc === 'gzip') bytes = gzipSync(bytes);
       if (enc === 'br') bytes = brotliCompressSync(bytes);
       if (enc === 'deflate') bytes = deflateSync(bytes);
       if (enc === 'zstd') bytes = Buffer.from('not really zstd');
-      res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8', 'content-length': String(bytes.length), ...(enc ? { 'content-encoding': enc } : {}) });
+      res.writeHead(200, {
+        'content-type': 'application/json; charset=UTF-8',
+        'content-length': String(bytes.length),
+        ...(enc ? { 'content-encoding': enc } : {}),
+      });
       res.end(req.method === 'HEAD' ? undefined : bytes);
       return;
     }
@@ -109,7 +121,10 @@ describe('JobManager answers and upstream headers (a stand-in JobManager)', () =
   });
 
   const get = async (base: string, path: string, token?: string, extra: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET') => {
-    const res = await request(`${base}${path}`, { method, headers: { 'user-agent': UA, ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra } });
+    const res = await request(`${base}${path}`, {
+      method,
+      headers: { 'user-agent': UA, ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra },
+    });
     return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   };
 
@@ -168,26 +183,41 @@ describe('JobManager answers and upstream headers (a stand-in JobManager)', () =
   });
 
   it.each([
-    '/jobmanager/log', '/v1/jobmanager/logs', '/v1/jobmanager/logs/flink.log', '/jobmanager/stdout', '/v1/jobmanager/thread-dump',
-    '/v1/jobmanager/%6Cog', '/v1/taskmanagers/tm-1/log', '/taskmanagers/tm-1/stdout', '/v1/taskmanagers/tm-1/logs/taskmanager.out',
-    '/v1/taskmanagers/tm-1/thread-dump', '/v1/taskmanagers/tm-1/profiler', `/v1/jobs/${JOB}/vertices/${JOB}/flamegraph`,
+    '/jobmanager/log',
+    '/v1/jobmanager/logs',
+    '/v1/jobmanager/logs/flink.log',
+    '/jobmanager/stdout',
+    '/v1/jobmanager/thread-dump',
+    '/v1/jobmanager/%6Cog',
+    '/v1/taskmanagers/tm-1/log',
+    '/taskmanagers/tm-1/stdout',
+    '/v1/taskmanagers/tm-1/logs/taskmanager.out',
+    '/v1/taskmanagers/tm-1/thread-dump',
+    '/v1/taskmanagers/tm-1/profiler',
+    `/v1/jobs/${JOB}/vertices/${JOB}/flamegraph`,
   ])('%s needs gateway.auth.permission.logs: 403 for a read principal, 200 for a listed one, open without authentication', async (path) => {
     const before = seen.length;
     const denied = await get(gw.url, path, TOKENS.viewer);
     expect(denied.status).toBe(403);
-    expect(JSON.parse(denied.text).errors[0]).toMatch(/^GW_AUTH_FORBIDDEN: token:viewer may not logs on this gateway .*gateway\.auth\.permission\.logs/);
+    expect(JSON.parse(denied.text).errors[0]).toMatch(
+      /^GW_AUTH_FORBIDDEN: token:viewer may not logs on this gateway .*gateway\.auth\.permission\.logs/,
+    );
     expect(mine(before)).toEqual([]);
     expect((await get(gw.url, path, TOKENS.ops)).status).toBe(200);
     expect((await get(open.url, path)).status).toBe(200);
   });
 
   it('starting a profiler needs logs on top of cancel', async () => {
-    const r = await request(`${gw.url}/v1/jobmanager/profiler`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.viewer}`, 'content-type': 'application/json' }, body: '{}' });
+    const r = await request(`${gw.url}/v1/jobmanager/profiler`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.viewer}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(r.statusCode).toBe(403);
     await r.body.dump();
   });
 
-  it('sends none of the caller\'s credentials upstream: an allow-list of what Flink reads', async () => {
+  it("sends none of the caller's credentials upstream: an allow-list of what Flink reads", async () => {
     const credentials = {
       authorization: `Bearer ${TOKENS.ops}`,
       cookie: `session=cookie-${hex(8)}`,
@@ -201,8 +231,25 @@ describe('JobManager answers and upstream headers (a stand-in JobManager)', () =
       'x-amz-security-token': `amz-${hex(8)}`,
     };
     const before = seen.length;
-    for (const [method, path] of [['GET', '/v1/jobs/overview'], ['GET', '/v1/jobmanager/config'], ['GET', '/v1/jobmanager/log'], ['PATCH', `/v1/jobs/${JOB}?mode=cancel`], ['POST', `/v1/jobs/${JOB}/savepoints`], ['DELETE', '/v1/cluster'], ['GET', '/index.html']]) {
-      const r = await request(`${gw.url}${path}`, { method: method as 'GET', headers: { ...credentials, 'content-type': 'application/json', 'user-agent': UA, 'if-modified-since': 'Thu, 01 Jan 2026 00:00:00 GMT' }, ...(method === 'GET' ? {} : { body: '{}' }) });
+    for (const [method, path] of [
+      ['GET', '/v1/jobs/overview'],
+      ['GET', '/v1/jobmanager/config'],
+      ['GET', '/v1/jobmanager/log'],
+      ['PATCH', `/v1/jobs/${JOB}?mode=cancel`],
+      ['POST', `/v1/jobs/${JOB}/savepoints`],
+      ['DELETE', '/v1/cluster'],
+      ['GET', '/index.html'],
+    ]) {
+      const r = await request(`${gw.url}${path}`, {
+        method: method as 'GET',
+        headers: {
+          ...credentials,
+          'content-type': 'application/json',
+          'user-agent': UA,
+          'if-modified-since': 'Thu, 01 Jan 2026 00:00:00 GMT',
+        },
+        ...(method === 'GET' ? {} : { body: '{}' }),
+      });
       expect(r.statusCode).toBe(200);
       await r.body.dump();
     }
@@ -212,19 +259,40 @@ describe('JobManager answers and upstream headers (a stand-in JobManager)', () =
     for (const { url, headers } of upstream) {
       const names = Object.keys(headers).sort();
       expect({ url, names }).toEqual({ url, names: expect.not.arrayContaining(Object.keys(credentials)) });
-      for (const name of names) expect(['accept', 'accept-encoding', 'accept-language', 'cache-control', 'connection', 'content-length', 'content-type', 'host', 'if-modified-since', 'pragma', 'transfer-encoding', 'user-agent', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto']).toContain(name);
+      for (const name of names)
+        expect([
+          'accept',
+          'accept-encoding',
+          'accept-language',
+          'cache-control',
+          'connection',
+          'content-length',
+          'content-type',
+          'host',
+          'if-modified-since',
+          'pragma',
+          'transfer-encoding',
+          'user-agent',
+          'x-forwarded-for',
+          'x-forwarded-host',
+          'x-forwarded-proto',
+        ]).toContain(name);
       const all = JSON.stringify(headers);
       for (const s of secrets) expect(all).not.toContain(s);
       expect(headers['user-agent']).toBe(UA);
     }
   });
 
-  it('a client certificate\'s identity reaches the JobManager in no header either', async () => {
+  it("a client certificate's identity reaches the JobManager in no header either", async () => {
     const tlsDir = mkdtempSync(join(tmpdir(), 'gw-answers-tls-'));
     const ca = makeTestCa(tlsDir, 'gw');
     const server = issueCert(tlsDir, ca, 'server', { cn: 'localhost', use: 'server' });
     const client = issueCert(tlsDir, ca, 'client', { cn: 'flink-operator', use: 'client' });
-    const mtls = await startGateway(jm.url, { 'gateway.tls.cert': server.cert, 'gateway.tls.key': server.key, 'gateway.tls.client-ca': ca.cert });
+    const mtls = await startGateway(jm.url, {
+      'gateway.tls.cert': server.cert,
+      'gateway.tls.key': server.key,
+      'gateway.tls.client-ca': ca.cert,
+    });
     const agent = new Agent({ connect: { ca: readFileSync(ca.cert), cert: readFileSync(client.cert), key: readFileSync(client.key) } });
     try {
       const before = seen.length;

@@ -19,10 +19,26 @@ const MISSING_GRACE_MS = 1_500;
 /** Flink's answer while its dispatcher has no leader yet (EndpointNotStartedException → 503, one element). */
 const LEADER_ELECTION = JSON.stringify({ errors: ['Service temporarily unavailable due to an ongoing leader election. Please refresh.'] });
 /** Every code a failed submission may end with: a clear, documented gateway error. */
-const CLEAR = new Set<string>(['GW_CLUSTER_UNAVAILABLE', 'GW_CLUSTER_NOT_READY', 'GW_CLUSTER_TIMEOUT', 'GW_CLUSTER_ERROR', 'GW_CLUSTER_BAD_RESPONSE']);
+const CLEAR = new Set<string>([
+  'GW_CLUSTER_UNAVAILABLE',
+  'GW_CLUSTER_NOT_READY',
+  'GW_CLUSTER_TIMEOUT',
+  'GW_CLUSTER_ERROR',
+  'GW_CLUSTER_BAD_RESPONSE',
+]);
 
 /** Figures for the closing line. */
-const figures = { submissions: 0, succeeded: 0, cleanErrors: 0, rolledBack: 0, keptThenDropped: 0, registrationsLeaked: 0, registrationsLost: 0, passThroughClean: 0, hangs: 0 };
+const figures = {
+  submissions: 0,
+  succeeded: 0,
+  cleanErrors: 0,
+  rolledBack: 0,
+  keptThenDropped: 0,
+  registrationsLeaked: 0,
+  registrationsLost: 0,
+  passThroughClean: 0,
+  hangs: 0,
+};
 
 interface Answer {
   status: number;
@@ -34,7 +50,12 @@ interface Answer {
  * One HTTP call with a bound: a gateway that does not answer within `timeoutMs` is a hang, and fails
  * the test. The default is the gateway's longest timeout plus a generous minute for a busy machine.
  */
-async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown, timeoutMs = RUN_TIMEOUT_MS + 60_000): Promise<Answer> {
+async function call(
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  url: string,
+  body?: unknown,
+  timeoutMs = RUN_TIMEOUT_MS + 60_000,
+): Promise<Answer> {
   try {
     const res = await request(url, {
       method,
@@ -43,7 +64,11 @@ async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, bo
     });
     const text = await res.body.text();
     const retryAfter = res.headers['retry-after'];
-    return { status: res.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) };
+    return {
+      status: res.statusCode,
+      body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+      ...(typeof retryAfter === 'string' ? { retryAfter } : {}),
+    };
   } catch (err) {
     if ((err as Error).name === 'TimeoutError') {
       figures.hangs++;
@@ -135,7 +160,11 @@ describe('JobManager faults between the gateway and the real embedded Flink', ()
     // Straight to Flink: a case that failed half-way must not leave a never-ending job on the shared cluster.
     for (const jobId of started) {
       await call('PATCH', `${flinkUrl()}/v1/jobs/${jobId}?mode=cancel`).catch(() => undefined);
-      await eventually(async () => ['CANCELED', 'FINISHED', 'FAILED'].includes(await flinkState(jobId)), `job ${jobId} to end`, 15_000).catch(() => undefined);
+      await eventually(
+        async () => ['CANCELED', 'FINISHED', 'FAILED'].includes(await flinkState(jobId)),
+        `job ${jobId} to end`,
+        15_000,
+      ).catch(() => undefined);
     }
     if (gw) {
       // Every job has ended: the watcher must let go of all of them.
@@ -211,7 +240,7 @@ describe('JobManager faults between the gateway and the real embedded Flink', ()
   });
 
   it.each<[string, number, string, Fault]>([
-    ['503 (leader election, in Flink\'s envelope)', 503, 'GW_CLUSTER_NOT_READY', { kind: 'status', status: 503, body: LEADER_ELECTION }],
+    ["503 (leader election, in Flink's envelope)", 503, 'GW_CLUSTER_NOT_READY', { kind: 'status', status: 503, body: LEADER_ELECTION }],
     ['503 (a proxy in front of it, text body)', 503, 'GW_CLUSTER_NOT_READY', { kind: 'status', status: 503 }],
     ['502 (a proxy in front of it, text body)', 502, 'GW_CLUSTER_ERROR', { kind: 'status', status: 502 }],
     ['504 (a proxy in front of it, text body)', 502, 'GW_CLUSTER_ERROR', { kind: 'status', status: 504 }],
@@ -305,7 +334,7 @@ describe('JobManager faults between the gateway and the real embedded Flink', ()
     expect(await registered()).not.toContain(jobId);
   }, 180_000);
 
-  it('pass-through during the outage answers a clean error in Flink\'s envelope, never hangs', async () => {
+  it("pass-through during the outage answers a clean error in Flink's envelope, never hangs", async () => {
     const probe = async (path: string, expected: { status: number; code: string }) => {
       // Never hangs: the gateway answers (a blackhole with its own request-timeout's code); the
       // client gives up only after a generous minute, so a busy machine is not taken for a hang.

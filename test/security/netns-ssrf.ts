@@ -75,7 +75,9 @@ export async function runNetnsProbe(): Promise<NetnsReport> {
     const jar = join(work, 'app.jar');
     writeFileSync(jar, buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n', 'a.txt': 'netns' }));
     const probe = join(__dirname, 'netns-ssrf-probe.cjs');
-    const r = await runProcess('ip', ['netns', 'exec', name, process.execPath, probe, ROOT, '/etc/hosts', work, jar], { timeoutMs: 90_000 });
+    const r = await runProcess('ip', ['netns', 'exec', name, process.execPath, probe, ROOT, '/etc/hosts', work, jar], {
+      timeoutMs: 90_000,
+    });
     const line = /NETNS_REPORT (.*)/.exec(r.stdout)?.[1];
     if (r.status !== 0 || line === undefined) throw new Error(`netns probe failed (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
     return JSON.parse(line) as NetnsReport;

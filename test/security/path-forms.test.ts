@@ -30,7 +30,10 @@ function rawRequest(port: number, method: string, path: string, token: string, b
       if (m) resolve(Number(m[1]));
       else reject(new Error(`no HTTP response for ${method} ${path}: ${JSON.stringify(data.slice(0, 200))}`));
     });
-    s.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`, 'latin1');
+    s.write(
+      `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      'latin1',
+    );
   });
 }
 
@@ -53,7 +56,24 @@ function spellings(segments: string[]): string[] {
     `/${enc2(segments[0]!)}/${segments.slice(1).join('/')}`,
     `${plain}?x=1`,
   ]);
-  for (const tail of ['%3F', '%3f', '%253F', '%25253F', '%3Fx', '%23', '%2523', '#', '#frag', '%00', '%0A', '%FF', '%C0%AF', '%zz', '%', '%ED%A0%80']) {
+  for (const tail of [
+    '%3F',
+    '%3f',
+    '%253F',
+    '%25253F',
+    '%3Fx',
+    '%23',
+    '%2523',
+    '#',
+    '#frag',
+    '%00',
+    '%0A',
+    '%FF',
+    '%C0%AF',
+    '%zz',
+    '%',
+    '%ED%A0%80',
+  ]) {
     out.add(`${plain}${tail}`);
     out.add(`/v1${plain}${tail}`);
     out.add(`${plain}${tail}/`);
@@ -70,7 +90,12 @@ describe('no path spelling lowers the permission a request needs', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gw-path-forms-'));
-    writeTokensFile(join(dir, 'tokens'), { viewer: 'tok-viewer', submitter: 'tok-submitter', admin: 'tok-admin', canceller: 'tok-canceller' });
+    writeTokensFile(join(dir, 'tokens'), {
+      viewer: 'tok-viewer',
+      submitter: 'tok-submitter',
+      admin: 'tok-admin',
+      canceller: 'tok-canceller',
+    });
     jm = await startOrigin((req, res) => {
       // The job watcher's own periodic read (every few seconds) is the gateway's, not a caller's request passed on.
       if (!(req.method === 'GET' && req.url === '/v1/jobs/overview')) reached.push(`${req.method} ${req.url}`);
@@ -130,7 +155,7 @@ describe('no path spelling lowers the permission a request needs', () => {
     expect(reached.slice(before)).toEqual([`GET /jobs/${JOB}/yarn-cancel`, `GET /jobs/${JOB}/yarn%252Dcancel`, `GET /v1/jobs/${JOB}`]);
   });
 
-  it('answers an ambiguous path with 400 GW_ROUTE_AMBIGUOUS in Flink\'s envelope', async () => {
+  it("answers an ambiguous path with 400 GW_ROUTE_AMBIGUOUS in Flink's envelope", async () => {
     const r = await fetch(`${gw.url}/jobs/${JOB}/yarn-cancel%3F`, { headers: { authorization: 'Bearer tok-admin' } });
     expect(r.status).toBe(400);
     const body = (await r.json()) as { errors: string[] };

@@ -46,7 +46,9 @@ describe('schemathesis against openapi.yaml and the live gateway', () => {
 
   beforeAll(async () => {
     if (!existsSync(ST)) {
-      throw new Error(`schemathesis is not installed: ${ST} is missing. Run \`python3 -m venv .tmp/venv && .tmp/venv/bin/pip install -r test/servers/requirements.txt\` (npm test does this first: scripts/test-setup.sh).`);
+      throw new Error(
+        `schemathesis is not installed: ${ST} is missing. Run \`python3 -m venv .tmp/venv && .tmp/venv/bin/pip install -r test/servers/requirements.txt\` (npm test does this first: scripts/test-setup.sh).`,
+      );
     }
     gw = await startGateway(flinkUrl(), { 'web.submit.jar-uri.enable': 'true', 'gateway.log.level': 'warn' }, [filePlugin]);
     rmSync(REPORTS, { recursive: true, force: true });
@@ -62,23 +64,41 @@ describe('schemathesis against openapi.yaml and the live gateway', () => {
     const spec = join(REPORTS, 'openapi.yaml');
     writeFileSync(spec, stringify(withoutTuples(parse(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')))));
     const args = [
-      'run', spec,
-      '--url', gw.url,
-      '--checks', 'not_a_server_error,response_schema_conformance',
-      '--phases', 'examples,coverage,fuzzing',
-      '--max-examples', '15',
-      '--max-time', '150',
-      '--workers', '1',
-      '--seed', '20261129',
-      '--request-timeout', '30',
-      '--generation-database', 'none',
+      'run',
+      spec,
+      '--url',
+      gw.url,
+      '--checks',
+      'not_a_server_error,response_schema_conformance',
+      '--phases',
+      'examples,coverage,fuzzing',
+      '--max-examples',
+      '15',
+      '--max-time',
+      '150',
+      '--workers',
+      '1',
+      '--seed',
+      '20261129',
+      '--request-timeout',
+      '30',
+      '--generation-database',
+      'none',
       '--continue-on-failure',
       '--no-color',
-      '--report', 'junit',
-      '--report-junit-path', junit,
+      '--report',
+      'junit',
+      '--report-junit-path',
+      junit,
     ];
     // The hooks module (a serializer for the upload's application/java-archive part) sits next to this file.
-    const env = { ...process.env, SCHEMATHESIS_TELEMETRY: 'false', NO_COLOR: '1', SCHEMATHESIS_HOOKS: 'schemathesis_hooks', PYTHONPATH: __dirname };
+    const env = {
+      ...process.env,
+      SCHEMATHESIS_TELEMETRY: 'false',
+      NO_COLOR: '1',
+      SCHEMATHESIS_HOOKS: 'schemathesis_hooks',
+      PYTHONPATH: __dirname,
+    };
     const r = await runProcess(ST, args, { env, timeoutMs: 240_000, cwd: ROOT });
     const output = `${r.stdout}\n${r.stderr}`;
     writeFileSync(join(REPORTS, 'output.txt'), output);

@@ -22,7 +22,7 @@ import { startTrapListener, type TrapListener } from '../servers/trap-listener';
 const JAR = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n', 'a/B.class': 'x' });
 const PLUGINS = [s3Plugin, azurePlugin, httpPlugin, filePlugin];
 
-it('gateway.artifacts.allowed-schemes defaults to https alone, as the operator\'s jarURI check does', () => {
+it("gateway.artifacts.allowed-schemes defaults to https alone, as the operator's jarURI check does", () => {
   const config = createRegistry(PLUGINS).resolve(new Map());
   expect(config.get(artifactOptions.allowedSchemes)).toEqual(['https']);
 });

@@ -57,7 +57,11 @@ describe('SSRF guard: 0 connections reach a restricted address (host namespace, 
   let gw: TestGateway;
 
   beforeAll(async () => {
-    const [v4, v4b, v6] = await Promise.all([startTrapListener('127.0.0.1', JAR), startTrapListener('127.0.0.2', JAR), startTrapListener('::1', JAR)]);
+    const [v4, v4b, v6] = await Promise.all([
+      startTrapListener('127.0.0.1', JAR),
+      startTrapListener('127.0.0.2', JAR),
+      startTrapListener('::1', JAR),
+    ]);
     traps = { v4, v4b, v6 };
     origin = await startHttpOrigin({ files: { '/app.jar': JAR } });
     // An exempt "S3 endpoint" whose every answer redirects to a trap: the SDK must not follow it.
@@ -73,7 +77,8 @@ describe('SSRF guard: 0 connections reach a restricted address (host namespace, 
         'user.artifacts.raw-http-enabled': 'true',
         // The only reachable restricted host:ports: the origin (under two names) and the redirecting S3 stub.
         'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${origin.port};localhost:${origin.port};127.0.0.1:${s3RedirectorPort}`,
-        'user.artifacts.http-headers': `Authorization:Bearer ${HEADER_CANARY}`, 'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost',
+        'user.artifacts.http-headers': `Authorization:Bearer ${HEADER_CANARY}`,
+        'gateway.artifacts.http-headers.hosts': '127.0.0.1;localhost',
         'gateway.artifacts.fetch-retries': '0',
         's3.access-key': 'AKIDSSRFTEST',
         's3.secret-key': 'ssrf-test-secret',
@@ -121,7 +126,12 @@ describe('SSRF guard: 0 connections reach a restricted address (host namespace, 
     const after = leaked();
     totals.leaked += after - before;
     if (r.status >= 400) totals.refused++;
-    expect({ case: c.name, status: r.status >= 400 ? 'refused' : r.status, code: message.split(':')[0], connections: after - before }).toEqual({
+    expect({
+      case: c.name,
+      status: r.status >= 400 ? 'refused' : r.status,
+      code: message.split(':')[0],
+      connections: after - before,
+    }).toEqual({
       case: c.name,
       status: 'refused',
       code: expect.stringMatching(new RegExp(`^(${c.codes.join('|')})$`)),
@@ -168,7 +178,11 @@ describe('SSRF guard: 0 connections reach a restricted address (host namespace, 
   });
 
   it('localhost with a trailing dot is refused or unresolvable, never connected', async () => {
-    await expectRefused({ name: 'localhost.', uri: `http://localhost.:${T()}/app.jar`, codes: ['GW_FETCH_RESTRICTED_HOST', 'GW_FETCH_UNAVAILABLE'] });
+    await expectRefused({
+      name: 'localhost.',
+      uri: `http://localhost.:${T()}/app.jar`,
+      codes: ['GW_FETCH_RESTRICTED_HOST', 'GW_FETCH_UNAVAILABLE'],
+    });
   });
 
   it.each([
@@ -195,7 +209,11 @@ describe('SSRF guard: 0 connections reach a restricted address (host namespace, 
     ['s3, bucket endpoint localhost (checked at lookup)', () => 's3://b-name/app.jar', R],
     ['s3, bucket endpoint 2130706433', () => 's3://b-decimal/app.jar', R],
     ['s3, bucket endpoint [::ffff:127.0.0.1]', () => 's3://b-mapped/app.jar', R],
-    ['s3, exempt endpoint answering 307 to loopback (not followed)', () => 's3://b-redirect/app.jar', ['GW_FETCH_UNAVAILABLE', 'GW_FETCH_DENIED', 'GW_FETCH_NOT_FOUND', 'GW_FETCH_RESTRICTED_HOST']],
+    [
+      's3, exempt endpoint answering 307 to loopback (not followed)',
+      () => 's3://b-redirect/app.jar',
+      ['GW_FETCH_UNAVAILABLE', 'GW_FETCH_DENIED', 'GW_FETCH_NOT_FOUND', 'GW_FETCH_RESTRICTED_HOST'],
+    ],
     ['wasbs, account endpoint on loopback', () => 'wasbs://jars@acct.blob.core.windows.net/app.jar', R],
     ['wasbs, account endpoint localhost', () => 'wasbs://jars@acctname.blob.core.windows.net/app.jar', R],
     ['wasbs, account endpoint [::1]', () => 'wasbs://jars@acctsix.blob.core.windows.net/app.jar', R],
@@ -225,16 +243,27 @@ describe('SSRF guard: 0 connections reach a restricted address (host namespace, 
 
   for (const status of [301, 302, 303, 307, 308]) {
     it.each(redirectTargets)(`refuses a ${status} redirect from the exempt origin to %s`, async (name, target, codes) => {
-      await expectRefused({ name: `${status} → ${name}`, uri: `${origin.url}/to?code=${status}&url=${encodeURIComponent(target())}&f=app.jar`, codes });
+      await expectRefused({
+        name: `${status} → ${name}`,
+        uri: `${origin.url}/to?code=${status}&url=${encodeURIComponent(target())}&f=app.jar`,
+        codes,
+      });
     });
   }
 
   it('refuses restricted jar URIs on run and plan too (operator path): no job, no connection', async () => {
     const up = await uploadBytes(gw.url, [{ name: 'empty.jar', bytes: PLACEHOLDER, field: 'file_0' }], { request: '{}' });
     const placeholder = String(up.body.filename).split('/').pop()!;
-    for (const uri of [`http://[::1]:${T6()}/app.jar`, `${origin.url}/to?url=${encodeURIComponent(`http://127.0.0.2:${T2()}/app.jar`)}`, 's3://b-name/app.jar']) {
+    for (const uri of [
+      `http://[::1]:${T6()}/app.jar`,
+      `${origin.url}/to?url=${encodeURIComponent(`http://127.0.0.2:${T2()}/app.jar`)}`,
+      's3://b-name/app.jar',
+    ]) {
       const before = leaked();
-      const run = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId: newJobId(), flinkConfiguration: { 'user.artifacts.job-jar': uri } });
+      const run = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, {
+        jobId: newJobId(),
+        flinkConfiguration: { 'user.artifacts.job-jar': uri },
+      });
       const plan = await json('POST', `${gw.url}/jars/${placeholder}/plan`, { flinkConfiguration: { 'user.artifacts.job-jar': uri } });
       totals.tried += 2;
       for (const r of [run, plan]) {
@@ -250,7 +279,9 @@ describe('SSRF guard: 0 connections reach a restricted address (host namespace, 
 
   it('control: the exempt origin is reachable, directly and after a redirect, and headers stay on their origin', async () => {
     const direct = await json('POST', `${gw.url}/jars/fetch`, { uri: `${origin.url}/app.jar#@127.0.0.1:${T()}/` });
-    const crossOrigin = await json('POST', `${gw.url}/jars/fetch`, { uri: `${origin.url}/to?url=${encodeURIComponent(`${origin.altUrl}/app.jar`)}&n=1` });
+    const crossOrigin = await json('POST', `${gw.url}/jars/fetch`, {
+      uri: `${origin.url}/to?url=${encodeURIComponent(`${origin.altUrl}/app.jar`)}&n=1`,
+    });
     totals.tried += 2;
     totals.allowedControls += 2;
     expect(direct).toMatchObject({ status: 200, body: { status: 'success' } });
@@ -269,7 +300,12 @@ describe('SSRF guard: 0 connections reach a restricted address (host namespace, 
   });
 
   it('after all of the above: 0 connections at every trap', () => {
-    expect({ v4: traps.v4.accepted, v4b: traps.v4b.accepted, v6: traps.v6.accepted, from: [...traps.v4.from, ...traps.v4b.from, ...traps.v6.from] }).toEqual({ v4: 0, v4b: 0, v6: 0, from: [] });
+    expect({
+      v4: traps.v4.accepted,
+      v4b: traps.v4b.accepted,
+      v6: traps.v6.accepted,
+      from: [...traps.v4.from, ...traps.v4b.from, ...traps.v6.from],
+    }).toEqual({ v4: 0, v4b: 0, v6: 0, from: [] });
     expect(totals.leaked).toBe(0);
   });
 });
@@ -335,7 +371,12 @@ describe('SSRF guard with names from a DNS server on loopback (injectable resolv
     );
     const config = createRegistry([httpPlugin, s3Plugin]).resolve(raw);
     const guard = createConnectGuard({ enabled: true, allowed: [`127.0.0.1:${exemptPort}`], resolve: resolverFor(dns) });
-    registry = new PluginRegistry([httpPlugin, s3Plugin], (p) => ({ config, log: log.child({ plugin: p.name }), guard, errors: fetchError }));
+    registry = new PluginRegistry([httpPlugin, s3Plugin], (p) => ({
+      config,
+      log: log.child({ plugin: p.name }),
+      guard,
+      errors: fetchError,
+    }));
     const cache = new JarCache(dir, 1024 ** 3, log);
     await cache.init();
     fetcher = new ArtifactFetcher({
@@ -358,7 +399,9 @@ describe('SSRF guard with names from a DNS server on loopback (injectable resolv
     await new Promise<void>((resolve) => (exempt ? exempt.close(() => resolve()) : resolve()));
     await Promise.all(Object.values(traps ?? {}).map((t) => t.stop()));
     rmSync(dir, { recursive: true, force: true });
-    process.stderr.write(`SSRF (DNS) summary: requests tried ${dnsTotals.tried}, refused ${dnsTotals.refused}, connections that reached a restricted listener ${dnsTotals.leaked} (must be 0)\n`);
+    process.stderr.write(
+      `SSRF (DNS) summary: requests tried ${dnsTotals.tried}, refused ${dnsTotals.refused}, connections that reached a restricted listener ${dnsTotals.leaked} (must be 0)\n`,
+    );
   });
 
   const leaked = () => traps.v4.accepted + traps.v4b.accepted + traps.v6.accepted + traps.rebindTrap.accepted;
@@ -417,12 +460,31 @@ describe('SSRF guard with names from a DNS server on loopback (injectable resolv
 
 describe('restricted address forms (unit)', () => {
   it.each([
-    '::7f00:1', '::127.0.0.1', '::a9fe:a9fe', '::169.254.169.254', '::ffff:0:7f00:1', '::ffff:0:127.0.0.1', '::8.8.8.8',
-    '::ffff:a9fe:a9fe', '64:ff9b::a9fe:a9fe', '64:ff9b:1::1', 'fd00:ec2::254', '169.254.169.254', '0.0.0.0', '::',
-    '2002:7f00:1::', '2002:a9fe:a9fe::1', '2002:a00:1::', '2001:0:808:808::80ff:fffe', '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+    '::7f00:1',
+    '::127.0.0.1',
+    '::a9fe:a9fe',
+    '::169.254.169.254',
+    '::ffff:0:7f00:1',
+    '::ffff:0:127.0.0.1',
+    '::8.8.8.8',
+    '::ffff:a9fe:a9fe',
+    '64:ff9b::a9fe:a9fe',
+    '64:ff9b:1::1',
+    'fd00:ec2::254',
+    '169.254.169.254',
+    '0.0.0.0',
+    '::',
+    '2002:7f00:1::',
+    '2002:a9fe:a9fe::1',
+    '2002:a00:1::',
+    '2001:0:808:808::80ff:fffe',
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2',
   ])('%s is restricted (IPv4-compatible, -translated, 6to4 and Teredo forms included)', (a) => expect(isRestrictedAddress(a)).toBe(true));
 
-  it.each(['::ffff:8.8.8.8', '64:ff9b::808:808', '2606:4700::1111', '1.2.3.4', '2002:808:808::1', '2001:4860:4860::8888'])('%s is not', (a) => expect(isRestrictedAddress(a)).toBe(false));
+  it.each(['::ffff:8.8.8.8', '64:ff9b::808:808', '2606:4700::1111', '1.2.3.4', '2002:808:808::1', '2001:4860:4860::8888'])(
+    '%s is not',
+    (a) => expect(isRestrictedAddress(a)).toBe(false),
+  );
 });
 
 /**
@@ -433,34 +495,38 @@ describe('restricted address forms (unit)', () => {
  * public address, the next the metadata address.
  */
 const netns = netnsAvailable();
-(netns.ok ? describe : describe.skip)(`SSRF guard in a network namespace (link-local, public-first rebinding)${netns.ok ? '' : ` — skipped: ${netns.reason}`}`, () => {
-  let report: NetnsReport;
+(netns.ok ? describe : describe.skip)(
+  `SSRF guard in a network namespace (link-local, public-first rebinding)${netns.ok ? '' : ` — skipped: ${netns.reason}`}`,
+  () => {
+    let report: NetnsReport;
 
-  beforeAll(async () => {
-    report = await runNetnsProbe();
-    process.stderr.write(
-      `SSRF (netns) summary: requests tried ${report.cases.length}, refused ${report.cases.filter((c) => c.status >= 400).length}, ` +
-        `connections that reached a restricted listener ${report.trapConnections.meta4 + report.trapConnections.meta6} (must be 0)\n`,
-    );
-  }, 120_000);
+    beforeAll(async () => {
+      report = await runNetnsProbe();
+      process.stderr.write(
+        `SSRF (netns) summary: requests tried ${report.cases.length}, refused ${report.cases.filter((c) => c.status >= 400).length}, ` +
+          `connections that reached a restricted listener ${report.trapConnections.meta4 + report.trapConnections.meta6} (must be 0)\n`,
+      );
+    }, 120_000);
 
-  it('refuses every metadata-address form, name and redirect, with 0 connections at 169.254.169.254 and fd00:ec2::254', () => {
-    const refused = report.cases.filter((c) => c.expect === 'refused');
-    expect(refused.length).toBeGreaterThan(15);
-    for (const c of refused) expect({ uri: c.uri, status: c.status, code: c.code }).toEqual({ uri: c.uri, status: 400, code: 'GW_FETCH_RESTRICTED_HOST' });
-    expect(report.trapConnections).toEqual({ meta4: 0, meta6: 0 });
-  });
+    it('refuses every metadata-address form, name and redirect, with 0 connections at 169.254.169.254 and fd00:ec2::254', () => {
+      const refused = report.cases.filter((c) => c.expect === 'refused');
+      expect(refused.length).toBeGreaterThan(15);
+      for (const c of refused)
+        expect({ uri: c.uri, status: c.status, code: c.code }).toEqual({ uri: c.uri, status: 400, code: 'GW_FETCH_RESTRICTED_HOST' });
+      expect(report.trapConnections).toEqual({ meta4: 0, meta6: 0 });
+    });
 
-  it('control: a public address is reachable (the namespace proves the guard is not refusing everything)', () => {
-    const ok = report.cases.filter((c) => c.expect === 'fetched');
-    expect(ok.length).toBeGreaterThan(0);
-    for (const c of ok) expect({ uri: c.uri, status: c.status }).toEqual({ uri: c.uri, status: 200 });
-  });
+    it('control: a public address is reachable (the namespace proves the guard is not refusing everything)', () => {
+      const ok = report.cases.filter((c) => c.expect === 'fetched');
+      expect(ok.length).toBeGreaterThan(0);
+      for (const c of ok) expect({ uri: c.uri, status: c.status }).toEqual({ uri: c.uri, status: 200 });
+    });
 
-  it('DNS rebinding: the public first answer served the HEAD, the metadata answer was refused at the next connect', () => {
-    const rebind = report.cases.find((c) => c.name === 'rebinding')!;
-    expect(rebind).toMatchObject({ status: 400, code: 'GW_FETCH_RESTRICTED_HOST' });
-    expect(report.publicRequests.filter((r) => r.startsWith('HEAD /rebind'))).toHaveLength(1);
-    expect(report.publicRequests.filter((r) => r.startsWith('GET /rebind'))).toHaveLength(0);
-  });
-});
+    it('DNS rebinding: the public first answer served the HEAD, the metadata answer was refused at the next connect', () => {
+      const rebind = report.cases.find((c) => c.name === 'rebinding')!;
+      expect(rebind).toMatchObject({ status: 400, code: 'GW_FETCH_RESTRICTED_HOST' });
+      expect(report.publicRequests.filter((r) => r.startsWith('HEAD /rebind'))).toHaveLength(1);
+      expect(report.publicRequests.filter((r) => r.startsWith('GET /rebind'))).toHaveLength(0);
+    });
+  },
+);

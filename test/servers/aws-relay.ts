@@ -61,26 +61,39 @@ export async function startAwsRelay(opts: AwsRelayOptions): Promise<AwsRelay> {
       let body: Buffer = Buffer.concat(chunks);
       const auth = String(req.headers.authorization ?? '');
       const scope = SCOPE.exec(auth);
-      const record: RelayRecord = { method: req.method ?? 'GET', path: req.url ?? '/', securityToken: req.headers['x-amz-security-token'] !== undefined };
+      const record: RelayRecord = {
+        method: req.method ?? 'GET',
+        path: req.url ?? '/',
+        securityToken: req.headers['x-amz-security-token'] !== undefined,
+      };
       if (scope) Object.assign(record, { accessKeyId: scope[1], region: scope[2], service: scope[3] });
       let headers: IncomingHttpHeaders = { ...req.headers };
-      const form = String(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded') ? new URLSearchParams(body.toString('utf8')) : undefined;
+      const form = String(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')
+        ? new URLSearchParams(body.toString('utf8'))
+        : undefined;
       if (form?.has('Action')) {
         const params = Object.fromEntries(form);
-        if (params.WebIdentityToken !== undefined) params.WebIdentityToken = `sha256:${createHash('sha256').update(params.WebIdentityToken).digest('hex')}`;
+        if (params.WebIdentityToken !== undefined)
+          params.WebIdentityToken = `sha256:${createHash('sha256').update(params.WebIdentityToken).digest('hex')}`;
         record.params = params;
         const action = form.get('Action');
         const refuse = (status: number, code: string, message: string) => {
           record.refused = code;
           records.push(record);
-          res.writeHead(status, { 'content-type': 'text/xml' }).end(`<ErrorResponse><Error><Type>Sender</Type><Code>${code}</Code><Message>${message}</Message></Error><RequestId>relay</RequestId></ErrorResponse>`);
+          res
+            .writeHead(status, { 'content-type': 'text/xml' })
+            .end(
+              `<ErrorResponse><Error><Type>Sender</Type><Code>${code}</Code><Message>${message}</Message></Error><RequestId>relay</RequestId></ErrorResponse>`,
+            );
         };
         if (action === 'AssumeRole') {
           const wanted = opts.externalIds?.[form.get('RoleArn') ?? ''];
-          if (wanted !== undefined && form.get('ExternalId') !== wanted) return refuse(403, 'AccessDenied', 'not authorized to perform sts:AssumeRole (ExternalId)');
+          if (wanted !== undefined && form.get('ExternalId') !== wanted)
+            return refuse(403, 'AccessDenied', 'not authorized to perform sts:AssumeRole (ExternalId)');
         }
         if (action === 'AssumeRoleWithWebIdentity') {
-          if (opts.webIdentityToken === undefined || form.get('WebIdentityToken') !== opts.webIdentityToken) return refuse(400, 'InvalidIdentityToken', 'the web identity token is not valid');
+          if (opts.webIdentityToken === undefined || form.get('WebIdentityToken') !== opts.webIdentityToken)
+            return refuse(400, 'InvalidIdentityToken', 'the web identity token is not valid');
           if (scope) return refuse(400, 'InvalidParameterValue', 'AssumeRoleWithWebIdentity must not be signed');
           if (opts.webIdentitySigner === undefined) return refuse(500, 'InternalFailure', 'the relay has no signer for moto');
           ({ headers, body } = signForm(req.headers, body, opts.webIdentitySigner));
@@ -118,7 +131,9 @@ function signForm(incoming: IncomingHttpHeaders, body: Buffer, creds: S3Creds): 
   const contentType = String(incoming['content-type']);
   const hex = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
   const signed = 'content-type;host;x-amz-date';
-  const canonical = ['POST', '/', '', `content-type:${contentType}`, `host:${host}`, `x-amz-date:${amzDate}`, '', signed, hex(body)].join('\n');
+  const canonical = ['POST', '/', '', `content-type:${contentType}`, `host:${host}`, `x-amz-date:${amzDate}`, '', signed, hex(body)].join(
+    '\n',
+  );
   const scope = `${day}/${region}/sts/aws4_request`;
   const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, hex(canonical)].join('\n');
   let key: Buffer = createHmac('sha256', `AWS4${creds.secretAccessKey}`).update(day).digest();

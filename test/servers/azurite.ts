@@ -40,7 +40,18 @@ const READY = /listens on (https?:\/\/\S+)/;
 export async function startAzurite(opts: { accounts: AzuriteAccount[]; oauth?: { tls: TlsMaterial } }): Promise<Azurite> {
   const dir = await mkdtemp(join(tmpdir(), 'azurite-'));
   const main = join(projectRoot(__dirname), 'node_modules', 'azurite', 'dist', 'src', 'blob', 'main.js');
-  const args = [main, '--blobHost', '127.0.0.1', '--blobPort', '0', '--location', dir, '--disableTelemetry', '--silent', '--skipApiVersionCheck'];
+  const args = [
+    main,
+    '--blobHost',
+    '127.0.0.1',
+    '--blobPort',
+    '0',
+    '--location',
+    dir,
+    '--disableTelemetry',
+    '--silent',
+    '--skipApiVersionCheck',
+  ];
   if (opts.oauth) {
     // OAuth mode: bearer tokens are checked for issuer, audience and lifetime (not their signature),
     // and only over https, so Azurite serves TLS with the test's certificate.
@@ -97,9 +108,10 @@ export function makeSas(
   account: AzuriteAccount,
   opts: { container: string; blobName?: string; permissions?: string; startsOn?: Date; expiresOn: Date },
 ): string {
-  const permissions = opts.blobName === undefined
-    ? ContainerSASPermissions.parse(opts.permissions ?? 'r')
-    : BlobSASPermissions.parse(opts.permissions ?? 'r');
+  const permissions =
+    opts.blobName === undefined
+      ? ContainerSASPermissions.parse(opts.permissions ?? 'r')
+      : BlobSASPermissions.parse(opts.permissions ?? 'r');
   return generateBlobSASQueryParameters(
     {
       containerName: opts.container,

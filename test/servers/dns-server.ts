@@ -119,7 +119,10 @@ export function resolverFor(server: DnsServer): ResolveAll {
     const ask = (fn: (h: string, cb: (err: NodeJS.ErrnoException | null, a: string[]) => void) => void) =>
       new Promise<string[]>((resolve) => fn.call(resolver, hostname, (err, a) => resolve(err ? [] : a)));
     Promise.all([ask(resolver.resolve4), ask(resolver.resolve6)]).then(([v4, v6]) => {
-      const addresses: LookupAddress[] = [...v4.map((address) => ({ address, family: 4 })), ...v6.map((address) => ({ address, family: 6 }))];
+      const addresses: LookupAddress[] = [
+        ...v4.map((address) => ({ address, family: 4 })),
+        ...v6.map((address) => ({ address, family: 6 })),
+      ];
       if (addresses.length === 0) {
         callback(Object.assign(new Error(`queryA ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname }), []);
         return;

@@ -57,7 +57,8 @@ export async function startEntraStandIn(o: EntraStandInOptions): Promise<EntraSt
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const path = (req.url ?? '/').split('?')[0]!;
-      const json = (status: number, body: object) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      const json = (status: number, body: object) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       if (req.method === 'GET' && path === `/${o.tenantId}/v2.0/.well-known/openid-configuration`) {
         return json(200, {
           issuer: `${base}/${o.tenantId}/v2.0`,
@@ -86,14 +87,20 @@ export async function startEntraStandIn(o: EntraStandInOptions): Promise<EntraSt
       if (req.method !== 'POST' || (path !== `/${o.tenantId}/oauth2/v2.0/token` && path !== `/${o.tenantId}/oauth2/token`)) {
         return answer(404, { error: 'not_found' });
       }
-      if (form.has('client_secret')) record.proof = { kind: 'secret', valid: o.clientSecret !== undefined && form.get('client_secret') === o.clientSecret };
+      if (form.has('client_secret'))
+        record.proof = { kind: 'secret', valid: o.clientSecret !== undefined && form.get('client_secret') === o.clientSecret };
       else if (form.has('client_assertion')) {
         const assertionType = form.get('client_assertion_type') === 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
-        record.proof = { kind: 'assertion', valid: assertionType && o.federatedToken !== undefined && form.get('client_assertion') === o.federatedToken };
+        record.proof = {
+          kind: 'assertion',
+          valid: assertionType && o.federatedToken !== undefined && form.get('client_assertion') === o.federatedToken,
+        };
       }
       if (grantType !== 'client_credentials') return answer(400, { error: 'unsupported_grant_type' });
-      if (clientId !== o.clientId || record.proof?.valid !== true) return answer(401, { error: 'invalid_client', error_description: 'AADSTS7000215: Invalid client secret or assertion provided.' });
-      if (scope !== o.scope) return answer(400, { error: 'invalid_scope', error_description: `AADSTS70011: the scope ${scope} is not valid here.` });
+      if (clientId !== o.clientId || record.proof?.valid !== true)
+        return answer(401, { error: 'invalid_client', error_description: 'AADSTS7000215: Invalid client secret or assertion provided.' });
+      if (scope !== o.scope)
+        return answer(400, { error: 'invalid_scope', error_description: `AADSTS70011: the scope ${scope} is not valid here.` });
       const now = Math.floor(Date.now() / 1000);
       const accessToken = `${b64({ typ: 'JWT', alg: 'RS256' })}.${b64({ aud: o.audience, iss: `https://sts.windows.net/${o.tenantId}/`, iat: now - 60, nbf: now - 60, exp: now + 3600, tid: o.tenantId, appid: o.clientId, oid: o.clientId })}.${randomBytes(32).toString('base64url')}`;
       answer(200, { token_type: 'Bearer', expires_in: 3599, ext_expires_in: 3599, access_token: accessToken });

@@ -18,7 +18,11 @@ export interface TestServiceAccount {
 /** A fresh RSA service account (each test run has its own key; nothing is checked in). */
 export function makeServiceAccount(name = 'jar-reader'): TestServiceAccount {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return { email: `${name}@test-project.iam.gserviceaccount.com`, privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), publicKey };
+  return {
+    email: `${name}@test-project.iam.gserviceaccount.com`,
+    privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    publicKey,
+  };
 }
 
 /** Writes a service-account key file in the form the Cloud console downloads, with `token_uri` as given. */
@@ -81,7 +85,13 @@ export async function startGoogleTokenStandIn(o: { tls: TlsMaterial; accounts: T
         res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       };
       const [head, claims, sig] = (form.get('assertion') ?? '').split('.');
-      if (req.method !== 'POST' || grantType !== 'urn:ietf:params:oauth:grant-type:jwt-bearer' || head === undefined || claims === undefined || sig === undefined) {
+      if (
+        req.method !== 'POST' ||
+        grantType !== 'urn:ietf:params:oauth:grant-type:jwt-bearer' ||
+        head === undefined ||
+        claims === undefined ||
+        sig === undefined
+      ) {
         return answer(400, { error: 'invalid_request', error_description: 'a JWT-bearer grant was expected' });
       }
       let c: { iss?: string; aud?: string; scope?: string; exp?: number; iat?: number };
@@ -148,15 +158,20 @@ export async function startGcsFront(o: { tls: TlsMaterial; target: string; issue
     const authorized = bearer !== undefined && o.issued.has(bearer);
     records.push({ method: req.method ?? '', path: req.url ?? '', authorized });
     if (!authorized) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 401, message: 'Invalid Credentials', errors: [{ reason: 'authError' }] } }));
+      res
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { code: 401, message: 'Invalid Credentials', errors: [{ reason: 'authError' }] } }));
       req.resume();
       return;
     }
     const { authorization: _dropped, ...headers } = req.headers;
-    const upstream = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...headers, host: target.host } }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const upstream = request(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...headers, host: target.host } },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     upstream.on('error', () => {
       if (!res.headersSent) res.writeHead(502).end();
       else res.destroy();

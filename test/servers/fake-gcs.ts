@@ -11,7 +11,13 @@ export const FAKE_GCS_VERSION = '1.56.1';
 
 /** Where scripts/build-fake-gcs.sh puts the emulator. */
 export function fakeGcsBinary(env: NodeJS.ProcessEnv = process.env): string {
-  return join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'flink-jar-gateway', 'fake-gcs-server', `v${FAKE_GCS_VERSION}`, 'fake-gcs-server');
+  return join(
+    env.XDG_CACHE_HOME ?? join(homedir(), '.cache'),
+    'flink-jar-gateway',
+    'fake-gcs-server',
+    `v${FAKE_GCS_VERSION}`,
+    'fake-gcs-server',
+  );
 }
 
 export interface FakeGcs {
@@ -35,9 +41,14 @@ export interface FakeGcs {
 export async function startFakeGcs(): Promise<FakeGcs> {
   const bin = fakeGcsBinary();
   if (!existsSync(bin)) throw new Error(`${bin} is missing: run bash scripts/build-fake-gcs.sh (npm test's set-up does)`);
-  const server = await startChildServer('fake-gcs-server', bin, ['-scheme', 'http', '-host', '127.0.0.1', '-port', '0', '-backend', 'memory', '-public-host', '127.0.0.1'], {
-    ready: /server started at/,
-  });
+  const server = await startChildServer(
+    'fake-gcs-server',
+    bin,
+    ['-scheme', 'http', '-host', '127.0.0.1', '-port', '0', '-backend', 'memory', '-public-host', '127.0.0.1'],
+    {
+      ready: /server started at/,
+    },
+  );
   try {
     const port = await listeningPort(server.child.pid!);
     const url = `http://127.0.0.1:${port}`;
@@ -46,8 +57,13 @@ export async function startFakeGcs(): Promise<FakeGcs> {
       port,
       child: server.child,
       async createBucket(name) {
-        const res = await fetch(`${url}/storage/v1/b?project=test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
-        if (res.status !== 200 && res.status !== 409) throw new Error(`fake-gcs: creating bucket ${name}: ${res.status} ${await res.text()}`);
+        const res = await fetch(`${url}/storage/v1/b?project=test`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name }),
+        });
+        if (res.status !== 200 && res.status !== 409)
+          throw new Error(`fake-gcs: creating bucket ${name}: ${res.status} ${await res.text()}`);
       },
       upload: (bucket, name, body) => upload(url, bucket, name, body),
       stop: () => server.stop(),
@@ -80,7 +96,12 @@ async function listeningPort(pid: number): Promise<number> {
   throw new Error(`fake-gcs-server (pid ${pid}) has no listening socket`);
 }
 
-function upload(url: string, bucket: string, name: string, body: Buffer | string): Promise<{ generation: string; etag: string; md5Hash?: string }> {
+function upload(
+  url: string,
+  bucket: string,
+  name: string,
+  body: Buffer | string,
+): Promise<{ generation: string; etag: string; md5Hash?: string }> {
   const target = new URL(`${url}/upload/storage/v1/b/${encodeURIComponent(bucket)}/o?uploadType=media&name=${encodeURIComponent(name)}`);
   return new Promise((resolve, reject) => {
     const req = request(target, { method: 'POST', headers: { 'content-type': 'application/java-archive' } }, (res) => {

@@ -76,7 +76,13 @@ export async function startFakeJobManager(): Promise<FakeJobManager> {
   const requests: string[] = [];
   const send = (res: ServerResponse, status: number, body: unknown) => {
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': String(Buffer.byteLength(text)), ...(jm.allowOrigin !== undefined ? { 'access-control-allow-origin': jm.allowOrigin } : {}) }).end(text);
+    res
+      .writeHead(status, {
+        'content-type': 'application/json; charset=UTF-8',
+        'content-length': String(Buffer.byteLength(text)),
+        ...(jm.allowOrigin !== undefined ? { 'access-control-allow-origin': jm.allowOrigin } : {}),
+      })
+      .end(text);
   };
   const readJson = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
     const chunks: Buffer[] = [];
@@ -120,7 +126,10 @@ export async function startFakeJobManager(): Promise<FakeJobManager> {
       return;
     }
     if (req.method === 'GET' && path === '/jars') {
-      return send(res, 200, { address: jm.url, files: [...jars.values()].map((j) => ({ id: j.id, name: j.name, uploaded: Date.now(), entry: [] })) });
+      return send(res, 200, {
+        address: jm.url,
+        files: [...jars.values()].map((j) => ({ id: j.id, name: j.name, uploaded: Date.now(), entry: [] })),
+      });
     }
     const del = /^\/jars\/([^/]+)$/.exec(path);
     if (req.method === 'DELETE' && del) {
@@ -138,7 +147,11 @@ export async function startFakeJobManager(): Promise<FakeJobManager> {
         const jobId = typeof body.jobId === 'string' ? body.jobId : randomBytes(16).toString('hex');
         // Flink's dispatcher refuses an id it has (running, or in its job-result store), as a 400 whose stack trace names it.
         if (jobs.has(jobId) || jm.resultStore.has(jobId)) {
-          return send(res, 400, { errors: [`org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute application.\n\tat org.apache.flink.runtime.webmonitor.handlers.JarRunHandler.lambda$handleRequest$1(JarRunHandler.java:123)\nCaused by: org.apache.flink.runtime.client.DuplicateJobSubmissionException: Job has already been submitted.\n\tat org.apache.flink.runtime.dispatcher.Dispatcher.submitJob(Dispatcher.java:456)\n`] });
+          return send(res, 400, {
+            errors: [
+              `org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute application.\n\tat org.apache.flink.runtime.webmonitor.handlers.JarRunHandler.lambda$handleRequest$1(JarRunHandler.java:123)\nCaused by: org.apache.flink.runtime.client.DuplicateJobSubmissionException: Job has already been submitted.\n\tat org.apache.flink.runtime.dispatcher.Dispatcher.submitJob(Dispatcher.java:456)\n`,
+            ],
+          });
         }
         jobs.add(jobId);
         runs.push({ jarId: id, jobId, sha256: jar.sha256, flinkConfiguration: (body.flinkConfiguration as Record<string, unknown>) ?? {} });
@@ -146,11 +159,23 @@ export async function startFakeJobManager(): Promise<FakeJobManager> {
       });
       return;
     }
-    if (req.method === 'GET' && path === '/config') return send(res, 200, { 'refresh-interval': 3000, 'timezone-name': 'UTC', 'timezone-offset': 0, 'flink-version': '2.1.0', 'flink-revision': 'fake', features: { 'web-submit': !jm.webSubmitDisabled, 'web-cancel': true, 'web-rescale': false, 'web-history': false } });
+    if (req.method === 'GET' && path === '/config')
+      return send(res, 200, {
+        'refresh-interval': 3000,
+        'timezone-name': 'UTC',
+        'timezone-offset': 0,
+        'flink-version': '2.1.0',
+        'flink-revision': 'fake',
+        features: { 'web-submit': !jm.webSubmitDisabled, 'web-cancel': true, 'web-rescale': false, 'web-history': false },
+      });
     const status = /^\/jobs\/([0-9a-f]{32})(?:\/status)?$/.exec(path);
     if (req.method === 'GET' && status) {
-      if (jm.jobStatusFails !== undefined) return send(res, jm.jobStatusFails, { errors: ['org.apache.flink.runtime.rest.handler.RestHandlerException: No leader available.'] });
-      if (jobs.has(status[1]!)) return send(res, 200, path.endsWith('/status') ? { status: 'RUNNING' } : { jid: status[1], state: 'RUNNING' });
+      if (jm.jobStatusFails !== undefined)
+        return send(res, jm.jobStatusFails, {
+          errors: ['org.apache.flink.runtime.rest.handler.RestHandlerException: No leader available.'],
+        });
+      if (jobs.has(status[1]!))
+        return send(res, 200, path.endsWith('/status') ? { status: 'RUNNING' } : { jid: status[1], state: 'RUNNING' });
       return send(res, 404, { errors: ['org.apache.flink.runtime.rest.NotFoundException: Job ' + status[1] + ' not found'] });
     }
     send(res, 404, { errors: ['Not found: ' + path] });

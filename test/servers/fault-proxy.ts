@@ -71,7 +71,10 @@ const TICK_MS = 100;
  * connection carries exactly one request and byte counts are per response. Sockets it opened are
  * destroyed by `stop()`.
  */
-export async function startFaultProxy(target: { host: string; port: number }, initialPlan: (req: ProxiedRequest) => Fault = () => ({ kind: 'pass' })): Promise<FaultProxy> {
+export async function startFaultProxy(
+  target: { host: string; port: number },
+  initialPlan: (req: ProxiedRequest) => Fault = () => ({ kind: 'pass' }),
+): Promise<FaultProxy> {
   let plan = initialPlan;
   let index = 0;
   const log: FaultProxy['log'] = [];
@@ -105,7 +108,9 @@ export async function startFaultProxy(target: { host: string; port: number }, in
         const text = fault.body ?? `injected ${fault.status}`;
         const type = fault.body === undefined ? 'text/plain' : 'application/json';
         const body = method === 'HEAD' ? '' : text;
-        client.end(`HTTP/1.1 ${fault.status} Injected\r\ncontent-type: ${type}\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${body}`);
+        client.end(
+          `HTTP/1.1 ${fault.status} Injected\r\ncontent-type: ${type}\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${body}`,
+        );
         return;
       }
       if (fault.kind === 'blackhole') {
@@ -263,7 +268,11 @@ function relay(upstream: Socket, client: Socket, fault: Fault, timers: Set<NodeJ
           const end = head.indexOf(HEAD_END);
           if (end < 0) return;
           let headText = head.subarray(0, end).toString('latin1');
-          if (fault.kind === 'truncate') headText = headText.split('\r\n').filter((l) => !/^content-length\s*:/i.test(l)).join('\r\n');
+          if (fault.kind === 'truncate')
+            headText = headText
+              .split('\r\n')
+              .filter((l) => !/^content-length\s*:/i.test(l))
+              .join('\r\n');
           client.write(Buffer.from(`${headText}\r\n\r\n`, 'latin1'));
           data = head.subarray(end + 4);
           bodySeen = 0;
@@ -295,7 +304,10 @@ function relay(upstream: Socket, client: Socket, fault: Fault, timers: Set<NodeJ
 }
 
 /** A plan: `fault` for every GET, pass for everything else. */
-export const onGet = (fault: Fault) => (req: ProxiedRequest): Fault => (req.method === 'GET' ? fault : { kind: 'pass' });
+export const onGet =
+  (fault: Fault) =>
+  (req: ProxiedRequest): Fault =>
+    req.method === 'GET' ? fault : { kind: 'pass' };
 
 /** A plan: `fault` for the first GET only, pass for everything else. */
 export const firstGet = (fault: Fault) => {

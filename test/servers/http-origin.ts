@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import { createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { connect as netConnect, type AddressInfo, type Socket } from 'node:net';
 import { Readable, pipeline } from 'node:stream';

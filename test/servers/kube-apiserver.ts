@@ -21,7 +21,9 @@ export function kubeBinaries(): { apiserver: string; etcd: string } {
   const dir = kubeBinDir();
   const bins = { apiserver: join(dir, 'kube-apiserver'), etcd: join(dir, 'etcd') };
   if (!existsSync(bins.apiserver) || !existsSync(bins.etcd)) {
-    throw new Error(`kube-apiserver and etcd are not built in ${dir}: run \`bash scripts/build-kube.sh\` (npm test's set-up does; the first build takes about a quarter of an hour)`);
+    throw new Error(
+      `kube-apiserver and etcd are not built in ${dir}: run \`bash scripts/build-kube.sh\` (npm test's set-up does; the first build takes about a quarter of an hour)`,
+    );
   }
   return bins;
 }
@@ -74,7 +76,8 @@ function cleanEnv(): NodeJS.ProcessEnv {
 async function waitFor(what: string, proc: Proc, logFile: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`${what} exited before it was ready:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
+    if (proc.child.exitCode !== null || proc.child.signalCode !== null)
+      throw new Error(`${what} exited before it was ready:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
     if (await probe().catch(() => false)) return;
     if (Date.now() > deadline) throw new Error(`${what} not ready within ${timeoutMs} ms:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 200));
@@ -118,7 +121,9 @@ export class KubeApiServer {
     const ca = makeTestCa(dir, 'kube');
     const serving = issueCert(dir, ca, 'apiserver', { cn: 'kube-apiserver', use: 'server', altNames: 'DNS:localhost,IP:127.0.0.1' });
     // Service account tokens are signed with this key (required flags, though no pod runs here).
-    execFileSync('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', join(dir, 'sa.key')], { stdio: 'pipe' });
+    execFileSync('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', join(dir, 'sa.key')], {
+      stdio: 'pipe',
+    });
     execFileSync('openssl', ['pkey', '-in', join(dir, 'sa.key'), '-pubout', '-out', join(dir, 'sa.pub')], { stdio: 'pipe' });
     const users: KubeUser[] = [{ name: 'admin', groups: ['system:masters'] }, ...(opts.users ?? [])];
     const lines = users.map((u, i) => `${randomBytes(24).toString('hex')},${u.name},uid-${i},"${(u.groups ?? []).join(',')}"`);
@@ -176,21 +181,36 @@ export class KubeApiServer {
       log,
       cleanEnv(),
     );
-    await waitFor('etcd', this.etcd, log, async () => {
-      const res = await request(`http://127.0.0.1:${etcd}/health`);
-      return res.statusCode === 200 && (await res.body.text()).includes('"true"');
-    }, 60_000);
+    await waitFor(
+      'etcd',
+      this.etcd,
+      log,
+      async () => {
+        const res = await request(`http://127.0.0.1:${etcd}/health`);
+        return res.statusCode === 200 && (await res.body.text()).includes('"true"');
+      },
+      60_000,
+    );
   }
 
   /** Starts the API server (again, on the same port and etcd: an outage that ends). */
   async startApiServer(bin = kubeBinaries().apiserver): Promise<void> {
     const log = join(this.dir, 'kube-apiserver.log');
     this.apiserver = spawnGroup(bin, this.args, log, cleanEnv());
-    await waitFor('kube-apiserver', this.apiserver, log, async () => {
-      const res = await request(`${this.url}/readyz`, { dispatcher: this.agent, headers: { authorization: `Bearer ${this.adminToken}` } });
-      await res.body.text();
-      return res.statusCode === 200;
-    }, 120_000);
+    await waitFor(
+      'kube-apiserver',
+      this.apiserver,
+      log,
+      async () => {
+        const res = await request(`${this.url}/readyz`, {
+          dispatcher: this.agent,
+          headers: { authorization: `Bearer ${this.adminToken}` },
+        });
+        await res.body.text();
+        return res.statusCode === 200;
+      },
+      120_000,
+    );
   }
 
   /** Stops the API server only (etcd keeps the data): an outage. */
@@ -246,11 +266,20 @@ export class KubeApiServer {
   }
 
   /** An admin call to the API (namespaces, RBAC objects, CRDs): the JSON answer, throwing on an error status. */
-  async api(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, query = ''): Promise<{ status: number; body: unknown }> {
+  async api(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    path: string,
+    body?: unknown,
+    query = '',
+  ): Promise<{ status: number; body: unknown }> {
     const res = await request(`${this.url}${path}${query}`, {
       method,
       dispatcher: this.agent,
-      headers: { authorization: `Bearer ${this.adminToken}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${this.adminToken}`,
+        accept: 'application/json',
+        ...(body !== undefined ? { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' } : {}),
+      },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.body.text();
@@ -265,9 +294,23 @@ export class KubeApiServer {
   /** A Role with `verbs` on ConfigMaps in `namespace`, bound to `user`. */
   async grantConfigMaps(namespace: string, user: string, verbs: readonly string[]): Promise<void> {
     const name = `${user}-configmaps`;
-    const role = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name, namespace }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: [...verbs] }] };
-    const binding = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name, namespace }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }] };
-    for (const [kind, obj] of [['roles', role], ['rolebindings', binding]] as const) {
+    const role = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name, namespace },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: [...verbs] }],
+    };
+    const binding = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    };
+    for (const [kind, obj] of [
+      ['roles', role],
+      ['rolebindings', binding],
+    ] as const) {
       const r = await this.api('POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/${kind}`, obj);
       if (r.status === 409) await this.api('PUT', `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/${kind}/${name}`, obj);
       else if (r.status !== 201) throw new Error(`cannot create ${kind} ${name}: ${JSON.stringify(r.body)}`);

@@ -55,7 +55,9 @@ const READY = /Running on (http:\/\/127\.0\.0\.1:\d+)/;
 export async function startMotoServer(): Promise<MotoServer> {
   const bin = motoServerBin();
   if (!existsSync(bin)) {
-    throw new Error(`moto server not installed: ${bin} is missing. Install it with \`${MOTO_INSTALL_COMMAND}\` (from the project root; npm test does this first).`);
+    throw new Error(
+      `moto server not installed: ${bin} is missing. Install it with \`${MOTO_INSTALL_COMMAND}\` (from the project root; npm test does this first).`,
+    );
   }
   const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUNBUFFERED: '1' };
   // Auth starts off (INITIAL_NO_AUTH_ACTION_COUNT unset = infinite) and is turned on by enableAuth().
@@ -90,7 +92,10 @@ export async function startMotoServer(): Promise<MotoServer> {
       },
       async createRole(name, policy) {
         if (authEnabled) throw new Error('createRole() must run before enableAuth(): its IAM calls are unsigned');
-        const trust = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { AWS: '*' }, Action: ['sts:AssumeRole', 'sts:AssumeRoleWithWebIdentity'] }] };
+        const trust = {
+          Version: '2012-10-17',
+          Statement: [{ Effect: 'Allow', Principal: { AWS: '*' }, Action: ['sts:AssumeRole', 'sts:AssumeRoleWithWebIdentity'] }],
+        };
         const xml = await iam(url, 'CreateRole', { RoleName: name, AssumeRolePolicyDocument: JSON.stringify(trust) });
         await iam(url, 'PutRolePolicy', { RoleName: name, PolicyName: `${name}-policy`, PolicyDocument: JSON.stringify(policy) });
         return xmlField(xml, 'Arn');

@@ -40,13 +40,20 @@ export async function startS3Server(opts: S3ServerOptions): Promise<S3Server> {
   const dir = await mkdtemp(join(tmpdir(), 's3rver-'));
   const env = {
     ...process.env,
-    S3RVER_KEYS: Object.entries(opts.keys).map(([id, secret]) => `${id}:${secret}`).join(','),
-    S3RVER_POLICY: Object.entries(opts.policy ?? {}).map(([id, buckets]) => `${id}:${buckets.join('|')}`).join(','),
+    S3RVER_KEYS: Object.entries(opts.keys)
+      .map(([id, secret]) => `${id}:${secret}`)
+      .join(','),
+    S3RVER_POLICY: Object.entries(opts.policy ?? {})
+      .map(([id, buckets]) => `${id}:${buckets.join('|')}`)
+      .join(','),
     S3RVER_BUCKETS: opts.buckets.join(','),
     S3RVER_VERSIONED_BUCKETS: (opts.versionedBuckets ?? []).join(','),
   };
   try {
-    const server = await startChildServer('S3 server', process.execPath, [join(__dirname, 's3-server.wrapper.cjs'), dir], { env, ready: READY });
+    const server = await startChildServer('S3 server', process.execPath, [join(__dirname, 's3-server.wrapper.cjs'), dir], {
+      env,
+      ready: READY,
+    });
     const url = server.match[1]!;
     const stop = async () => {
       await server.stop();
@@ -73,7 +80,13 @@ export function fixtureClient(url: string, creds: S3Creds): S3Client {
 }
 
 /** Uploads a fixture object (a Buffer, or a file path streamed in 16 MiB parts); returns its ETag and version id. */
-export async function putObject(url: string, creds: S3Creds, bucket: string, key: string, body: Buffer | string): Promise<{ etag?: string; versionId?: string }> {
+export async function putObject(
+  url: string,
+  creds: S3Creds,
+  bucket: string,
+  key: string,
+  body: Buffer | string,
+): Promise<{ etag?: string; versionId?: string }> {
   const client = fixtureClient(url, creds);
   try {
     const upload = new Upload({

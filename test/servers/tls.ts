@@ -22,9 +22,23 @@ export function makeSelfSignedCert(commonName = 'localhost'): TlsMaterial {
     execFileSync(
       'openssl',
       [
-        'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-        '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', `/CN=${commonName}`,
-        '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        keyFile,
+        '-out',
+        certFile,
+        '-days',
+        '2',
+        '-subj',
+        `/CN=${commonName}`,
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1',
       ],
       { stdio: 'pipe' },
     );
@@ -45,7 +59,11 @@ const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-no
 /** A fresh CA (`<name>-ca.pem`, `<name>-ca.key` in `dir`) for tests that need more than one identity. */
 export function makeTestCa(dir: string, name: string): CertFiles {
   const files = { cert: join(dir, `${name}-ca.pem`), key: join(dir, `${name}-ca.key`) };
-  execFileSync('openssl', ['req', '-x509', ...ecKey, '-keyout', files.key, '-out', files.cert, '-days', '2', '-subj', `/CN=${name} test CA`], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    ['req', '-x509', ...ecKey, '-keyout', files.key, '-out', files.cert, '-days', '2', '-subj', `/CN=${name} test CA`],
+    { stdio: 'pipe' },
+  );
   return files;
 }
 
@@ -57,7 +75,12 @@ export function makeTestCa(dir: string, name: string): CertFiles {
  * for peers whose cipher suites need an RSA server key (Flink's default `security.ssl.algorithms`
  * are TLS_ECDHE_RSA_* only).
  */
-export function issueCert(dir: string, ca: CertFiles, name: string, opts: { cn: string; use: 'server' | 'client' | 'server+client'; key?: 'ec' | 'rsa'; altNames?: string }): CertFiles {
+export function issueCert(
+  dir: string,
+  ca: CertFiles,
+  name: string,
+  opts: { cn: string; use: 'server' | 'client' | 'server+client'; key?: 'ec' | 'rsa'; altNames?: string },
+): CertFiles {
   const files = { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
   const csr = join(dir, `${name}.csr`);
   const ext = join(dir, `${name}.ext`);
@@ -66,6 +89,10 @@ export function issueCert(dir: string, ca: CertFiles, name: string, opts: { cn: 
   const altNames = opts.altNames ?? 'DNS:localhost,IP:127.0.0.1';
   const usage = { server: 'serverAuth', client: 'clientAuth', 'server+client': 'serverAuth,clientAuth' }[opts.use];
   writeFileSync(ext, `${opts.use === 'client' ? '' : `subjectAltName=${altNames}\n`}extendedKeyUsage=${usage}\n`);
-  execFileSync('openssl', ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', files.cert, '-days', '2', '-extfile', ext], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', files.cert, '-days', '2', '-extfile', ext],
+    { stdio: 'pipe' },
+  );
   return files;
 }

@@ -95,7 +95,11 @@ export class ZooKeeperServer {
 
   logTail(lines = 15): string {
     try {
-      return readFileSync(join(this.dir, 'log', 'zookeeper.console'), 'utf8').trim().split('\n').slice(-lines).join('\n');
+      return readFileSync(join(this.dir, 'log', 'zookeeper.console'), 'utf8')
+        .trim()
+        .split('\n')
+        .slice(-lines)
+        .join('\n');
     } catch {
       return '(no output)';
     }

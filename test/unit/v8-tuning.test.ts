@@ -20,7 +20,8 @@ describe('passedOnBodyBytes', () => {
     let minor = 0;
     const observer = new PerformanceObserver((list) => {
       // A gc entry's `detail` (its kind) is not in the PerformanceEntry type.
-      for (const e of list.getEntries() as (PerformanceEntry & { detail?: { kind?: number } })[]) if (e.detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR) minor++;
+      for (const e of list.getEntries() as (PerformanceEntry & { detail?: { kind?: number } })[])
+        if (e.detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR) minor++;
     });
     observer.observe({ entryTypes: ['gc'] });
     const base = process.memoryUsage().arrayBuffers;
@@ -45,11 +46,13 @@ describe('gateway.v8-tuning.enabled', () => {
   it('is on unless configured off, and documented with the rest of the options', () => {
     const registry = createRegistry();
     expect(registry.resolve(new Map()).get(v8Options.tuning)).toBe(true);
-    expect(registry.resolve(new Map([['gateway.v8-tuning.enabled', { value: 'false', source: 'test' }]])).get(v8Options.tuning)).toBe(false);
+    expect(registry.resolve(new Map([['gateway.v8-tuning.enabled', { value: 'false', source: 'test' }]])).get(v8Options.tuning)).toBe(
+      false,
+    );
     expect(registry.toMarkdown()).toContain('gateway.v8-tuning.enabled');
   });
 
-  it('leaves a flag given on node\'s command line as given, and sets the others', () => {
+  it("leaves a flag given on node's command line as given, and sets the others", () => {
     expect(() => tuneV8(['--heap-growing-percent=50'])).not.toThrow();
   });
 });

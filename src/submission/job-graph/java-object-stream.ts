@@ -153,7 +153,8 @@ class JavaObjectStreamReader {
   ) {}
 
   readFirst(): JavaValue {
-    if (this.buf.length < 4 || this.buf.readUInt16BE(0) !== STREAM_MAGIC) throw new JavaStreamError('not a Java serialisation stream (no 0xACED magic)', 0);
+    if (this.buf.length < 4 || this.buf.readUInt16BE(0) !== STREAM_MAGIC)
+      throw new JavaStreamError('not a Java serialisation stream (no 0xACED magic)', 0);
     if (this.buf.readUInt16BE(2) !== STREAM_VERSION) throw new JavaStreamError(`unsupported stream version ${this.buf.readUInt16BE(2)}`, 2);
     this.pos = 4;
     try {
@@ -249,7 +250,8 @@ class JavaObjectStreamReader {
   private reference(): JavaValue {
     const wire = this.i32();
     const index = wire - BASE_WIRE_HANDLE;
-    if (index < 0 || index >= this.handles.length) throw this.fail(`a reference to handle 0x${(wire >>> 0).toString(16)}, which does not exist`);
+    if (index < 0 || index >= this.handles.length)
+      throw this.fail(`a reference to handle 0x${(wire >>> 0).toString(16)}, which does not exist`);
     return this.handles[index]!;
   }
 
@@ -330,7 +332,8 @@ class JavaObjectStreamReader {
     else if (tc === TC_PROXYCLASSDESC) v = this.proxyDescBody();
     else if (tc === TC_REFERENCE) v = this.reference();
     else throw this.fail(`type code 0x${tc.toString(16)} where a class descriptor was expected`);
-    if (v === null || typeof v !== 'object' || v.kind !== 'classDesc') throw this.fail('a reference to something that is not a class descriptor, where one was expected');
+    if (v === null || typeof v !== 'object' || v.kind !== 'classDesc')
+      throw this.fail('a reference to something that is not a class descriptor, where one was expected');
     return v;
   }
 
@@ -340,7 +343,8 @@ class JavaObjectStreamReader {
     const desc: ClassDesc = { kind: 'classDesc', name, flags: 0, fields: [], superDesc: null };
     this.newHandle(desc);
     desc.flags = this.u8();
-    if ((desc.flags & SC_SERIALIZABLE) !== 0 && (desc.flags & SC_EXTERNALIZABLE) !== 0) throw this.fail(`class ${name} is flagged both Serializable and Externalizable`);
+    if ((desc.flags & SC_SERIALIZABLE) !== 0 && (desc.flags & SC_EXTERNALIZABLE) !== 0)
+      throw this.fail(`class ${name} is flagged both Serializable and Externalizable`);
     const count = this.u16();
     this.need(count * 3, `${count} field descriptors`);
     for (let i = 0; i < count; i++) {
@@ -363,7 +367,14 @@ class JavaObjectStreamReader {
   }
 
   private proxyDescBody(): ClassDesc {
-    const desc: ClassDesc = { kind: 'classDesc', name: '<proxy>', flags: SC_SERIALIZABLE, fields: [], superDesc: null, proxyInterfaces: [] };
+    const desc: ClassDesc = {
+      kind: 'classDesc',
+      name: '<proxy>',
+      flags: SC_SERIALIZABLE,
+      fields: [],
+      superDesc: null,
+      proxyInterfaces: [],
+    };
     this.newHandle(desc);
     const count = this.i32();
     this.need(count * 2, `${count} proxy interface names`);
@@ -380,7 +391,8 @@ class JavaObjectStreamReader {
     const chain: ClassDesc[] = [];
     for (let d: ClassDesc | null = desc; d; d = d.superDesc) {
       if (chain.includes(d)) throw this.fail(`the superclass chain of ${desc.name} loops`);
-      if (chain.length >= this.limits.maxClassChain) throw this.fail(`the superclass chain of ${desc.name} is longer than ${this.limits.maxClassChain}`);
+      if (chain.length >= this.limits.maxClassChain)
+        throw this.fail(`the superclass chain of ${desc.name} is longer than ${this.limits.maxClassChain}`);
       chain.push(d);
     }
     return chain;
@@ -417,7 +429,8 @@ class JavaObjectStreamReader {
       obj.classes.push(data);
       if ((d.flags & SC_EXTERNALIZABLE) !== 0) {
         // Protocol 1 externalizable data has no framing: only the class itself could read it.
-        if ((d.flags & SC_BLOCK_DATA) === 0) throw this.fail(`class ${d.name} is Externalizable in the old protocol, which only the class can read`);
+        if ((d.flags & SC_BLOCK_DATA) === 0)
+          throw this.fail(`class ${d.name} is Externalizable in the old protocol, which only the class can read`);
         data.annotations = this.annotations();
         continue;
       }
@@ -468,7 +481,8 @@ class JavaObjectStreamReader {
 
   private arrayBody(): JavaArray {
     const desc = this.classDesc();
-    if (!desc?.name.startsWith('[') || desc.name.length < 2) throw this.fail(`an array whose class ${desc?.name ?? 'null'} is not an array class`);
+    if (!desc?.name.startsWith('[') || desc.name.length < 2)
+      throw this.fail(`an array whose class ${desc?.name ?? 'null'} is not an array class`);
     const arr: JavaArray = { kind: 'array', className: desc.name, length: 0 };
     const handle = this.newHandle(arr);
     const length = this.i32();
@@ -525,7 +539,8 @@ export function decodeModifiedUtf8(bytes: Buffer, offset = 0): string {
     } else if ((a & 0xf0) === 0xe0) {
       const b = bytes[i + 1];
       const c = bytes[i + 2];
-      if (b === undefined || c === undefined || (b & 0xc0) !== 0x80 || (c & 0xc0) !== 0x80) throw new JavaStreamError('a malformed modified UTF-8 string', offset + i);
+      if (b === undefined || c === undefined || (b & 0xc0) !== 0x80 || (c & 0xc0) !== 0x80)
+        throw new JavaStreamError('a malformed modified UTF-8 string', offset + i);
       units.push(((a & 0x0f) << 12) | ((b & 0x3f) << 6) | (c & 0x3f));
       i += 3;
     } else {

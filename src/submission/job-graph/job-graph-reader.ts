@@ -105,15 +105,19 @@ function hex64(v: bigint): string {
 
 function configurationOf(v: JavaValue | undefined): { configuration: Record<string, string>; skippedKeys: string[] } {
   if (v === null || v === undefined) return { configuration: {}, skippedKeys: [] };
-  if (!isObject(v) || v.className !== CONFIGURATION_CLASS) throw new JobGraphUnreadableError(`its jobConfiguration is ${describe(v)}, not a ${CONFIGURATION_CLASS}`);
+  if (!isObject(v) || v.className !== CONFIGURATION_CLASS)
+    throw new JobGraphUnreadableError(`its jobConfiguration is ${describe(v)}, not a ${CONFIGURATION_CLASS}`);
   const map = fieldOf(v, 'confData');
-  if (!isObject(map) || map.className !== 'java.util.HashMap') throw new JobGraphUnreadableError(`its jobConfiguration's confData is ${describe(map)}, not a java.util.HashMap`);
+  if (!isObject(map) || map.className !== 'java.util.HashMap')
+    throw new JobGraphUnreadableError(`its jobConfiguration's confData is ${describe(map)}, not a java.util.HashMap`);
   // HashMap.writeObject: defaultWriteObject, then (block data) capacity and size, then key, value, ...
   const data = map.classes.find((c) => c.className === 'java.util.HashMap');
   const [head, ...entries] = data?.annotations ?? [];
-  if (!head || typeof head !== 'object' || head.kind !== 'block' || head.bytes.length < 8) throw new JobGraphUnreadableError("its jobConfiguration's HashMap has no size");
+  if (!head || typeof head !== 'object' || head.kind !== 'block' || head.bytes.length < 8)
+    throw new JobGraphUnreadableError("its jobConfiguration's HashMap has no size");
   const size = head.bytes.readInt32BE(4);
-  if (size < 0 || entries.length !== size * 2) throw new JobGraphUnreadableError(`its jobConfiguration's HashMap holds ${entries.length} values for ${size} entries`);
+  if (size < 0 || entries.length !== size * 2)
+    throw new JobGraphUnreadableError(`its jobConfiguration's HashMap holds ${entries.length} values for ${size} entries`);
   const configuration: Record<string, string> = {};
   const skippedKeys: string[] = [];
   for (let i = 0; i < entries.length; i += 2) {
@@ -126,7 +130,15 @@ function configurationOf(v: JavaValue | undefined): { configuration: Record<stri
   return { configuration, skippedKeys };
 }
 
-const BOXED: ReadonlySet<string> = new Set(['java.lang.Integer', 'java.lang.Long', 'java.lang.Boolean', 'java.lang.Float', 'java.lang.Double', 'java.lang.Short', 'java.lang.Byte']);
+const BOXED: ReadonlySet<string> = new Set([
+  'java.lang.Integer',
+  'java.lang.Long',
+  'java.lang.Boolean',
+  'java.lang.Float',
+  'java.lang.Double',
+  'java.lang.Short',
+  'java.lang.Byte',
+]);
 
 /**
  * A configuration value as text, as Flink's `ConfigurationUtils.convertToString` writes it: strings
@@ -149,7 +161,11 @@ function valueText(v: JavaValue | undefined, depth: number): string | undefined 
     const bytes = fieldOf(v, 'bytes');
     return typeof bytes === 'bigint' ? `${bytes} bytes` : undefined;
   }
-  if (v.className === 'java.util.ArrayList' || v.className === 'java.util.Arrays$ArrayList' || v.className.startsWith('java.util.ImmutableCollections$List')) {
+  if (
+    v.className === 'java.util.ArrayList' ||
+    v.className === 'java.util.Arrays$ArrayList' ||
+    v.className.startsWith('java.util.ImmutableCollections$List')
+  ) {
     const items = listItems(v);
     const texts = items?.map((item) => valueText(item, depth + 1));
     return texts?.every((t) => t !== undefined) ? texts.join(';') : undefined;
@@ -159,7 +175,8 @@ function valueText(v: JavaValue | undefined, depth: number): string | undefined 
 
 function floatText(className: string, value: number | bigint | boolean): string {
   // Java prints 1.0 for a whole double; a whole float/double reads back either way.
-  if ((className === 'java.lang.Double' || className === 'java.lang.Float') && typeof value === 'number' && Number.isInteger(value)) return value.toFixed(1);
+  if ((className === 'java.lang.Double' || className === 'java.lang.Float') && typeof value === 'number' && Number.isInteger(value))
+    return value.toFixed(1);
   return String(value);
 }
 

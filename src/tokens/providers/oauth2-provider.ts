@@ -60,9 +60,12 @@ export const oauth2ProviderOptionDefs = {
   scope: {
     key: providerKey(NAME, 'scope'),
     type: 'string',
-    check: (scope: string) => scopeTokens(scope).filter((t) => !SCOPE_TOKEN.test(t)).map((t) => `'${t}' is not a valid scope token`),
+    check: (scope: string) =>
+      scopeTokens(scope)
+        .filter((t) => !SCOPE_TOKEN.test(t))
+        .map((t) => `'${t}' is not a valid scope token`),
     section: SECTION,
-    description: 'Scope (space-separated) requested for jobs that do not ask for one. Unset = no `scope` parameter (the server\'s default).',
+    description: "Scope (space-separated) requested for jobs that do not ask for one. Unset = no `scope` parameter (the server's default).",
   },
   allowedScopes: {
     key: providerKey(NAME, 'allowed-scopes'),
@@ -87,7 +90,10 @@ export const oauth2ProviderOptions: OptionDef[] = Object.values(oauth2ProviderOp
 
 /** The client is configured as a whole or not at all. */
 export const oauth2ProviderRules: readonly ConfigRule[] = [
-  allOrNoneRule([oauth2ProviderOptionDefs.tokenEndpoint, oauth2ProviderOptionDefs.clientId, oauth2ProviderOptionDefs.clientSecret], 'the OAuth client'),
+  allOrNoneRule(
+    [oauth2ProviderOptionDefs.tokenEndpoint, oauth2ProviderOptionDefs.clientId, oauth2ProviderOptionDefs.clientSecret],
+    'the OAuth client',
+  ),
 ];
 
 /** One job's entry in the payload. */
@@ -170,7 +176,11 @@ export class OAuth2DelegationTokenProvider extends JobScopedProvider<JobState, S
       allowed: new PrincipalAllowList(o.allowedScopes ?? []),
       defaultTtlMs: o.defaultTtl ?? 3_600_000,
       timeoutMs: o.timeout ?? PROVIDER_TIMEOUT_DEFAULT_MS,
-      dispatcher: new Agent({ connections: 4, keepAliveTimeout: 10_000, ...(this.ca === undefined ? {} : { connect: { ca: trustedCa(this.ca) } }) }),
+      dispatcher: new Agent({
+        connections: 4,
+        keepAliveTimeout: 10_000,
+        ...(this.ca === undefined ? {} : { connect: { ca: trustedCa(this.ca) } }),
+      }),
     };
   }
 
@@ -298,7 +308,6 @@ function parseJsonObject(text: string): Record<string, unknown> | undefined {
     return undefined;
   }
 }
-
 
 /** The `oauth2` provider for the composition root. */
 export const oauth2TokenProvider: BuiltInTokenProvider = {

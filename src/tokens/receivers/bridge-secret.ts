@@ -29,16 +29,21 @@ export class BridgeSecret {
       writeFileSync(path, `${randomBytes(32).toString('base64url')}\n`, { flag: 'wx', mode: 0o600 });
       created = true;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`cannot create the token bridge secret file ${path}: ${(err as Error).message}`);
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new Error(`cannot create the token bridge secret file ${path}: ${(err as Error).message}`);
     }
     // A secret someone else planted would let them call the bridge: it must be the gateway's own.
     const planted = foreignFileProblem(lstatSync(path));
-    if (planted !== undefined) throw new Error(`the token bridge secret file ${path} ${planted}; remove it and the gateway creates a new one`);
+    if (planted !== undefined)
+      throw new Error(`the token bridge secret file ${path} ${planted}; remove it and the gateway creates a new one`);
     secret.reload(true);
     const mode = statSync(path).mode & 0o777;
     if (created) log.info({ path }, 'token bridge secret file created');
     else if ((mode & 0o077) !== 0) {
-      log.warn({ path, mode: mode.toString(8) }, 'the token bridge secret file is readable by group or others; restrict it to its owner (chmod 600)');
+      log.warn(
+        { path, mode: mode.toString(8) },
+        'the token bridge secret file is readable by group or others; restrict it to its owner (chmod 600)',
+      );
     }
     return secret;
   }

@@ -31,11 +31,17 @@ const CASES: [string, Hostile][] = [
   ['chunk data longer than its size', { head: CHUNKED, body: '5\r\nhello, world\r\n0\r\n\r\n', end: false }],
   ['a chunk not followed by CRLF', { head: CHUNKED, body: '5\r\nhello\n0\r\n\r\n', end: false }],
   ['a trailer field ended by a bare LF', { head: CHUNKED, body: '5\r\nhello\r\n0\r\nX-T: 1\n\r\n', end: false }],
-  ['trailer fields over 16 KiB', { head: CHUNKED, body: `5\r\nhello\r\n0\r\n${`X-T: ${'t'.repeat(1000)}\r\n`.repeat(20)}\r\n`, end: false }],
+  [
+    'trailer fields over 16 KiB',
+    { head: CHUNKED, body: `5\r\nhello\r\n0\r\n${`X-T: ${'t'.repeat(1000)}\r\n`.repeat(20)}\r\n`, end: false },
+  ],
   ['a malformed trailer field', { head: CHUNKED, body: '5\r\nhello\r\n0\r\nNoColon\r\n\r\n', end: false }],
   ['a Content-Length among the trailers', { head: CHUNKED, body: '5\r\nhello\r\n0\r\nContent-Length: 5\r\n\r\n', end: false }],
   ['a malformed chunk extension', { head: CHUNKED, body: '5;a=b c\r\nhello\r\n0\r\n\r\n', end: false }],
-  ['both framings in the head', { head: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n', body: '5\r\nhello\r\n0\r\n\r\n', end: false }],
+  [
+    'both framings in the head',
+    { head: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n', body: '5\r\nhello\r\n0\r\n\r\n', end: false },
+  ],
   ['a close inside a chunk-size line', { head: CHUNKED, body: '5\r\nhello\r\n1', end: true }],
   ['a close inside chunk data', { head: CHUNKED, body: '10\r\nhello', end: true }],
   ['a close before the chunk CRLF', { head: CHUNKED, body: '5\r\nhello', end: true }],
@@ -127,7 +133,10 @@ describe('a hostile origin behind a fetch by URI (real gateway, raw node:net ori
   }
 
   function expectFetchError(r: { status: number; body: Record<string, unknown> }) {
-    expect({ status: r.status, body: r.body }).toEqual({ status: 502, body: { errors: [expect.stringMatching(/^GW_FETCH_UNAVAILABLE: /)] } });
+    expect({ status: r.status, body: r.body }).toEqual({
+      status: 502,
+      body: { errors: [expect.stringMatching(/^GW_FETCH_UNAVAILABLE: /)] },
+    });
   }
 
   /** Since log line `from`: nothing at error level, no stack. */
@@ -151,7 +160,10 @@ describe('a hostile origin behind a fetch by URI (real gateway, raw node:net ori
   it('a run by URI (operator path) from an origin whose malformed chunk-size line comes with the head → 502 GW_FETCH_UNAVAILABLE, nothing runs', async () => {
     const runs = jm.runs.length;
     const from = gw.logs.length;
-    const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, { jobId: newJobId(), flinkConfiguration: { 'user.artifacts.job-jar': serve(CASES[0]![1], false) } });
+    const r = await json('POST', `${gw.url}/v1/jars/${placeholder}/run`, {
+      jobId: newJobId(),
+      flinkConfiguration: { 'user.artifacts.job-jar': serve(CASES[0]![1], false) },
+    });
     expectFetchError(r);
     expect(jm.runs.length).toBe(runs);
     expectNothingAtErrorLevel(from);

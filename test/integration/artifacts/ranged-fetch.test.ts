@@ -42,7 +42,11 @@ describe('parallel ranged reads (HTTP origin)', () => {
     origin = await startHttpOrigin({ files: { '/app.jar': jar }, onRequest: (r) => hook?.(r) });
     const raw = new Map<string, RawEntry>([['user.artifacts.raw-http-enabled', { value: 'true', source: 'test' }]]);
     const config = new OptionsRegistry(httpPlugin.options, httpPlugin.rules).resolve(raw);
-    plugins = new PluginRegistry([httpPlugin], () => ({ config, log: pino({ level: 'silent' }), guard: createConnectGuard({ enabled: true, allowed: [`127.0.0.1:${origin.port}`] }) }));
+    plugins = new PluginRegistry([httpPlugin], () => ({
+      config,
+      log: pino({ level: 'silent' }),
+      guard: createConnectGuard({ enabled: true, allowed: [`127.0.0.1:${origin.port}`] }),
+    }));
     fs = plugins.fileSystemFor('http')!;
   });
   afterAll(async () => {
@@ -92,7 +96,9 @@ describe('parallel ranged reads (HTTP origin)', () => {
     const etag = `"${createHash('sha1').update(jar).digest('hex')}"`;
     expect(new Set(gets.map((r) => r.headers['if-match']))).toEqual(new Set([etag]));
     // The parts tile the object exactly: whole rounds, the last one of parts a quarter the size.
-    const asked = gets.map((r) => /^bytes=(\d+)-(\d+)$/.exec(r.headers.range!)!.slice(1).map(Number) as [number, number]).sort((a, b) => a[0] - b[0]);
+    const asked = gets
+      .map((r) => /^bytes=(\d+)-(\d+)$/.exec(r.headers.range!)!.slice(1).map(Number) as [number, number])
+      .sort((a, b) => a[0] - b[0]);
     expect(asked.map(([start, end]) => ({ start, end: end + 1 }))).toEqual(parts(jar.length));
     expect(asked.at(-1)![1] + 1).toBe(jar.length);
     for (let i = 1; i < asked.length; i++) expect(asked[i]![0]).toBe(asked[i - 1]![1] + 1);
@@ -120,7 +126,10 @@ describe('parallel ranged reads (HTTP origin)', () => {
     hook = (r) => {
       if (r.headers.range !== undefined && ++n === 4) origin.replace('/app.jar', other);
     };
-    const err = await f.fetch(`${origin.url}/app.jar`).then(() => undefined, (e: unknown) => e as { code?: string; message: string });
+    const err = await f.fetch(`${origin.url}/app.jar`).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string },
+    );
     expect(err?.code).toBe('GW_FETCH_CHANGED');
     expect(err?.message).toContain(`${origin.url}/app.jar changed while it was being read`);
     expect(await readdir(cache.tmpDir)).toEqual([]);
@@ -144,14 +153,21 @@ describe('parallel ranged reads (HTTP origin)', () => {
     origin.breakNextRanges(1);
     const file = join(dir, 'x.part');
     const stat = await fs.stat(new URL(`${origin.url}/app.jar`), AbortSignal.timeout(10_000));
-    const err = await downloadTo(fs, new URL(`${origin.url}/app.jar`), file, { signal: AbortSignal.timeout(10_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4 }, rangeRetries: 0 }).then(
+    const err = await downloadTo(fs, new URL(`${origin.url}/app.jar`), file, {
+      signal: AbortSignal.timeout(10_000),
+      maxBytes: 1 << 30,
+      onProgress: () => undefined,
+      stat,
+      parallel: { partSize: PART, concurrency: 4 },
+      rangeRetries: 0,
+    }).then(
       () => undefined,
       (e: unknown) => e as { code?: string },
     );
     expect(err?.code).toBe('GW_FETCH_UNAVAILABLE');
   });
 
-  it('cancellation stops every range promptly with the caller\'s reason', async () => {
+  it("cancellation stops every range promptly with the caller's reason", async () => {
     const plan = parts(jar.length);
     origin.stallRangesFrom(plan[2]!.start);
     const stat = await fs.stat(new URL(`${origin.url}/app.jar`), AbortSignal.timeout(10_000));
@@ -160,7 +176,13 @@ describe('parallel ranged reads (HTTP origin)', () => {
       if (r.headers.range?.startsWith(`bytes=${plan[3]!.start}-`)) setTimeout(() => ac.abort(new Error('cancelled by the test')), 50);
     };
     const progress: number[] = [];
-    const err = await downloadTo(fs, new URL(`${origin.url}/app.jar`), join(dir, 'y.part'), { signal: ac.signal, maxBytes: 1 << 30, onProgress: (b) => progress.push(b), stat, parallel: { partSize: PART, concurrency: 4 } }).then(
+    const err = await downloadTo(fs, new URL(`${origin.url}/app.jar`), join(dir, 'y.part'), {
+      signal: ac.signal,
+      maxBytes: 1 << 30,
+      onProgress: (b) => progress.push(b),
+      stat,
+      parallel: { partSize: PART, concurrency: 4 },
+    }).then(
       () => undefined,
       (e: unknown) => e as Error,
     );
@@ -179,7 +201,14 @@ describe('parallel ranged reads (HTTP origin)', () => {
         },
       });
     const stat = await fs.stat(new URL(`${origin.url}/app.jar`), AbortSignal.timeout(10_000));
-    const r = await downloadTo(fs, new URL(`${origin.url}/app.jar`), join(dir, 't.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4 }, tee });
+    const r = await downloadTo(fs, new URL(`${origin.url}/app.jar`), join(dir, 't.part'), {
+      signal: AbortSignal.timeout(30_000),
+      maxBytes: 1 << 30,
+      onProgress: () => undefined,
+      stat,
+      parallel: { partSize: PART, concurrency: 4 },
+      tee,
+    });
     expect(r.parts).toBeGreaterThan(1);
     expect(Buffer.concat(chunks).equals(jar)).toBe(true);
     expect(r.sha256).toBe(sha(jar));
@@ -195,22 +224,52 @@ describe('parallel ranged reads (HTTP origin)', () => {
 
     it('fast enough alone: the first part, then the rest of the object in one more request, pinned and digested once', async () => {
       const stat = await fs.stat(url(), AbortSignal.timeout(10_000));
-      const r = await downloadTo(fs, url(), join(dir, 'one.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, clock: stillClock });
-      expect({ sha256: r.sha256, size: r.size, parts: r.parts, atOnce: r.atOnce }).toEqual({ sha256: sha(jar), size: jar.length, parts: 2, atOnce: 1 });
+      const r = await downloadTo(fs, url(), join(dir, 'one.part'), {
+        signal: AbortSignal.timeout(30_000),
+        maxBytes: 1 << 30,
+        onProgress: () => undefined,
+        stat,
+        parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 },
+        clock: stillClock,
+      });
+      expect({ sha256: r.sha256, size: r.size, parts: r.parts, atOnce: r.atOnce }).toEqual({
+        sha256: sha(jar),
+        size: jar.length,
+        parts: 2,
+        atOnce: 1,
+      });
       const first = parts(jar.length)[0]!;
-      expect(asked()).toEqual([[0, first.end - 1], [first.end, jar.length - 1]]);
+      expect(asked()).toEqual([
+        [0, first.end - 1],
+        [first.end, jar.length - 1],
+      ]);
       expect(new Set(ranged().map((q) => q.headers['if-match']))).toEqual(new Set([`"${stat.etag}"`]));
     });
 
     it('too slow alone: the other requests start, and the object is read in the planned parts', async () => {
       const stat = await fs.stat(url(), AbortSignal.timeout(10_000));
-      const r = await downloadTo(fs, url(), join(dir, 'many.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, clock: crawling });
-      expect({ sha256: r.sha256, parts: r.parts, atOnce: r.atOnce }).toEqual({ sha256: sha(jar), parts: parts(jar.length).length, atOnce: 4 });
-      expect(asked().map(([s, e]) => ({ start: s, end: e + 1 })).sort((a, b) => a.start - b.start)).toEqual(parts(jar.length));
+      const r = await downloadTo(fs, url(), join(dir, 'many.part'), {
+        signal: AbortSignal.timeout(30_000),
+        maxBytes: 1 << 30,
+        onProgress: () => undefined,
+        stat,
+        parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 },
+        clock: crawling,
+      });
+      expect({ sha256: r.sha256, parts: r.parts, atOnce: r.atOnce }).toEqual({
+        sha256: sha(jar),
+        parts: parts(jar.length).length,
+        atOnce: 4,
+      });
+      expect(
+        asked()
+          .map(([s, e]) => ({ start: s, end: e + 1 }))
+          .sort((a, b) => a.start - b.start),
+      ).toEqual(parts(jar.length));
       expect(asked()[0]![0]).toBe(0); // the first request went alone
     });
 
-    it('a hand-off\'s tee that holds the first request back: the gateway is the limit, not the link, and the object is read in one stream', async () => {
+    it("a hand-off's tee that holds the first request back: the gateway is the limit, not the link, and the object is read in one stream", async () => {
       // The first part (2.5 MiB) is larger than its writer's buffer (2 MiB). The tee takes its
       // first chunk only after 200 ms, so the body is paused by backpressure inside the window.
       // The rate cannot be reached (1 TiB/s), and each look at the clock is 1 ms after the last
@@ -236,19 +295,34 @@ describe('parallel ranged reads (HTTP origin)', () => {
         });
       const u = new URL(`${origin.url}/big.jar`);
       const stat = await fs.stat(u, AbortSignal.timeout(10_000));
-      const r = await downloadTo(fs, u, join(dir, 'held.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: 4 * 1024 * 1024, concurrency: 2, loneStreamRate: 1024 ** 4 }, tee, clock: inWindow });
+      const r = await downloadTo(fs, u, join(dir, 'held.part'), {
+        signal: AbortSignal.timeout(30_000),
+        maxBytes: 1 << 30,
+        onProgress: () => undefined,
+        stat,
+        parallel: { partSize: 4 * 1024 * 1024, concurrency: 2, loneStreamRate: 1024 ** 4 },
+        tee,
+        clock: inWindow,
+      });
       expect({ sha256: r.sha256, parts: r.parts, atOnce: r.atOnce }).toEqual({ sha256: sha(big), parts: 2, atOnce: 1 });
       expect(Buffer.concat(chunks).equals(big)).toBe(true);
     });
 
-    it('cancelled while the first request is still being judged: nothing else starts, the caller\'s reason comes back', async () => {
+    it("cancelled while the first request is still being judged: nothing else starts, the caller's reason comes back", async () => {
       origin.stallRangesFrom(0);
       const stat = await fs.stat(url(), AbortSignal.timeout(10_000));
       const ac = new AbortController();
       hook = (q) => {
         if (q.headers.range !== undefined) setTimeout(() => ac.abort(new Error('cancelled by the test')), 50);
       };
-      const err = await downloadTo(fs, url(), join(dir, 'c.part'), { signal: ac.signal, maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 3 }, clock: stillClock }).then(
+      const err = await downloadTo(fs, url(), join(dir, 'c.part'), {
+        signal: ac.signal,
+        maxBytes: 1 << 30,
+        onProgress: () => undefined,
+        stat,
+        parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 3 },
+        clock: stillClock,
+      }).then(
         () => undefined,
         (e: unknown) => e as Error,
       );
@@ -262,7 +336,15 @@ describe('parallel ranged reads (HTTP origin)', () => {
       const stat = await fs.stat(url(), AbortSignal.timeout(10_000));
       // The retry's back-off (200 ms) sleeps on the injected clock: time stands still until the test moves it.
       const clock = new ManualClock();
-      const download = downloadTo(fs, url(), join(dir, 'r.part'), { signal: AbortSignal.timeout(30_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 }, rangeRetries: 1, clock });
+      const download = downloadTo(fs, url(), join(dir, 'r.part'), {
+        signal: AbortSignal.timeout(30_000),
+        maxBytes: 1 << 30,
+        onProgress: () => undefined,
+        stat,
+        parallel: { partSize: PART, concurrency: 4, loneStreamRate: 1024 ** 2 },
+        rangeRetries: 1,
+        clock,
+      });
       await eventually(() => clock.pending().includes(200), 'the range retry back-off on the injected clock', 20_000, 10);
       await clock.advance(200);
       const r = await download;
@@ -274,14 +356,26 @@ describe('parallel ranged reads (HTTP origin)', () => {
   it('a weak ETag is not a pin: the object is read in one stream', async () => {
     const stat = await fs.stat(new URL(`${origin.url}/weak/app.jar`), AbortSignal.timeout(10_000));
     expect(stat.pinnedRanges).toBeUndefined();
-    const r = await downloadTo(fs, new URL(`${origin.url}/weak/app.jar`), join(dir, 'w.part'), { signal: AbortSignal.timeout(10_000), maxBytes: 1 << 30, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4 } });
+    const r = await downloadTo(fs, new URL(`${origin.url}/weak/app.jar`), join(dir, 'w.part'), {
+      signal: AbortSignal.timeout(10_000),
+      maxBytes: 1 << 30,
+      onProgress: () => undefined,
+      stat,
+      parallel: { partSize: PART, concurrency: 4 },
+    });
     expect({ parts: r.parts, sha256: r.sha256 }).toEqual({ parts: 1, sha256: sha(jar) });
     expect(ranged()).toHaveLength(0);
   });
 
   it('the size limit holds before any range is asked for', async () => {
     const stat = await fs.stat(new URL(`${origin.url}/app.jar`), AbortSignal.timeout(10_000));
-    const err = await downloadTo(fs, new URL(`${origin.url}/app.jar`), join(dir, 'z.part'), { signal: AbortSignal.timeout(10_000), maxBytes: jar.length - 1, onProgress: () => undefined, stat, parallel: { partSize: PART, concurrency: 4 } }).then(
+    const err = await downloadTo(fs, new URL(`${origin.url}/app.jar`), join(dir, 'z.part'), {
+      signal: AbortSignal.timeout(10_000),
+      maxBytes: jar.length - 1,
+      onProgress: () => undefined,
+      stat,
+      parallel: { partSize: PART, concurrency: 4 },
+    }).then(
       () => undefined,
       (e: unknown) => e as { code?: string },
     );

@@ -22,24 +22,38 @@ describe('credentials from gateway.secrets.dir', () => {
 
   beforeAll(async () => {
     s3 = await startS3Server({ keys: { AKIDROT: secret }, buckets: ['jars'] });
-    await putObject(s3.url, { accessKeyId: 'AKIDROT', secretAccessKey: secret }, 'jars', 'app.jar', buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' }));
+    await putObject(
+      s3.url,
+      { accessKeyId: 'AKIDROT', secretAccessKey: secret },
+      'jars',
+      'app.jar',
+      buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n' }),
+    );
     jm = await startOrigin((req, res) => {
       req.resume();
-      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ filename: '/x/flink-web-upload/abc_app.jar', status: 'success' })));
+      req.on('end', () =>
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ filename: '/x/flink-web-upload/abc_app.jar', status: 'success' })),
+      );
     });
     dir = mkdtempSync(join(tmpdir(), 'gw-secrets-'));
     writeFileSync(join(dir, 's3.access-key'), 'AKIDROT\n');
     writeFileSync(join(dir, 's3.secret-key'), 'the-old-secret\n');
-    gw = await startGateway(jm.url, {
-      'web.submit.jar-uri.enable': 'true',
-      'gateway.artifacts.allowed-schemes': 's3',
-      'gateway.artifacts.handoff': 'upload',
-      'gateway.secrets.dir': dir,
-      'gateway.secrets.poll-interval': '100 ms',
-      's3.endpoint': s3.url,
-      's3.path.style.access': 'true',
-      'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${s3.port}`,
-    }, [s3Plugin]);
+    gw = await startGateway(
+      jm.url,
+      {
+        'web.submit.jar-uri.enable': 'true',
+        'gateway.artifacts.allowed-schemes': 's3',
+        'gateway.artifacts.handoff': 'upload',
+        'gateway.secrets.dir': dir,
+        'gateway.secrets.poll-interval': '100 ms',
+        's3.endpoint': s3.url,
+        's3.path.style.access': 'true',
+        'gateway.artifacts.restricted-hosts.allowed': `127.0.0.1:${s3.port}`,
+      },
+      [s3Plugin],
+    );
   }, 60_000);
 
   afterAll(async () => {

@@ -34,7 +34,7 @@ describe('bearer-token authentication', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('refuses a request without a valid token with 401 in Flink\'s envelope', async () => {
+  it("refuses a request without a valid token with 401 in Flink's envelope", async () => {
     for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 'Basic Y2k6dG9r' }]) {
       const r = await supertest(gw.app).get('/v1/jobs/overview').set(headers);
       expect(r.status).toBe(401);
@@ -55,7 +55,7 @@ describe('bearer-token authentication', () => {
     expect(logs).not.toContain('tok-ci-123');
   });
 
-  it('keeps health, readiness and GET /config (the operator\'s startup probe) open', async () => {
+  it("keeps health, readiness and GET /config (the operator's startup probe) open", async () => {
     for (const path of ['/gateway/v1/health', '/config', '/v1/config']) {
       expect({ path, status: (await supertest(gw.app).get(path)).status }).toEqual({ path, status: 200 });
     }
@@ -104,29 +104,92 @@ describe('bearer-token authentication', () => {
 
 describe('exposure rule and mutual TLS (the CLI)', () => {
   it('refuses to start on a non-loopback address with jar URIs on and no authentication', async () => {
-    const r = await runProcess(process.execPath, [bin, '-Drest.bind-address=0.0.0.0', '-Dweb.submit.jar-uri.enable=true', '-Dgateway.cluster.rest-url=http://127.0.0.1:9'], { timeoutMs: PROCESS_TIMEOUT_MS });
+    const r = await runProcess(
+      process.execPath,
+      [bin, '-Drest.bind-address=0.0.0.0', '-Dweb.submit.jar-uri.enable=true', '-Dgateway.cluster.rest-url=http://127.0.0.1:9'],
+      { timeoutMs: PROCESS_TIMEOUT_MS },
+    );
     expect(r.status).toBe(2);
     // The header line with the code, then the one problem.
     expect(r.stderr.trim().split('\n')).toHaveLength(2);
-    expect(r.stderr).toMatch(/^flink-jar-gateway: GW_CONFIG_INVALID: .*\n {2}- rest\.bind-address \(from -D\): refusing to start: .*gateway\.auth\.tokens-file/);
+    expect(r.stderr).toMatch(
+      /^flink-jar-gateway: GW_CONFIG_INVALID: .*\n {2}- rest\.bind-address \(from -D\): refusing to start: .*gateway\.auth\.tokens-file/,
+    );
   });
 
-  it('serves HTTPS and takes the client certificate\'s CN as the principal', async () => {
+  it("serves HTTPS and takes the client certificate's CN as the principal", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gw-mtls-'));
     const ossl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-    ossl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=test-ca');
-    for (const [name, subj, ext] of [['server', '/CN=localhost', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], ['client', '/CN=flink-operator', 'extendedKeyUsage=clientAuth']] as const) {
-      ossl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj);
+    ossl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.pem',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=test-ca',
+    );
+    for (const [name, subj, ext] of [
+      ['server', '/CN=localhost', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
+      ['client', '/CN=flink-operator', 'extendedKeyUsage=clientAuth'],
+    ] as const) {
+      ossl(
+        'req',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        `${name}.key`,
+        '-out',
+        `${name}.csr`,
+        '-subj',
+        subj,
+      );
       writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
-      ossl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
+      ossl(
+        'x509',
+        '-req',
+        '-in',
+        `${name}.csr`,
+        '-CA',
+        'ca.pem',
+        '-CAkey',
+        'ca.key',
+        '-CAcreateserial',
+        '-out',
+        `${name}.pem`,
+        '-days',
+        '2',
+        '-extfile',
+        `${name}.ext`,
+      );
     }
     const jm = await startOrigin((_req, res) => res.end('{}'));
-    const gw = await startGatewayProcess([`-Dgateway.cluster.rest-url=${jm.url}`, '-Drest.port=0', `-Dgateway.tls.cert=${join(dir, 'server.pem')}`, `-Dgateway.tls.key=${join(dir, 'server.key')}`, `-Dgateway.tls.client-ca=${join(dir, 'ca.pem')}`, '-Dgateway.log.level=debug']);
+    const gw = await startGatewayProcess([
+      `-Dgateway.cluster.rest-url=${jm.url}`,
+      '-Drest.port=0',
+      `-Dgateway.tls.cert=${join(dir, 'server.pem')}`,
+      `-Dgateway.tls.key=${join(dir, 'server.key')}`,
+      `-Dgateway.tls.client-ca=${join(dir, 'ca.pem')}`,
+      '-Dgateway.log.level=debug',
+    ]);
     const url = gw.url;
     try {
       expect(url).toMatch(/^https:/);
       const ca = readFileSync(join(dir, 'ca.pem'), 'utf8');
-      const withCert = new Agent({ connect: { ca, cert: readFileSync(join(dir, 'client.pem')), key: readFileSync(join(dir, 'client.key')) } });
+      const withCert = new Agent({
+        connect: { ca, cert: readFileSync(join(dir, 'client.pem')), key: readFileSync(join(dir, 'client.key')) },
+      });
       const ok = await request(`${url}/v1/overview`, { dispatcher: withCert });
       expect(ok.statusCode).toBe(200);
       await ok.body.dump();

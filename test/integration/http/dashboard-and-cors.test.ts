@@ -54,7 +54,8 @@ describe('the dashboard configuration and CORS as the JobManager sets them', () 
 
   it('says features.web-submit: false to a principal that may not submit, and to everyone under fetched-only', async () => {
     const gw = await start({ 'gateway.auth.tokens-file': join(dir, 'tokens'), 'gateway.auth.permission.submit': 'token:alice' });
-    const features = async (g: TestGateway, headers: Record<string, string>) => (await json('GET', `${g.url}/config`, undefined, headers)).body.features as Record<string, unknown>;
+    const features = async (g: TestGateway, headers: Record<string, string>) =>
+      (await json('GET', `${g.url}/config`, undefined, headers)).body.features as Record<string, unknown>;
     expect(await features(gw, alice)).toMatchObject({ 'web-submit': true, 'web-cancel': true });
     expect(await features(gw, bob)).toMatchObject({ 'web-submit': false, 'web-cancel': true });
     // The operator's start-up probe: no credentials, still answered, and never offered a submit page.

@@ -10,7 +10,13 @@ const MiB = 1024 * 1024;
  * nothing until it has written everything (as a client that writes its request before it reads
  * the answer). `written`: bytes the socket took before it failed, if it did.
  */
-function writeThenRead(port: number, path: string, size: number, piece: number, everyMs: number): Promise<{ answer: string; written: number; writeFailed: boolean }> {
+function writeThenRead(
+  port: number,
+  path: string,
+  size: number,
+  piece: number,
+  everyMs: number,
+): Promise<{ answer: string; written: number; writeFailed: boolean }> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
     let written = 0;

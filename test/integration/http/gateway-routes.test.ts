@@ -62,7 +62,7 @@ describe('gateway routes and the error envelope (supertest, in-process)', () => 
     expect(r.text).toMatch(/^# HELP /m);
   });
 
-  it('unknown jar routes, bad jar ids and non-canonical paths are refused in Flink\'s envelope', async () => {
+  it("unknown jar routes, bad jar ids and non-canonical paths are refused in Flink's envelope", async () => {
     // A code-running route by name with another method is the gateway's 404 (routes it does not know pass through).
     expectEnvelope(await request(gw.app).get('/jars/x.jar/run'), 404, 'GW_ROUTE_NOT_FOUND');
     expectEnvelope(await request(gw.app).post('/jars/%2e%2e/run').send({}), 400, 'GW_JAR_ID_INVALID');

@@ -23,7 +23,10 @@ describe('who owns which /jars route', () => {
   beforeAll(async () => {
     jm = await startFakeJobManager();
     dir = mkdtempSync(join(tmpdir(), 'gw-jar-routes-'));
-    writeFileSync(join(dir, 'app.jar'), buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n', 'a/B.class': Buffer.from('cafebabe', 'hex') }));
+    writeFileSync(
+      join(dir, 'app.jar'),
+      buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n', 'a/B.class': Buffer.from('cafebabe', 'hex') }),
+    );
     writeTokensFile(join(dir, 'tokens'), { alice: 'tok-alice', bob: 'tok-bob' });
     gw = await startGateway(
       jm.url,
@@ -78,7 +81,11 @@ describe('who owns which /jars route', () => {
     expect(alias.headers.link).toBe('</gateway/v1/jars/fetch>; rel="successor-version"');
     // An error on the alias says so too.
     const bad = await json('POST', `${gw.url}/jars/fetch`, {}, alice);
-    expect({ status: bad.status, code: errorCode(bad), deprecation: bad.headers.deprecation }).toEqual({ status: 400, code: 'GW_REQUEST_MALFORMED', deprecation: '@1796515200' });
+    expect({ status: bad.status, code: errorCode(bad), deprecation: bad.headers.deprecation }).toEqual({
+      status: 400,
+      code: 'GW_REQUEST_MALFORMED',
+      deprecation: '@1796515200',
+    });
     for (const r of [home, alias]) expect(jm.jars.has(String(r.body.filename).split('/').pop()!)).toBe(true);
   });
 

@@ -40,14 +40,22 @@ describe('run and plan bodies are bounded', () => {
   };
 
   it('a declared 90 MB body is refused with 413 before it is read; chunked ones once past the limit', async () => {
-    const declared = await request(`${gw.url}/v1/jars/x.jar/run`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(90 * 1024 ** 2) }, body: lazyBody(90 * 1024 ** 2) }).catch((e: Error) => e);
+    const declared = await request(`${gw.url}/v1/jars/x.jar/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': String(90 * 1024 ** 2) },
+      body: lazyBody(90 * 1024 ** 2),
+    }).catch((e: Error) => e);
     if (!(declared instanceof Error)) {
       expect(declared.statusCode).toBe(413);
       await declared.body.dump();
     }
     const chunked = await Promise.all(
       [1, 2].map(() =>
-        request(`${gw.url}/v1/jars/x.jar/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: lazyBody(90 * 1024 ** 2) }).then(
+        request(`${gw.url}/v1/jars/x.jar/run`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: lazyBody(90 * 1024 ** 2),
+        }).then(
           async (r) => {
             await r.body.dump();
             return r.statusCode;

@@ -53,7 +53,11 @@ describe('pass-through to the JobManager (a real node:http origin standing in fo
           })();
           return;
         }
-        res.writeHead(req.url === '/missing' ? 404 : 200, { 'content-type': 'application/json; charset=UTF-8', 'x-flink': 'yes', 'set-cookie': ['a=1', 'b=2'] });
+        res.writeHead(req.url === '/missing' ? 404 : 200, {
+          'content-type': 'application/json; charset=UTF-8',
+          'x-flink': 'yes',
+          'set-cookie': ['a=1', 'b=2'],
+        });
         res.end(JSON.stringify({ method: req.method, url: req.url, bytes }));
       });
     });
@@ -66,7 +70,11 @@ describe('pass-through to the JobManager (a real node:http origin standing in fo
   });
 
   it.each(['GET', 'POST', 'PATCH', 'DELETE', 'PUT'])('forwards %s with path, query, status and the headers Flink reads', async (method) => {
-    const res = await request(`${gw.url}/v1/jobs/abc?mode=cancel&x=%2F`, { method: method as 'GET', body: method === 'GET' ? null : '{"a":1}', headers: { 'x-custom': 'v', 'content-type': 'application/json' } });
+    const res = await request(`${gw.url}/v1/jobs/abc?mode=cancel&x=%2F`, {
+      method: method as 'GET',
+      body: method === 'GET' ? null : '{"a":1}',
+      headers: { 'x-custom': 'v', 'content-type': 'application/json' },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-flink']).toBe('yes');
     expect(res.headers['set-cookie']).toEqual(['a=1', 'b=2']);
@@ -124,14 +132,17 @@ describe('pass-through to the JobManager (a real node:http origin standing in fo
       }
     }
     expect(received).toBe(GiB);
-    expect({ heldUpMiB: Math.round(heldUp / 2 ** 20), heldDownMiB: Math.round(heldDown! / 2 ** 20) }).toEqual({ heldUpMiB: expect.any(Number), heldDownMiB: expect.any(Number) });
+    expect({ heldUpMiB: Math.round(heldUp / 2 ** 20), heldDownMiB: Math.round(heldDown! / 2 ** 20) }).toEqual({
+      heldUpMiB: expect.any(Number),
+      heldDownMiB: expect.any(Number),
+    });
     expect(heldUp).toBeLessThan(64 * 1024 * 1024);
     expect(heldDown!).toBeLessThan(64 * 1024 * 1024);
   }, 180_000);
 });
 
 describe('pass-through when the JobManager is unreachable', () => {
-  it('answers 503 in Flink\'s envelope', async () => {
+  it("answers 503 in Flink's envelope", async () => {
     // Reserve a port, then close it, so nothing listens there.
     const port = await new Promise<number>((resolve) => {
       const s = createServer().listen(0, '127.0.0.1', () => {
@@ -146,7 +157,9 @@ describe('pass-through when the JobManager is unreachable', () => {
       expect(res.headers['content-type']).toBe('application/json; charset=UTF-8');
       const body = (await res.body.json()) as { errors: string[] };
       expect(Object.keys(body)).toEqual(['errors']);
-      expect(body.errors[0]).toMatch(/^GW_CLUSTER_UNAVAILABLE: The JobManager at http:\/\/127\.0\.0\.1:\d+ is not reachable \(ECONNREFUSED\)/);
+      expect(body.errors[0]).toMatch(
+        /^GW_CLUSTER_UNAVAILABLE: The JobManager at http:\/\/127\.0\.0\.1:\d+ is not reachable \(ECONNREFUSED\)/,
+      );
       // The gateway keeps serving.
       expect((await request(`${gw.url}/gateway/v1/health`)).statusCode).toBe(200);
     } finally {

@@ -40,7 +40,11 @@ function chunkedUpload(port: number, total: number, stopOnAnswer = false): Promi
       'POST /jars/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n' +
         `Content-Type: multipart/form-data; boundary=${boundary}\r\n\r\n`,
     );
-    socket.write(frame(`--${boundary}\r\nContent-Disposition: form-data; name="jarfile"; filename="big.jar"\r\nContent-Type: application/java-archive\r\n\r\n`));
+    socket.write(
+      frame(
+        `--${boundary}\r\nContent-Disposition: form-data; name="jarfile"; filename="big.jar"\r\nContent-Type: application/java-archive\r\n\r\n`,
+      ),
+    );
     const pump = () => {
       while (!stopped && written < total) {
         written += chunk.length;

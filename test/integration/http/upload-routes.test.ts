@@ -61,7 +61,12 @@ describe('POST /jars/upload (supertest, multer, fake JobManager)', () => {
     expectCode(await upload().field('program', 'x').attach('jarfile', JAR, 'a.jar'), 400, 'GW_UPLOAD_UNKNOWN_ATTRIBUTE', /program/);
     expectCode(await upload().attach('jarfile', JAR, 'a.jar').field('program', 'x'), 400, 'GW_UPLOAD_UNKNOWN_ATTRIBUTE', /program/);
     for (const value of ['notjson', '[]', 'null']) {
-      expectCode(await upload().attach('jarfile', JAR, 'a.jar').field('request', value), 400, 'GW_REQUEST_MALFORMED', /'request' attribute/);
+      expectCode(
+        await upload().attach('jarfile', JAR, 'a.jar').field('request', value),
+        400,
+        'GW_REQUEST_MALFORMED',
+        /'request' attribute/,
+      );
     }
     expectCode(await upload().send({ jar: 'x' }), 400, 'GW_UPLOAD_NOT_MULTIPART');
     expectCode(await upload().set('content-type', 'multipart/form-data').send('x'), 400, 'GW_UPLOAD_NOT_MULTIPART');
@@ -70,7 +75,12 @@ describe('POST /jars/upload (supertest, multer, fake JobManager)', () => {
 
   it('random bytes named .jar and a truncated zip are refused before the JobManager sees a whole file', async () => {
     expectCode(await upload().attach('jarfile', Buffer.alloc(5000, 7), 'random.jar'), 400, 'GW_UPLOAD_NOT_ZIP', /local file header/);
-    expectCode(await upload().attach('jarfile', JAR.subarray(0, JAR.length - 30), 'cut.jar'), 400, 'GW_UPLOAD_NOT_ZIP', /end-of-central-directory/);
+    expectCode(
+      await upload().attach('jarfile', JAR.subarray(0, JAR.length - 30), 'cut.jar'),
+      400,
+      'GW_UPLOAD_NOT_ZIP',
+      /end-of-central-directory/,
+    );
     expect(jm.jars.size).toBe(kept);
   });
 

@@ -42,7 +42,11 @@ describe('POST /jars/upload linked into a shared jar directory (fake JobManager)
     jm = await startFakeJobManager();
     uploadDir = mkdtempSync(join(tmpdir(), 'gw-shared-upload-'));
     cacheDir = mkdtempSync(join(tmpdir(), 'gw-shared-cache-'));
-    gw = await composeGateway(jm.url, { 'web.upload.dir': uploadDir, 'gateway.artifacts.handoff': 'shared-dir', 'gateway.artifacts.cache-dir': cacheDir });
+    gw = await composeGateway(jm.url, {
+      'web.upload.dir': uploadDir,
+      'gateway.artifacts.handoff': 'shared-dir',
+      'gateway.artifacts.cache-dir': cacheDir,
+    });
   });
   afterEach(() => {
     jm.webSubmitDisabled = false;
@@ -75,7 +79,12 @@ describe('POST /jars/upload linked into a shared jar directory (fake JobManager)
   it('refused uploads leave nothing in the jar directory and nothing spooled', async () => {
     const before = jarFiles();
     expectCode(await upload().attach('jarfile', Buffer.alloc(5000, 7), 'random.jar'), 400, 'GW_UPLOAD_NOT_ZIP', /local file header/);
-    expectCode(await upload().attach('jarfile', JAR.subarray(0, JAR.length - 30), 'cut.jar'), 400, 'GW_UPLOAD_NOT_ZIP', /end-of-central-directory/);
+    expectCode(
+      await upload().attach('jarfile', JAR.subarray(0, JAR.length - 30), 'cut.jar'),
+      400,
+      'GW_UPLOAD_NOT_ZIP',
+      /end-of-central-directory/,
+    );
     expectCode(await upload().attach('a', JAR, 'a.jar').attach('b', JAR, 'b.jar'), 400, 'GW_UPLOAD_FILE_COUNT');
     expectCode(await upload().attach('jarfile', JAR, 'a.jar').field('program', 'x'), 400, 'GW_UPLOAD_UNKNOWN_ATTRIBUTE', /program/);
     expectCode(await upload().attach('jarfile', JAR, 'app.zip'), 400, 'GW_UPLOAD_NOT_JAR_NAME');

@@ -45,8 +45,15 @@ describe('the audit record of a run whose client gave up', () => {
     // its audit record instead of a fixed second.
     const client = new AbortController();
     onRun = (jobId) => jobId === gone && client.abort();
-    await fetch(`${gw.url}/v1/jars/x.jar/run`, { method: 'POST', body: JSON.stringify({ jobId: gone }), signal: client.signal }).catch(() => undefined);
-    await eventually(() => answered === 1 && gw.audit().some((a) => a.audit === 'submission' && a.jobId === gone), 'the answer to the run its client left, and its audit record', 60_000, 20);
+    await fetch(`${gw.url}/v1/jars/x.jar/run`, { method: 'POST', body: JSON.stringify({ jobId: gone }), signal: client.signal }).catch(
+      () => undefined,
+    );
+    await eventually(
+      () => answered === 1 && gw.audit().some((a) => a.audit === 'submission' && a.jobId === gone),
+      'the answer to the run its client left, and its audit record',
+      60_000,
+      20,
+    );
     const waited = 'fedcba9876543210fedcba9876543210';
     const r = await fetch(`${gw.url}/v1/jars/x.jar/run`, { method: 'POST', body: JSON.stringify({ jobId: waited }) });
     expect(r.status).toBe(200);

@@ -31,25 +31,44 @@ describe('the run forwarded for a jar URI', () => {
         else res.end('{}');
       });
     });
-    const gw = await startGateway(jm.url, {
-      'web.submit.jar-uri.enable': 'true',
-      'gateway.artifacts.handoff': 'upload',
-      'gateway.artifacts.allowed-schemes': 'file',
-      'gateway.artifacts.local-file.enabled': 'true',
-      'gateway.artifacts.local-file.allowed-dirs': dir,
-    }, [filePlugin]);
+    const gw = await startGateway(
+      jm.url,
+      {
+        'web.submit.jar-uri.enable': 'true',
+        'gateway.artifacts.handoff': 'upload',
+        'gateway.artifacts.allowed-schemes': 'file',
+        'gateway.artifacts.local-file.enabled': 'true',
+        'gateway.artifacts.local-file.allowed-dirs': dir,
+      },
+      [filePlugin],
+    );
     try {
       const uri = `file://${join(dir, 'app.jar')}`;
       const r = await fetch(`${gw.url}/v1/jars/0000_placeholder.jar/run`, {
         method: 'POST',
-        body: JSON.stringify({ jobId: 'b'.repeat(32), flinkConfiguration: { 'user.artifacts.job-jar': uri, 'gateway.artifacts.job-jar.sha256': createHash('sha256').update(jar).digest('hex'), 'x.y': 'z' } }),
+        body: JSON.stringify({
+          jobId: 'b'.repeat(32),
+          flinkConfiguration: {
+            'user.artifacts.job-jar': uri,
+            'gateway.artifacts.job-jar.sha256': createHash('sha256').update(jar).digest('hex'),
+            'x.y': 'z',
+          },
+        }),
       });
       expect(r.status).toBe(200);
       const run = seen.find((s) => s.url.endsWith('/run'))!;
       expect(run.url).toBe('/v1/jars/1111_app.jar/run');
       const cfg = (JSON.parse(run.body) as { flinkConfiguration: Record<string, string> }).flinkConfiguration;
-      expect(cfg).toEqual({ 'x.y': 'z', 'gateway.artifact.uri': uri, 'gateway.artifact.sha256': createHash('sha256').update(jar).digest('hex') });
-      expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /v1/jars/upload', 'POST /v1/jars/1111_app.jar/run', 'DELETE /v1/jars/1111_app.jar']);
+      expect(cfg).toEqual({
+        'x.y': 'z',
+        'gateway.artifact.uri': uri,
+        'gateway.artifact.sha256': createHash('sha256').update(jar).digest('hex'),
+      });
+      expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+        'POST /v1/jars/upload',
+        'POST /v1/jars/1111_app.jar/run',
+        'DELETE /v1/jars/1111_app.jar',
+      ]);
     } finally {
       await gw.close();
       await jm.close();
@@ -63,15 +82,32 @@ describe('the run forwarded for a jar URI', () => {
     const jm = await startFakeJobManager();
     const gw = await startGateway(jm.url, {});
     try {
-      const up = await uploadBytes(gw.url, [{ name: 'app.jar', bytes: buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n', 'a/B.class': Buffer.from('cafebabe', 'hex') }) }]);
+      const up = await uploadBytes(gw.url, [
+        {
+          name: 'app.jar',
+          bytes: buildJar({
+            'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.B\n',
+            'a/B.class': Buffer.from('cafebabe', 'hex'),
+          }),
+        },
+      ]);
       const jarId = String(up.body.filename).split('/').pop()!;
       const jobId = 'c'.repeat(32);
-      const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, { jobId, flinkConfiguration: { 'user.artifacts.artifact-list': 'https://repo.example/udf.jar;https://repo.example/fmt.jar', 'x.y': 'z' } });
+      const r = await json('POST', `${gw.url}/v1/jars/${jarId}/run`, {
+        jobId,
+        flinkConfiguration: { 'user.artifacts.artifact-list': 'https://repo.example/udf.jar;https://repo.example/fmt.jar', 'x.y': 'z' },
+      });
       expect(r).toMatchObject({ status: 200, body: { jobid: jobId } });
       expect(jm.runs.find((x) => x.jobId === jobId)?.flinkConfiguration).toEqual({ 'x.y': 'z' });
       const audit = gw.audit().find((a) => a.audit === 'submission' && a.jobId === jobId)!;
-      expect((audit.verdicts as Record<string, string>).artifacts).toMatch(/^ignored: user\.artifacts\.artifact-list without user\.artifacts\.job-jar/);
-      expect(gw.logs.some((l) => l.level === 40 && String(l.msg).startsWith('user.artifacts.artifact-list is set without user.artifacts.job-jar'))).toBe(true);
+      expect((audit.verdicts as Record<string, string>).artifacts).toMatch(
+        /^ignored: user\.artifacts\.artifact-list without user\.artifacts\.job-jar/,
+      );
+      expect(
+        gw.logs.some(
+          (l) => l.level === 40 && String(l.msg).startsWith('user.artifacts.artifact-list is set without user.artifacts.job-jar'),
+        ),
+      ).toBe(true);
     } finally {
       await gw.close();
       await jm.stop();

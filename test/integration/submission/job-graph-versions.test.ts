@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import { DIST_VERSIONS, wordCountJarFor } from '../../helpers/flink-dist';
 
 /** Flink's own WordCount straight from the Maven cache (2.3.0's runs its main() on every 2.x client). */
-const wordCount = (version: string) => (version.startsWith('1.') ? wordCountJarFor(version) : join(homedir(), '.m2/repository/org/apache/flink/flink-examples-streaming/2.3.0/flink-examples-streaming-2.3.0-WordCount.jar'));
+const wordCount = (version: string) =>
+  version.startsWith('1.')
+    ? wordCountJarFor(version)
+    : join(homedir(), '.m2/repository/org/apache/flink/flink-examples-streaming/2.3.0/flink-examples-streaming-2.3.0-WordCount.jar');
 import { readJobGraph } from '../../../src/submission/job-graph/job-graph-reader';
 
 /**
@@ -26,7 +29,9 @@ describe.each(DIST_VERSIONS)("job graphs written by Flink %s's own client", (ver
     const graph = readJobGraph(captured.graph);
     expect(graph.jobId).toBe(fixed);
     // Flink 2.x's client sends a streaming job's StreamGraph (the JobManager compiles it), 1.20 a JobGraph.
-    expect(graph.graphClass).toBe(version.startsWith('1.') ? 'org.apache.flink.runtime.jobgraph.JobGraph' : 'org.apache.flink.streaming.api.graph.StreamGraph');
+    expect(graph.graphClass).toBe(
+      version.startsWith('1.') ? 'org.apache.flink.runtime.jobgraph.JobGraph' : 'org.apache.flink.streaming.api.graph.StreamGraph',
+    );
     // Typed values as Flink prints them back: a Duration in a unit Flink parses, an int as digits.
     expect(graph.configuration).toMatchObject({
       'security.delegation.job.team-store.bucket': 'team-a',

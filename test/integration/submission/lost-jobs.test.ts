@@ -8,7 +8,10 @@ import { type FakeJobManager, startFakeJobManager } from '../../servers/fake-job
 
 const alice = { authorization: 'Bearer tok-alice' };
 const bob = { authorization: 'Bearer tok-bob' };
-const JAR = buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: com.example.Job\n', 'com/example/Job.class': Buffer.from('cafebabe', 'hex') });
+const JAR = buildJar({
+  'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: com.example.Job\n',
+  'com/example/Job.class': Buffer.from('cafebabe', 'hex'),
+});
 
 /**
  * The retry rule asks the JobManager (a node:http stand-in that knows the jobs it accepted and
@@ -29,7 +32,11 @@ describe.each([
     jm = await startFakeJobManager();
     dir = mkdtempSync(join(tmpdir(), 'gw-lost-jobs-'));
     writeTokensFile(join(dir, 'tokens'), { alice: 'tok-alice', bob: 'tok-bob' });
-    gw = await startGateway(jm.url, { 'gateway.auth.tokens-file': join(dir, 'tokens'), 'gateway.run.dedupe-retention': retention, 'gateway.tokens.store-dir': join(dir, 'store') });
+    gw = await startGateway(jm.url, {
+      'gateway.auth.tokens-file': join(dir, 'tokens'),
+      'gateway.run.dedupe-retention': retention,
+      'gateway.tokens.store-dir': join(dir, 'store'),
+    });
   });
   afterEach(async () => {
     await gw.close();
@@ -42,7 +49,12 @@ describe.each([
     const up = await uploadBytes(gw.url, [{ name: 'app.jar', bytes: JAR, field: 'file_0' }], { request: '{}' }, who);
     expect(up.status).toBe(200);
     const jarId = String(up.body.filename).split('/').pop()!;
-    return json('POST', `${gw.url}/v1/jars/${jarId}/run`, { entryClass: 'com.example.Job', programArgsList: [], jobId, claimMode: 'NO_CLAIM', flinkConfiguration }, who);
+    return json(
+      'POST',
+      `${gw.url}/v1/jars/${jarId}/run`,
+      { entryClass: 'com.example.Job', programArgsList: [], jobId, claimMode: 'NO_CLAIM', flinkConfiguration },
+      who,
+    );
   }
 
   it('answers a retry from memory while the JobManager knows the job, even with a fresh upload of the same bytes', async () => {
@@ -88,7 +100,9 @@ describe.each([
     expect({ status: refused.status, code: errorCode(refused) }).toEqual({ status: 409, code: 'GW_RUN_JOB_ID_CONFLICT' });
     // The JobManager's own text follows the gateway's, verbatim, in the one `errors` key.
     expect(Object.keys(refused.body)).toEqual(['errors']);
-    expect((refused.body.errors as string[])[1]).toContain('org.apache.flink.runtime.client.DuplicateJobSubmissionException: Job has already been submitted.');
+    expect((refused.body.errors as string[])[1]).toContain(
+      'org.apache.flink.runtime.client.DuplicateJobSubmissionException: Job has already been submitted.',
+    );
   });
 
   it('shares one flight between concurrent retries of a lost job; another principal racing them gets the id or a 409, never both', async () => {
@@ -96,7 +110,10 @@ describe.each([
     const conf = { 'parallelism.default': '1' };
     expect(await operatorRun(jobId, conf)).toMatchObject({ status: 200 });
     jm.forgetJobs();
-    const upload = async (who: Record<string, string>) => String((await uploadBytes(gw.url, [{ name: 'app.jar', bytes: JAR }], {}, who)).body.filename).split('/').pop()!;
+    const upload = async (who: Record<string, string>) =>
+      String((await uploadBytes(gw.url, [{ name: 'app.jar', bytes: JAR }], {}, who)).body.filename)
+        .split('/')
+        .pop()!;
     const [a, b, c] = [await upload(alice), await upload(alice), await upload(bob)];
     const body = { entryClass: 'com.example.Job', programArgsList: [], jobId, flinkConfiguration: conf };
     const [ra, rb, rc] = await Promise.all([

@@ -33,7 +33,8 @@ describe('job registration on the run path', () => {
       let body = '';
       req.setEncoding('utf8').on('data', (d: string) => (body += d));
       req.on('end', () => {
-        const send = (status: number, payload: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
+        const send = (status: number, payload: unknown) =>
+          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
         if (req.method === 'POST' && /^\/v1\/jars\/[^/]+\/run/.test(req.url!)) {
           const { jobId } = JSON.parse(body) as { jobId: string };
           state.runs.push({ jobId, registeredBefore: provider.jobs.has(jobId) });
@@ -66,7 +67,10 @@ describe('job registration on the run path', () => {
   }
 
   const start = async (p = provider) => {
-    gw = await startGateway(jm.url, { 'gateway.tokens.store-dir': storeDir }, [], { providers: [p], receivers: [new FakeReceiver('test-tokens')] });
+    gw = await startGateway(jm.url, { 'gateway.tokens.store-dir': storeDir }, [], {
+      providers: [p],
+      receivers: [new FakeReceiver('test-tokens')],
+    });
     return gw;
   };
   const run = async (jobId: string, flinkConfiguration: Record<string, string> = {}) => {
@@ -75,7 +79,9 @@ describe('job registration on the run path', () => {
   };
   const stored = (): string[] => {
     if (!existsSync(join(storeDir, 'registrations.json'))) return [];
-    return (JSON.parse(readFileSync(join(storeDir, 'registrations.json'), 'utf8')) as { jobs: { jobId: string }[] }).jobs.map((j) => j.jobId);
+    return (JSON.parse(readFileSync(join(storeDir, 'registrations.json'), 'utf8')) as { jobs: { jobId: string }[] }).jobs.map(
+      (j) => j.jobId,
+    );
   };
 
   it('registers the job before the JobManager runs it, with a redacted copy, and persists it', async () => {
@@ -98,7 +104,9 @@ describe('job registration on the run path', () => {
     const r = await run(J1, { 'test.reject-job': 'true' });
     expect(r.status).toBe(400);
     expect(r.body).toEqual({
-      errors: ["GW_TOKENS_REJECTED: The delegation-token provider 'test-tokens' refused the job: this job may not have tokens. The job was not started."],
+      errors: [
+        "GW_TOKENS_REJECTED: The delegation-token provider 'test-tokens' refused the job: this job may not have tokens. The job was not started.",
+      ],
     });
     expect(state.runs).toEqual([]);
     expect(provider.unregistered).toEqual([J1]);
@@ -109,13 +117,23 @@ describe('job registration on the run path', () => {
     await start();
     const r = await run(J1, { 'test.provider-bug': 'true' });
     expect(r.status).toBe(500);
-    expect(r.body).toEqual({ errors: [expect.stringMatching(/^GW_TOKENS_PROVIDER_FAILED: The delegation-token provider 'test-tokens' failed unexpectedly/)] });
+    expect(r.body).toEqual({
+      errors: [expect.stringMatching(/^GW_TOKENS_PROVIDER_FAILED: The delegation-token provider 'test-tokens' failed unexpectedly/)],
+    });
     // The provider's own words (a TypeError here) are not the client's business: the log and the status route have them.
     expect(JSON.stringify(r.body)).not.toMatch(/Cannot read properties/);
     expect(state.runs).toEqual([]);
     expect(provider.unregistered).toEqual([J1]);
-    const status = (await (await request(`${gw!.url}/gateway/v1/tokens`)).body.json()) as { providers: { serviceName: string; healthy: boolean; failure?: { message: string } }[] };
-    expect(status.providers).toEqual([expect.objectContaining({ serviceName: 'test-tokens', healthy: false, failure: expect.objectContaining({ message: expect.stringMatching(/Cannot read properties of undefined/) }) })]);
+    const status = (await (await request(`${gw!.url}/gateway/v1/tokens`)).body.json()) as {
+      providers: { serviceName: string; healthy: boolean; failure?: { message: string } }[];
+    };
+    expect(status.providers).toEqual([
+      expect.objectContaining({
+        serviceName: 'test-tokens',
+        healthy: false,
+        failure: expect.objectContaining({ message: expect.stringMatching(/Cannot read properties of undefined/) }),
+      }),
+    ]);
     // A refusal is not a failure of the provider; its next successful registration makes it healthy again.
     expect((await run(J2, { 'test.reject-job': 'true' })).status).toBe(400);
     expect((await run(J2)).status).toBe(200);

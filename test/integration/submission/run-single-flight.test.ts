@@ -46,7 +46,10 @@ describe('run single-flight and client disconnects', () => {
       const retry = await request(`${gw.url}/v1/jars/x_app.jar/run`, { method: 'POST', body: JSON.stringify({ jobId }) });
       expect(retry.statusCode).toBe(200);
       expect(await retry.body.json()).toEqual({ jobid: jobId });
-      const later = await request(`${gw.url}/v1/jars/x_app.jar/run`, { method: 'POST', body: JSON.stringify({ jobId: jobId.toUpperCase() }) });
+      const later = await request(`${gw.url}/v1/jars/x_app.jar/run`, {
+        method: 'POST',
+        body: JSON.stringify({ jobId: jobId.toUpperCase() }),
+      });
       expect(await later.body.json()).toEqual({ jobid: jobId });
       expect(runs).toHaveLength(1);
     } finally {

@@ -131,10 +131,14 @@ test('a configured permission set is honoured (rl lists the container)', async (
 });
 
 test('allow-list entries tied to a principal serve only that principal', async () => {
-  const p = provider(undefined, { 'security.delegation.token.provider.azure-blob.allowed-containers': 'also-allowed;token:team-a=private' });
+  const p = provider(undefined, {
+    'security.delegation.token.provider.azure-blob.allowed-containers': 'also-allowed;token:team-a=private',
+  });
   const asA = { principal: 'token:team-a' };
   const asB = { principal: 'token:team-b' };
-  expect(await failure(() => p.registerJob(JOB, { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'private' }, asB))).toContain("container 'private' of account 'tokacct' is not allowed");
+  expect(await failure(() => p.registerJob(JOB, { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'private' }, asB))).toContain(
+    "container 'private' of account 'tokacct' is not allowed",
+  );
   expect(await failure(() => p.registerJob(JOB, { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'private' }))).toContain('is not allowed');
   p.registerJob(JOB, { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'also-allowed' }, asB);
   p.registerJob(`${JOB.slice(0, -1)}1`, { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'private;also-allowed' }, asA);
@@ -162,8 +166,15 @@ describe('auth: user-delegation (Azurite with HTTPS and OAuth)', () => {
   beforeAll(async () => {
     secure = await startAzuriteOAuth([ACCOUNT]);
     agent = new HttpsAgent({ ca: secure.ca });
-    const admin = new BlobServiceClient(secure.blobUrl(ACCOUNT.name), new StorageSharedKeyCredential(ACCOUNT.name, ACCOUNT.key), trusting());
-    for (const [container, blob, body] of [['allowed', 'a.txt', 'via user delegation'], ['private', 'p.txt', 'not for jobs']] as const) {
+    const admin = new BlobServiceClient(
+      secure.blobUrl(ACCOUNT.name),
+      new StorageSharedKeyCredential(ACCOUNT.name, ACCOUNT.key),
+      trusting(),
+    );
+    for (const [container, blob, body] of [
+      ['allowed', 'a.txt', 'via user delegation'],
+      ['private', 'p.txt', 'not for jobs'],
+    ] as const) {
       await admin.getContainerClient(container).createIfNotExists();
       await admin.getContainerClient(container).getBlockBlobClient(blob).upload(body, body.length);
     }

@@ -29,13 +29,40 @@ export async function startAzuriteOAuth(accounts: AzuriteAccount[]): Promise<Azu
   const cert = join(dir, 'cert.pem');
   const key = join(dir, 'key.pem');
   await promisify(execFile)('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert,
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-keyout',
+    key,
+    '-out',
+    cert,
   ]);
   const main = join(projectRoot(__dirname), 'node_modules', 'azurite', 'dist', 'src', 'blob', 'main.js');
   const args = [
-    main, '--blobHost', '127.0.0.1', '--blobPort', '0', '--location', join(dir, 'data'), '--disableTelemetry', '--silent',
-    '--skipApiVersionCheck', '--oauth', 'basic', '--cert', cert, '--key', key,
+    main,
+    '--blobHost',
+    '127.0.0.1',
+    '--blobPort',
+    '0',
+    '--location',
+    join(dir, 'data'),
+    '--disableTelemetry',
+    '--silent',
+    '--skipApiVersionCheck',
+    '--oauth',
+    'basic',
+    '--cert',
+    cert,
+    '--key',
+    key,
   ];
   const env = { ...process.env, AZURITE_ACCOUNTS: accounts.map((a) => `${a.name}:${a.key}`).join(';') };
   let server: ChildServer | undefined;

@@ -137,7 +137,9 @@ test('a 401 from the endpoint is a clear error without the client secret, even w
   const p = provider({ 'security.delegation.token.provider.oauth2.client-secret': wrong });
   p.registerJob(JOB_A, {});
   const message = await failure(() => p.obtainDelegationTokens());
-  expect(message).toMatch(new RegExp(`^OAuth2 token endpoint ${tokenUrl} answered HTTP 401 \\(invalid_client: .*\\); check the client id and secret$`));
+  expect(message).toMatch(
+    new RegExp(`^OAuth2 token endpoint ${tokenUrl} answered HTTP 401 \\(invalid_client: .*\\); check the client id and secret$`),
+  );
   expect(message).not.toContain(wrong);
   expect(message).toContain('[redacted]');
   await p.close();
@@ -147,7 +149,9 @@ test('a 200 without access_token is refused clearly', async () => {
   mode = 'no-token';
   const p = provider();
   p.registerJob(JOB_A, {});
-  expect(await failure(() => p.obtainDelegationTokens())).toBe(`OAuth2 token endpoint ${tokenUrl} answered HTTP 200 without an access_token`);
+  expect(await failure(() => p.obtainDelegationTokens())).toBe(
+    `OAuth2 token endpoint ${tokenUrl} answered HTTP 200 without an access_token`,
+  );
   await p.close();
 });
 

@@ -28,7 +28,10 @@ let adminRole: string;
 
 beforeAll(async () => {
   moto = await startMotoServer();
-  admin = await moto.createUser('fixture-admin', { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }] });
+  admin = await moto.createUser('fixture-admin', {
+    Version: '2012-10-17',
+    Statement: [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }],
+  });
   readerRole = await createRole(moto, 'job-reader', {
     Version: '2012-10-17',
     Statement: [{ Effect: 'Allow', Action: 's3:GetObject', Resource: 'arn:aws:s3:::job-data/*' }],
@@ -157,11 +160,13 @@ test('a role that is not allow-listed is rejected at registerJob', async () => {
   await p.close();
 });
 
-test('an allow-listed role that IAM does not let the cluster assume fails the cycle with STS\'s reason', async () => {
+test("an allow-listed role that IAM does not let the cluster assume fails the cycle with STS's reason", async () => {
   const p = provider();
   p.registerJob(JOB_ROLE, { [S3_JOB_ROLE_ARN_KEY]: forbiddenRole });
   const message = await failure(() => p.obtainDelegationTokens());
-  expect(message).toContain(`AssumeRole of '${forbiddenRole}' for job ${JOB_ROLE} failed: STS AssumeRole at ${moto.url}/ answered HTTP 403 AccessDenied`);
+  expect(message).toContain(
+    `AssumeRole of '${forbiddenRole}' for job ${JOB_ROLE} failed: STS AssumeRole at ${moto.url}/ answered HTTP 403 AccessDenied`,
+  );
   await p.close();
 });
 
@@ -172,8 +177,14 @@ test('use-default-credentials: the STS calls are signed by the AWS default crede
   delete process.env.AWS_PROFILE;
   const p = new S3DelegationTokenProvider();
   try {
-    const { 'security.delegation.token.provider.s3.access-key': _k, 'security.delegation.token.provider.s3.secret-key': _s, ...rest } = settings(cluster);
-    p.init(providerConfig('s3', { ...rest, 'security.delegation.token.provider.s3.use-default-credentials': 'true' }), { reobtainDelegationTokens: () => {} });
+    const {
+      'security.delegation.token.provider.s3.access-key': _k,
+      'security.delegation.token.provider.s3.secret-key': _s,
+      ...rest
+    } = settings(cluster);
+    p.init(providerConfig('s3', { ...rest, 'security.delegation.token.provider.s3.use-default-credentials': 'true' }), {
+      reobtainDelegationTokens: () => {},
+    });
     p.registerJob(JOB_SESSION, {});
     p.registerJob(JOB_ROLE, { [S3_JOB_ROLE_ARN_KEY]: readerRole });
     const tokens = decode<S3Tokens>((await p.obtainDelegationTokens()).tokens);
@@ -182,7 +193,11 @@ test('use-default-credentials: the STS calls are signed by the AWS default crede
     expect(await getObject(tokens.jobs[JOB_ROLE]!, 'job-data', 'in/part-0')).toBe('job input');
   } finally {
     await p.close();
-    for (const [k, v] of [['AWS_ACCESS_KEY_ID', saved.id], ['AWS_SECRET_ACCESS_KEY', saved.secret], ['AWS_PROFILE', saved.profile]] as const) {
+    for (const [k, v] of [
+      ['AWS_ACCESS_KEY_ID', saved.id],
+      ['AWS_SECRET_ACCESS_KEY', saved.secret],
+      ['AWS_PROFILE', saved.profile],
+    ] as const) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
@@ -191,9 +206,11 @@ test('use-default-credentials: the STS calls are signed by the AWS default crede
 
 test('use-default-credentials together with a key pair is a configuration error naming both', () => {
   const p = new S3DelegationTokenProvider();
-  expect(() => p.init(providerConfig('s3', { ...settings(cluster), 'security.delegation.token.provider.s3.use-default-credentials': 'true' }), { reobtainDelegationTokens: () => {} })).toThrow(
-    /use-default-credentials.*is true while security.delegation.token.provider.s3.access-key is set/,
-  );
+  expect(() =>
+    p.init(providerConfig('s3', { ...settings(cluster), 'security.delegation.token.provider.s3.use-default-credentials': 'true' }), {
+      reobtainDelegationTokens: () => {},
+    }),
+  ).toThrow(/use-default-credentials.*is true while security.delegation.token.provider.s3.access-key is set/);
 });
 
 test('a wrong secret key: moto rejects the signature, and the message carries no secret', async () => {

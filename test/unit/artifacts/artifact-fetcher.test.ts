@@ -167,7 +167,9 @@ describe('ArtifactFetcher', () => {
   });
 
   it('refuses a pin mismatch', async () => {
-    await expect(fetcher.fetch('mem://bucket/app.jar', { sha256: 'a'.repeat(64) })).rejects.toMatchObject({ code: 'GW_FETCH_DIGEST_MISMATCH' });
+    await expect(fetcher.fetch('mem://bucket/app.jar', { sha256: 'a'.repeat(64) })).rejects.toMatchObject({
+      code: 'GW_FETCH_DIGEST_MISMATCH',
+    });
   });
 
   it('refuses an object whose declared size is over the limit, without reading it', async () => {
@@ -242,7 +244,9 @@ describe('ArtifactFetcher', () => {
     // Not the pinned bytes: the MD5, read back from the file, says they are the object's, so they are
     // cached for a caller without a pin; the pinned caller is refused.
     store.put('/n.jar', jar, { etag: 'n', integrity: { algorithm: 'md5', expected: md5 } });
-    await expect(fetcher.fetch('mem://bucket/n.jar', { sha256: 'f'.repeat(64) })).rejects.toMatchObject({ code: 'GW_FETCH_DIGEST_MISMATCH' });
+    await expect(fetcher.fetch('mem://bucket/n.jar', { sha256: 'f'.repeat(64) })).rejects.toMatchObject({
+      code: 'GW_FETCH_DIGEST_MISMATCH',
+    });
     const opens = store.opens;
     expect((await fetcher.fetch('mem://bucket/n.jar')).fromCache).toBe(true);
     expect(store.opens).toBe(opens);
@@ -337,7 +341,11 @@ describe('ArtifactFetcher', () => {
     store.put('/other.jar', jar, { etag: 'o' });
     const first = f.fetch('mem://bucket/app.jar');
     await new Promise((r) => setTimeout(r, 20));
-    await expect(f.fetch('mem://bucket/other.jar')).rejects.toMatchObject({ code: 'GW_FETCH_BUSY', status: 503, headers: { 'retry-after': '5' } });
+    await expect(f.fetch('mem://bucket/other.jar')).rejects.toMatchObject({
+      code: 'GW_FETCH_BUSY',
+      status: 503,
+      headers: { 'retry-after': '5' },
+    });
     open();
     await first;
   });

@@ -26,7 +26,10 @@ describe('JarInspector', () => {
 
   it('refuses a truncated zip', async () => {
     const jar = buildJar({ 'big.bin': randomBytes(100_000) });
-    expect(await inspect(jar.subarray(0, jar.length - 30))).toMatchObject({ ok: false, reason: expect.stringContaining('end-of-central-directory') });
+    expect(await inspect(jar.subarray(0, jar.length - 30))).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('end-of-central-directory'),
+    });
   });
 
   it('refuses an empty file', async () => {

@@ -37,7 +37,9 @@ describe('nesting artifacts under lib/ (user.artifacts.artifact-list)', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('keeps every job-jar entry, adds the artifacts STORED, and stays a valid zip', async () => {
-    const job = Buffer.concat([buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.Main\n', 'a/Main.class': randomBytes(3000) })]);
+    const job = Buffer.concat([
+      buildJar({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\nMain-Class: a.Main\n', 'a/Main.class': randomBytes(3000) }),
+    ]);
     const udf = buildJar({ 'b/Udf.class': randomBytes(2000) });
     writeFileSync(join(dir, 'job.jar'), job);
     writeFileSync(join(dir, 'udf.jar'), udf);

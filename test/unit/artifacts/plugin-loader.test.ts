@@ -52,7 +52,9 @@ describe('loadThirdPartyPlugins', () => {
   it('refuses an unsupported contract version before loading the module', () => {
     const err = failure(bad('bad-version'));
     expect(err.code).toBe('GW_PLUGIN_LOAD_FAILED');
-    expect(err.message).toBe(`plugin 'future-store' in ${join(bad('bad-version'), 'future-store')} declares contract version 2; this gateway supports 1`);
+    expect(err.message).toBe(
+      `plugin 'future-store' in ${join(bad('bad-version'), 'future-store')} declares contract version 2; this gateway supports 1`,
+    );
   });
 
   it('refuses a missing entry module', () => {
@@ -64,7 +66,9 @@ describe('loadThirdPartyPlugins', () => {
   it('reports a module that throws while loading, with its message', () => {
     const err = failure(bad('throwing-module'));
     expect(err.code).toBe('GW_PLUGIN_LOAD_FAILED');
-    expect(err.message).toMatch(/^plugin 'broken-store' in \S+broken-store: loading index\.js failed: broken-store: cannot find the native binding/);
+    expect(err.message).toMatch(
+      /^plugin 'broken-store' in \S+broken-store: loading index\.js failed: broken-store: cannot find the native binding/,
+    );
     expect(err.message).not.toContain('\n');
   });
 
@@ -87,14 +91,17 @@ describe('loadThirdPartyPlugins', () => {
     const err = failure(root);
     expect(err.code).toBe('GW_PLUGIN_LOAD_FAILED');
     expect(err.message).toContain(`the manifest of ${join(root, 'alpha')} is invalid`);
-    for (const field of ['"name"', 'scheme "S3" is not a lower-case URI scheme', '"entry"', '"contractVersion"']) expect(err.message).toContain(field);
+    for (const field of ['"name"', 'scheme "S3" is not a lower-case URI scheme', '"entry"', '"contractVersion"'])
+      expect(err.message).toContain(field);
   });
 
   it('refuses a definition whose name or schemes differ from the manifest', async () => {
     await plugin('alpha', {}, "exports.plugin = { name: 'beta', schemes: ['alpha', 'beta'], options: [], create() {} };\n");
     const err = failure(root);
     expect(err.code).toBe('GW_PLUGIN_LOAD_FAILED');
-    expect(err.message).toContain(`plugin 'alpha' in ${join(root, 'alpha')}: index.js exports a plugin named "beta", but the manifest says 'alpha'`);
+    expect(err.message).toContain(
+      `plugin 'alpha' in ${join(root, 'alpha')}: index.js exports a plugin named "beta", but the manifest says 'alpha'`,
+    );
     expect(err.message).toContain('exports the schemes ["alpha","beta"], but the manifest says ["alpha"]');
   });
 
@@ -135,12 +142,16 @@ describe('loadThirdPartyPlugins', () => {
     await rm(join(root, 'http'), { recursive: true });
     await plugin('one', { schemes: ['same'] });
     await plugin('two', { schemes: ['same'] });
-    expect(failure(root).message).toContain(`plugin 'two' in ${join(root, 'two')} claims the scheme 'same', which the plugin 'one' in ${join(root, 'one')} already serves`);
+    expect(failure(root).message).toContain(
+      `plugin 'two' in ${join(root, 'two')} claims the scheme 'same', which the plugin 'one' in ${join(root, 'one')} already serves`,
+    );
     await rm(join(root, 'one'), { recursive: true });
     await rm(join(root, 'two'), { recursive: true });
     const opt = "{ key: 'rest.port', type: 'int', description: 'd', section: 's' }";
     // A fresh folder name: the module loader caches by path.
     await plugin('delta', {}, `exports.plugin = { name: 'delta', schemes: ['delta'], options: [${opt}], create() {} };\n`);
-    expect(failure(root, { optionKeys: ['rest.port'] }).message).toContain('declares the option rest.port, which the gateway already declares');
+    expect(failure(root, { optionKeys: ['rest.port'] }).message).toContain(
+      'declares the option rest.port, which the gateway already declares',
+    );
   });
 });

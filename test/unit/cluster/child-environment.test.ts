@@ -1,8 +1,8 @@
 import { childEnvironment } from '../../../src/cluster/embedded-cluster';
 
 /** Job code runs in the embedded JVM and can read its environment. */
-describe('the embedded JVM\'s environment', () => {
-  it('holds what a JVM needs and none of the gateway\'s options or cloud credentials', () => {
+describe("the embedded JVM's environment", () => {
+  it("holds what a JVM needs and none of the gateway's options or cloud credentials", () => {
     const env = childEnvironment({
       PATH: '/usr/bin',
       HOME: '/home/gw',

@@ -19,11 +19,20 @@ describe('assembling a Flink distribution: one process at a time per version', (
     const lock = join(dir, '.assembling-flink-9.9.9');
     mkdirSync(lock);
     // The "other process": alive (it is the shell below), publishing after a second.
-    const other = spawn('bash', ['-c', `sleep 1.2; mkdir -p '${join(dir, 'flink-9.9.9')}' && touch '${join(dir, 'flink-9.9.9', '.flink-jar-gateway-assembled')}'; sleep 5`], { stdio: 'ignore' });
+    const other = spawn(
+      'bash',
+      [
+        '-c',
+        `sleep 1.2; mkdir -p '${join(dir, 'flink-9.9.9')}' && touch '${join(dir, 'flink-9.9.9', '.flink-jar-gateway-assembled')}'; sleep 5`,
+      ],
+      { stdio: 'ignore' },
+    );
     writeFileSync(join(lock, 'pid'), String(other.pid));
     try {
       const started = Date.now();
-      expect(ensureFlinkDistribution({ version: '9.9.9', cacheDir: dir, python: '/nonexistent/python', log })).toBe(join(dir, 'flink-9.9.9'));
+      expect(ensureFlinkDistribution({ version: '9.9.9', cacheDir: dir, python: '/nonexistent/python', log })).toBe(
+        join(dir, 'flink-9.9.9'),
+      );
       expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
       expect(existsSync(lock)).toBe(true); // not ours to release
     } finally {
@@ -35,7 +44,9 @@ describe('assembling a Flink distribution: one process at a time per version', (
     const lock = join(dir, '.assembling-flink-9.9.8');
     mkdirSync(lock);
     writeFileSync(join(lock, 'pid'), '2147483646');
-    expect(() => ensureFlinkDistribution({ version: '9.9.8', cacheDir: dir, python: '/nonexistent/python', log })).toThrow(DistributionUnavailableError);
+    expect(() => ensureFlinkDistribution({ version: '9.9.8', cacheDir: dir, python: '/nonexistent/python', log })).toThrow(
+      DistributionUnavailableError,
+    );
     expect(existsSync(lock)).toBe(false);
   });
 });

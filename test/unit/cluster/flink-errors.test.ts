@@ -9,11 +9,18 @@ describe('summariseFlinkErrors', () => {
       '\tat org.apache.flink.client.program.PackagedProgram.callMainMethod(PackagedProgram.java:373)',
       '\t... 12 more',
     ].join('\n');
-    expect(summariseFlinkErrors({ errors: [trace] })).toBe('Could not execute application. Caused by: The main method caused an error: boom');
+    expect(summariseFlinkErrors({ errors: [trace] })).toBe(
+      'Could not execute application. Caused by: The main method caused an error: boom',
+    );
   });
 
-  it('drops Flink\'s generic 500 wrapper', () => {
-    const body = { errors: ['Internal server error.', '<Exception on server side:\njava.util.concurrent.CompletionException: org.apache.flink.runtime.rest.handler.RestHandlerException: Jar file /tmp/x/y.jar does not exist\n\tat a.b(C.java:1)\nEnd of exception on server side>'] };
+  it("drops Flink's generic 500 wrapper", () => {
+    const body = {
+      errors: [
+        'Internal server error.',
+        '<Exception on server side:\njava.util.concurrent.CompletionException: org.apache.flink.runtime.rest.handler.RestHandlerException: Jar file /tmp/x/y.jar does not exist\n\tat a.b(C.java:1)\nEnd of exception on server side>',
+      ],
+    };
     expect(summariseFlinkErrors(body)).toContain('Jar file /tmp/x/y.jar does not exist');
     expect(summariseFlinkErrors(body)).not.toContain('Internal server error');
   });
@@ -21,7 +28,12 @@ describe('summariseFlinkErrors', () => {
 
 describe('summariseFlinkErrors on stacked wrappers', () => {
   it('strips every class-name prefix, the upload directory and repeated causes', () => {
-    const body = { errors: ['Internal server error.', '<Exception on server side:\njava.util.concurrent.CompletionException: org.apache.flink.runtime.rest.handler.RestHandlerException: Jar file /tmp/a/flink-web-upload/0000_missing.jar does not exist\n\tat x.y(Z.java:1)\nCaused by: org.apache.flink.runtime.rest.handler.RestHandlerException: Jar file /tmp/a/flink-web-upload/0000_missing.jar does not exist\nEnd of exception on server side>'] };
+    const body = {
+      errors: [
+        'Internal server error.',
+        '<Exception on server side:\njava.util.concurrent.CompletionException: org.apache.flink.runtime.rest.handler.RestHandlerException: Jar file /tmp/a/flink-web-upload/0000_missing.jar does not exist\n\tat x.y(Z.java:1)\nCaused by: org.apache.flink.runtime.rest.handler.RestHandlerException: Jar file /tmp/a/flink-web-upload/0000_missing.jar does not exist\nEnd of exception on server side>',
+      ],
+    };
     expect(summariseFlinkErrors(body)).toBe('Jar file 0000_missing.jar does not exist');
   });
 });

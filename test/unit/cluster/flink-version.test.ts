@@ -34,7 +34,11 @@ describe('ClusterVersion against a real HTTP server answering GET /v1/config', (
       res.end(JSON.stringify(answer.body));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    client = new JobManagerClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requestTimeoutMs: 5000, runTimeoutMs: 5000 });
+    client = new JobManagerClient({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      requestTimeoutMs: 5000,
+      runTimeoutMs: 5000,
+    });
   });
   afterAll(async () => {
     await client.close();

@@ -69,23 +69,26 @@ describe('JarHandoff, upload mode', () => {
   it.each([
     ['async iteration', readByIteration],
     ["'data' events (pipe)", readByPipe],
-  ])('a hand-off waiting for a connection holds no jar bytes; once read (%s) the body is the whole multipart upload', async (_how, read) => {
-    const { cluster, bodies, received, open } = gatedCluster(read);
-    const handoff = new JarHandoff('upload', cluster, undefined, pino({ level: 'silent' }));
-    const pending = Array.from({ length: 8 }, () => handoff.handOff(path, 'app.jar'));
-    await sleep(100);
-    expect(bodies).toHaveLength(8);
-    // Only the multipart head is buffered: reading at once held ~2 MiB per waiting hand-off.
-    for (const b of bodies) expect(b.readableLength).toBeLessThan(1024);
-    open();
-    const handed = await Promise.all(pending);
-    expect(handed.map((h) => h.jarId)).toEqual(handed.map(() => expect.stringMatching(/_app\.jar$/)));
-    for (const body of received) {
-      const start = body.indexOf('\r\n\r\n') + 4;
-      expect(body.subarray(start, start + jar.length).equals(jar)).toBe(true);
-      expect(body.subarray(start + jar.length).toString('latin1')).toMatch(/^\r\n--[-\w]+--\r\n$/);
-    }
-  });
+  ])(
+    'a hand-off waiting for a connection holds no jar bytes; once read (%s) the body is the whole multipart upload',
+    async (_how, read) => {
+      const { cluster, bodies, received, open } = gatedCluster(read);
+      const handoff = new JarHandoff('upload', cluster, undefined, pino({ level: 'silent' }));
+      const pending = Array.from({ length: 8 }, () => handoff.handOff(path, 'app.jar'));
+      await sleep(100);
+      expect(bodies).toHaveLength(8);
+      // Only the multipart head is buffered: reading at once held ~2 MiB per waiting hand-off.
+      for (const b of bodies) expect(b.readableLength).toBeLessThan(1024);
+      open();
+      const handed = await Promise.all(pending);
+      expect(handed.map((h) => h.jarId)).toEqual(handed.map(() => expect.stringMatching(/_app\.jar$/)));
+      for (const body of received) {
+        const start = body.indexOf('\r\n\r\n') + 4;
+        expect(body.subarray(start, start + jar.length).equals(jar)).toBe(true);
+        expect(body.subarray(start + jar.length).toString('latin1')).toMatch(/^\r\n--[-\w]+--\r\n$/);
+      }
+    },
+  );
 });
 
 describe('JarHandoff: deleting a transient jar', () => {
@@ -135,7 +138,12 @@ describe('JarHandoff: deleting a transient jar', () => {
     expect(deletes).toHaveLength(3);
     const warned = lines.filter((l) => l.level === 40);
     expect(warned).toHaveLength(1);
-    expect(warned[0]).toMatchObject({ jarId: '0000_app.jar', attempts: 3, status: 502, msg: 'could not delete a transient jar from the JobManager' });
+    expect(warned[0]).toMatchObject({
+      jarId: '0000_app.jar',
+      attempts: 3,
+      status: 502,
+      msg: 'could not delete a transient jar from the JobManager',
+    });
   }, 10_000);
 
   it('a 400 means Flink no longer has the jar; another 4xx is not tried again', async () => {

@@ -15,7 +15,11 @@ async function jobManager() {
     if (req.url === '/v1/jobs/overview') {
       state.reads++;
       res.writeHead(state.status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(state.status === 200 ? { jobs: state.jobs.map((j) => ({ ...j, name: 'x' })) } : { errors: ['JobManager is starting'] }));
+      res.end(
+        JSON.stringify(
+          state.status === 200 ? { jobs: state.jobs.map((j) => ({ ...j, name: 'x' })) } : { errors: ['JobManager is starting'] },
+        ),
+      );
       return;
     }
     res.writeHead(404).end();
@@ -68,7 +72,10 @@ describe('job watcher (a node:http JobManager, an injected clock)', () => {
     await jm.origin.close();
   });
 
-  const watcher = (jobs: Jobs, overrides: Partial<{ missingReads: number; missingGraceMs: number; cluster: JobManagerClient; suspendedTimeoutMs: number }> = {}) =>
+  const watcher = (
+    jobs: Jobs,
+    overrides: Partial<{ missingReads: number; missingGraceMs: number; cluster: JobManagerClient; suspendedTimeoutMs: number }> = {},
+  ) =>
     new JobWatcher({
       ...(overrides.suspendedTimeoutMs !== undefined ? { suspendedTimeoutMs: overrides.suspendedTimeoutMs } : {}),
       cluster: overrides.cluster ?? cluster,

@@ -58,11 +58,17 @@ function fakeCluster(opts: { delayMs?: number; refuse?: boolean } = {}) {
     json: async (): Promise<JsonResponse> => ({ status: 200, body: {} }),
   };
   // A structural fake: the upload hand-off calls only upload() (and json() to delete).
-  return { handoff: new JarHandoff('upload', fake as unknown as JobManagerClient, undefined, pino({ level: 'silent' })), bodies, seen, open };
+  return {
+    handoff: new JarHandoff('upload', fake as unknown as JobManagerClient, undefined, pino({ level: 'silent' })),
+    bodies,
+    seen,
+    open,
+  };
 }
 
 /** Writes as the download's meter does: the next chunk only once the tee has room ('drain'). */
-const put = (pipe: Writable, c: Buffer): Promise<void> => (pipe.write(c) ? Promise.resolve() : new Promise((resolve) => whenRoom(pipe, resolve)));
+const put = (pipe: Writable, c: Buffer): Promise<void> =>
+  pipe.write(c) ? Promise.resolve() : new Promise((resolve) => whenRoom(pipe, resolve));
 
 const isPending = async (p: Promise<unknown>) => (await Promise.race([p.then(() => false), sleep(50).then(() => true)])) === true;
 

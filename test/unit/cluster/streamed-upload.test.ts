@@ -41,7 +41,11 @@ const answerWhenEnded = (req: http.IncomingMessage, res: http.ServerResponse) =>
   req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"filename":"/jm/x.jar"}'));
 
 /** One upload exchange's set-up: the server, and an agent (the gateway's unless given), both closed after `fn`. */
-async function withServer(answer: Parameters<typeof server>[0], fn: (jm: Awaited<ReturnType<typeof server>>, agent: http.Agent) => Promise<void>, agent: http.Agent = uploadAgent(false)) {
+async function withServer(
+  answer: Parameters<typeof server>[0],
+  fn: (jm: Awaited<ReturnType<typeof server>>, agent: http.Agent) => Promise<void>,
+  agent: http.Agent = uploadAgent(false),
+) {
   const jm = await server(answer);
   try {
     await fn(jm, agent);
@@ -82,22 +86,25 @@ describe('streamedPost (the JobManager upload)', () => {
   });
 
   it('an answer before the body ends settles the upload, and the body is no longer read', async () => {
-    await withServer((_req, res) => res.writeHead(413, { connection: 'close' }).end('{"errors":["too large"]}'), async (jm, agent) => {
-      let reads = 0;
-      const endless = new Readable({
-        read() {
-          reads++;
-          this.push(Buffer.alloc(64 * 1024));
-        },
-      });
-      const answer = await streamedPost(agent, jm.url, 'application/octet-stream', endless);
-      expect(answer.status).toBe(413);
-      expect(answer.text).toContain('too large');
-      const at = reads;
-      await sleep(100);
-      expect(reads - at).toBeLessThan(20);
-      endless.destroy();
-    });
+    await withServer(
+      (_req, res) => res.writeHead(413, { connection: 'close' }).end('{"errors":["too large"]}'),
+      async (jm, agent) => {
+        let reads = 0;
+        const endless = new Readable({
+          read() {
+            reads++;
+            this.push(Buffer.alloc(64 * 1024));
+          },
+        });
+        const answer = await streamedPost(agent, jm.url, 'application/octet-stream', endless);
+        expect(answer.status).toBe(413);
+        expect(answer.text).toContain('too large');
+        const at = reads;
+        await sleep(100);
+        expect(reads - at).toBeLessThan(20);
+        endless.destroy();
+      },
+    );
   });
 
   it('reads the body only once a connection takes the request', async () => {
@@ -109,26 +116,30 @@ describe('streamedPost (the JobManager upload)', () => {
       first = false;
       req.on('end', () => void (hold ? held : Promise.resolve()).then(() => res.writeHead(200).end('{}')));
     };
-    await withServer(answer, async (jm, agent) => {
-      const a = streamedPost(agent, jm.url, 'application/octet-stream', Readable.from([Buffer.from('first')]));
-      await sleep(50);
-      let read = false;
-      const body = new Readable({
-        read() {
-          read = true;
-          this.push(Buffer.from('second'));
-          this.push(null);
-        },
-      });
-      const b = streamedPost(agent, jm.url, 'application/octet-stream', body);
-      await sleep(100);
-      expect(read).toBe(false); // queued behind the first: holds no bytes
-      release();
-      expect((await a).status).toBe(200);
-      expect((await b).status).toBe(200);
-      expect(read).toBe(true);
-      expect(jm.received[1]!.bytes.toString()).toBe('second');
-    }, new http.Agent({ maxSockets: 1 }));
+    await withServer(
+      answer,
+      async (jm, agent) => {
+        const a = streamedPost(agent, jm.url, 'application/octet-stream', Readable.from([Buffer.from('first')]));
+        await sleep(50);
+        let read = false;
+        const body = new Readable({
+          read() {
+            read = true;
+            this.push(Buffer.from('second'));
+            this.push(null);
+          },
+        });
+        const b = streamedPost(agent, jm.url, 'application/octet-stream', body);
+        await sleep(100);
+        expect(read).toBe(false); // queued behind the first: holds no bytes
+        release();
+        expect((await a).status).toBe(200);
+        expect((await b).status).toBe(200);
+        expect(read).toBe(true);
+        expect(jm.received[1]!.bytes.toString()).toBe('second');
+      },
+      new http.Agent({ maxSockets: 1 }),
+    );
   });
 
   it('its signal aborts the exchange', async () => {
@@ -174,8 +185,10 @@ describe('slabFileStream', () => {
     const seen: Buffer[] = [];
     for await (const chunk of slabFileStream(empty) as AsyncIterable<Buffer>) seen.push(chunk);
     expect(seen).toEqual([]);
-    await expect((async () => {
-      for await (const _ of slabFileStream(join(dir, 'missing.jar'))) void _;
-    })()).rejects.toThrow(/ENOENT/);
+    await expect(
+      (async () => {
+        for await (const _ of slabFileStream(join(dir, 'missing.jar'))) void _;
+      })(),
+    ).rejects.toThrow(/ENOENT/);
   });
 });

@@ -13,7 +13,7 @@ import { artifactOptions } from '../../../src/artifacts/options';
  * Fidelity item 11: the gateway reads the cluster's own Flink configuration (the JobManager's
  * config.yaml mounted into the sidecar), so credentials and the jar-URI gate are written once.
  */
-describe('the cluster\'s Flink configuration (gateway.cluster.flink-conf)', () => {
+describe("the cluster's Flink configuration (gateway.cluster.flink-conf)", () => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'gw-flink-conf-'));
@@ -46,7 +46,7 @@ describe('the cluster\'s Flink configuration (gateway.cluster.flink-conf)', () =
     return registry.resolve(loaded.raw, loaded.cluster);
   };
 
-  it('takes credentials, the gate and Flink\'s artifact keys from it; the JobManager\'s own listener and upload dir stay the JobManager\'s', () => {
+  it("takes credentials, the gate and Flink's artifact keys from it; the JobManager's own listener and upload dir stay the JobManager's", () => {
     const file = join(dir, 'config.yaml');
     writeFileSync(file, CONFIG_YAML);
     const config = load([`-Dgateway.cluster.flink-conf=${file}`]);
@@ -60,12 +60,17 @@ describe('the cluster\'s Flink configuration (gateway.cluster.flink-conf)', () =
     // web.upload.dir is a path on the JobManager's filesystem, not necessarily shared with the gateway.
     expect(config.getOptional(coreOptions.jobManagerUploadDir)).toBeUndefined();
     // The cluster's configuration as the JobManager has it, for the jobs' effective configuration.
-    expect(config.cluster).toMatchObject({ 'rest.port': '8082', 'web.upload.dir': '/opt/flink/uploads', 'pipeline.jars': 'file:///a.jar;file:///b.jar', 's3.secret-key': 'CLUSTER-SECRET' });
+    expect(config.cluster).toMatchObject({
+      'rest.port': '8082',
+      'web.upload.dir': '/opt/flink/uploads',
+      'pipeline.jars': 'file:///a.jar;file:///b.jar',
+      's3.secret-key': 'CLUSTER-SECRET',
+    });
     // Flink keys the gateway does not use are reported, not refused.
     expect(config.notices.map((n) => n.key)).toEqual(['user.artifacts.base.dir']);
   });
 
-  it('the gateway\'s own file, secrets, environment and -D override the cluster\'s values', () => {
+  it("the gateway's own file, secrets, environment and -D override the cluster's values", () => {
     const file = join(dir, 'config.yaml');
     writeFileSync(file, CONFIG_YAML);
     const own = join(dir, 'gateway.yaml');
@@ -77,20 +82,27 @@ describe('the cluster\'s Flink configuration (gateway.cluster.flink-conf)', () =
     expect(config.get(coreOptions.jarUriEnable)).toBe(true);
   });
 
-  it('reads Flink 1.x\'s legacy flink-conf.yaml line by line, as Flink does, and finds the file in a conf directory', () => {
+  it("reads Flink 1.x's legacy flink-conf.yaml line by line, as Flink does, and finds the file in a conf directory", () => {
     const conf = join(dir, 'conf');
     mkdirSync(conf);
-    writeFileSync(join(conf, 'flink-conf.yaml'), [
-      '# Flink 1.20 legacy file',
-      'web.submit.jar-uri.enable: true',
-      's3.access-key: AKIA-LEGACY   # trailing comment',
-      'not a key value line',
-      's3.endpoint: http://127.0.0.1:9000',
-      'empty.value: ',
-    ].join('\n'));
+    writeFileSync(
+      join(conf, 'flink-conf.yaml'),
+      [
+        '# Flink 1.20 legacy file',
+        'web.submit.jar-uri.enable: true',
+        's3.access-key: AKIA-LEGACY   # trailing comment',
+        'not a key value line',
+        's3.endpoint: http://127.0.0.1:9000',
+        'empty.value: ',
+      ].join('\n'),
+    );
     expect(readClusterFlinkConfig(conf)).toEqual({
       path: join(conf, 'flink-conf.yaml'),
-      entries: new Map([['web.submit.jar-uri.enable', 'true'], ['s3.access-key', 'AKIA-LEGACY'], ['s3.endpoint', 'http://127.0.0.1:9000']]),
+      entries: new Map([
+        ['web.submit.jar-uri.enable', 'true'],
+        ['s3.access-key', 'AKIA-LEGACY'],
+        ['s3.endpoint', 'http://127.0.0.1:9000'],
+      ]),
     });
     writeFileSync(join(conf, 'config.yaml'), 'web.submit.jar-uri.enable: false\n');
     // Like FLINK_CONF_DIR on Flink 1.19+: config.yaml wins over the legacy file.
@@ -99,16 +111,20 @@ describe('the cluster\'s Flink configuration (gateway.cluster.flink-conf)', () =
   });
 
   it('a missing or unreadable file fails start-up naming the option', () => {
-    expect(() => load([`-Dgateway.cluster.flink-conf=${join(dir, 'nope.yaml')}`])).toThrow(/gateway\.cluster\.flink-conf \(from .*nope\.yaml\): cannot read it: ENOENT/);
+    expect(() => load([`-Dgateway.cluster.flink-conf=${join(dir, 'nope.yaml')}`])).toThrow(
+      /gateway\.cluster\.flink-conf \(from .*nope\.yaml\): cannot read it: ENOENT/,
+    );
     mkdirSync(join(dir, 'empty'));
     expect(() => load([`-Dgateway.cluster.flink-conf=${join(dir, 'empty')}`])).toThrow(/neither config\.yaml nor flink-conf\.yaml/);
     writeFileSync(join(dir, 'bad.yaml'), 'a: [unclosed');
     expect(() => load([`-Dgateway.cluster.flink-conf=${join(dir, 'bad.yaml')}`])).toThrow(/not valid YAML/);
   });
 
-  it('an invalid value in the cluster\'s file is reported with that file as its source', () => {
+  it("an invalid value in the cluster's file is reported with that file as its source", () => {
     const file = join(dir, 'config.yaml');
     writeFileSync(file, 'user.artifacts.max-size: lots\n');
-    expect(() => load([`-Dgateway.cluster.flink-conf=${file}`])).toThrow(new RegExp(`user\\.artifacts\\.max-size \\(from cluster Flink configuration ${file.replace(/[.]/g, '\\.')}\\)`));
+    expect(() => load([`-Dgateway.cluster.flink-conf=${file}`])).toThrow(
+      new RegExp(`user\\.artifacts\\.max-size \\(from cluster Flink configuration ${file.replace(/[.]/g, '\\.')}\\)`),
+    );
   });
 });

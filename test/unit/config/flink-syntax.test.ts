@@ -23,7 +23,7 @@ describe('Flink 2.x value syntax', () => {
   });
 
   it('splits maps like Flink: quoted parts may hold commas and colons, doubled quotes are literal', () => {
-    expect(parseMap("Authorization:Basic abc,X-Key:v:1")).toEqual({ Authorization: 'Basic abc', 'X-Key': 'v:1' });
+    expect(parseMap('Authorization:Basic abc,X-Key:v:1')).toEqual({ Authorization: 'Basic abc', 'X-Key': 'v:1' });
     expect(parseMap("'Authorization:Basic a,b',X-Key:'v,2'")).toEqual({ Authorization: 'Basic a,b', 'X-Key': 'v,2' });
     expect(parseMap('"X-Quote:it\'\'s","X-Dq:say ""hi"""')).toEqual({ 'X-Quote': "it''s", 'X-Dq': 'say "hi"' });
     expect(() => parseMap("'unclosed:x")).toThrow(/unclosed/);

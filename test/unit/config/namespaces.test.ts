@@ -14,9 +14,15 @@ import { DEPRECATED_JOB_JAR_SHA256_KEY, JOB_JAR_SHA256_KEY, jobJarPin } from '..
  * Flink's own there; the keys it invented moved to `gateway.artifacts.*`, their old names kept as
  * deprecated aliases; unknown Flink keys in that namespace are accepted (and reported), not refused.
  */
-const defs: OptionDef[] = [...Object.values(coreOptions), ...Object.values(artifactOptions), ...Object.values(httpOptions), ...Object.values(fileOptions)];
+const defs: OptionDef[] = [
+  ...Object.values(coreOptions),
+  ...Object.values(artifactOptions),
+  ...Object.values(httpOptions),
+  ...Object.values(fileOptions),
+];
 const registry = () => new OptionsRegistry(defs);
-const raw = (entries: Record<string, unknown>, source = 'config.yaml') => new Map<string, RawEntry>(Object.entries(entries).map(([k, v]) => [k, { value: v, source }]));
+const raw = (entries: Record<string, unknown>, source = 'config.yaml') =>
+  new Map<string, RawEntry>(Object.entries(entries).map(([k, v]) => [k, { value: v, source }]));
 
 /** Old name → option, with a value that differs from the default. */
 const RENAMED: [string, OptionDef, unknown, unknown][] = [
@@ -42,39 +48,72 @@ describe('option namespaces: Flink owns user.artifacts.*', () => {
     expect(def.deprecatedKeys).toEqual([old]);
     const config = registry().resolve(raw({ [old]: text }));
     expect(config.get(def as never)).toEqual(parsed);
-    expect(config.notices).toEqual([{ key: old, source: 'config.yaml', message: `deprecated key; use ${def.key} instead (it means the same)` }]);
+    expect(config.notices).toEqual([
+      { key: old, source: 'config.yaml', message: `deprecated key; use ${def.key} instead (it means the same)` },
+    ]);
   });
 
-  it('keeps FLIP-613\'s proposed keys and Flink\'s own keys where they are', () => {
-    const kept: OptionDef[] = [artifactOptions.fetchTimeout, artifactOptions.maxSize, artifactOptions.maxConcurrentFetches, artifactOptions.baseDir, artifactOptions.artifactList, httpOptions.rawHttpEnabled, httpOptions.headers, coreOptions.jarUriEnable];
+  it("keeps FLIP-613's proposed keys and Flink's own keys where they are", () => {
+    const kept: OptionDef[] = [
+      artifactOptions.fetchTimeout,
+      artifactOptions.maxSize,
+      artifactOptions.maxConcurrentFetches,
+      artifactOptions.baseDir,
+      artifactOptions.artifactList,
+      httpOptions.rawHttpEnabled,
+      httpOptions.headers,
+      coreOptions.jarUriEnable,
+    ];
     expect(kept.map((d) => d.key)).toEqual([
-      'user.artifacts.fetch-timeout', 'user.artifacts.max-size', 'user.artifacts.max-concurrent-fetches', 'user.artifacts.base-dir',
-      'user.artifacts.artifact-list', 'user.artifacts.raw-http-enabled', 'user.artifacts.http-headers', 'web.submit.jar-uri.enable',
+      'user.artifacts.fetch-timeout',
+      'user.artifacts.max-size',
+      'user.artifacts.max-concurrent-fetches',
+      'user.artifacts.base-dir',
+      'user.artifacts.artifact-list',
+      'user.artifacts.raw-http-enabled',
+      'user.artifacts.http-headers',
+      'web.submit.jar-uri.enable',
     ]);
     // Every other gateway option in Flink's namespace would be a key the gateway invented there.
     const invented = defs.filter((d) => d.key.startsWith('user.artifacts.') && !kept.includes(d));
     expect(invented.map((d) => d.key)).toEqual([]);
   });
 
-  it('accepts Flink keys it does not use (1.17\'s user.artifacts.base.dir, a future FLIP-613 key) and reports them, instead of failing start-up', () => {
-    const config = registry().resolve(raw({ 'user.artifacts.base.dir': '/opt/flink/artifacts', 'user.artifacts.http.header': 'X:1', 'user.artifacts.job-jar.cache': 'true' }));
+  it("accepts Flink keys it does not use (1.17's user.artifacts.base.dir, a future FLIP-613 key) and reports them, instead of failing start-up", () => {
+    const config = registry().resolve(
+      raw({
+        'user.artifacts.base.dir': '/opt/flink/artifacts',
+        'user.artifacts.http.header': 'X:1',
+        'user.artifacts.job-jar.cache': 'true',
+      }),
+    );
     expect(config.value('user.artifacts.base.dir')).toBe('/opt/flink/artifacts');
-    expect(config.notices.map((n) => n.key)).toEqual(['user.artifacts.base.dir', 'user.artifacts.http.header', 'user.artifacts.job-jar.cache']);
+    expect(config.notices.map((n) => n.key)).toEqual([
+      'user.artifacts.base.dir',
+      'user.artifacts.http.header',
+      'user.artifacts.job-jar.cache',
+    ]);
     expect(config.notices[0]!.message).toMatch(/not an option the gateway uses; kept for Flink and ignored here/);
   });
 
   it('still refuses an unknown key in the namespace the gateway owns, suggesting the right one', () => {
-    expect(() => registry().resolve(raw({ 'gateway.artifacts.max-zip-entrys': '1' }))).toThrow(/gateway\.artifacts\.max-zip-entrys \(from config\.yaml\): unknown option; did you mean 'gateway\.artifacts\.max-zip-entries'/);
+    expect(() => registry().resolve(raw({ 'gateway.artifacts.max-zip-entrys': '1' }))).toThrow(
+      /gateway\.artifacts\.max-zip-entrys \(from config\.yaml\): unknown option; did you mean 'gateway\.artifacts\.max-zip-entries'/,
+    );
   });
 
-  it('warns about an unknown web.submit.jar-uri.* key (a newer Flink\'s, or a typo) instead of failing start-up', () => {
+  it("warns about an unknown web.submit.jar-uri.* key (a newer Flink's, or a typo) instead of failing start-up", () => {
     const config = registry().resolve(raw({ 'web.submit.jar-uri.enabled': 'true', 'web.submit.jar-uri.allowed-schemes': 's3' }));
     expect(config.notices.map((n) => n.key)).toEqual(['web.submit.jar-uri.enabled', 'web.submit.jar-uri.allowed-schemes']);
-    expect(config.notices[0]!.message).toMatch(/not an option the gateway uses; kept for Flink and ignored here; did you mean 'web\.submit\.jar-uri\.enable'/);
+    expect(config.notices[0]!.message).toMatch(
+      /not an option the gateway uses; kept for Flink and ignored here; did you mean 'web\.submit\.jar-uri\.enable'/,
+    );
   });
 
   it('validates a value given under the old name like one under the new name', () => {
-    expect(() => registry().resolve(raw({ 'user.artifacts.max-zip-entries': 'many' }))).toThrow(/gateway\.artifacts\.max-zip-entries \(from config\.yaml\)/);
+    expect(() => registry().resolve(raw({ 'user.artifacts.max-zip-entries': 'many' }))).toThrow(
+      /gateway\.artifacts\.max-zip-entries \(from config\.yaml\)/,
+    );
   });
 
   it('within one source the new key wins; a higher source overrides under either name', () => {
@@ -95,7 +134,7 @@ describe('option namespaces: Flink owns user.artifacts.*', () => {
     rmSync(yaml);
   });
 
-  it('a run request\'s SHA-256 pin is read under its new key, and under the old one when that is all it has', () => {
+  it("a run request's SHA-256 pin is read under its new key, and under the old one when that is all it has", () => {
     const sha = 'a'.repeat(64);
     expect(JOB_JAR_SHA256_KEY).toBe('gateway.artifacts.job-jar.sha256');
     expect(jobJarPin({ [JOB_JAR_SHA256_KEY]: sha })).toBe(sha);

@@ -20,15 +20,21 @@ describe('options registry', () => {
   });
 
   it('reports every problem at once', () => {
-    expect(() => createRegistry().resolve(raw({ 'rest.port': 'eighty', 'gateway.upload.max-size': '12 parsecs', 'gateway.clustr.rest-url': 'x' })))
-      .toThrow(expect.objectContaining({
+    expect(() =>
+      createRegistry().resolve(raw({ 'rest.port': 'eighty', 'gateway.upload.max-size': '12 parsecs', 'gateway.clustr.rest-url': 'x' })),
+    ).toThrow(
+      expect.objectContaining({
         code: 'GW_CONFIG_INVALID',
         problems: expect.arrayContaining([
           expect.objectContaining({ key: 'rest.port' }),
           expect.objectContaining({ key: 'gateway.upload.max-size' }),
-          expect.objectContaining({ key: 'gateway.clustr.rest-url', message: expect.stringContaining("did you mean 'gateway.cluster.rest-url'") }),
+          expect.objectContaining({
+            key: 'gateway.clustr.rest-url',
+            message: expect.stringContaining("did you mean 'gateway.cluster.rest-url'"),
+          }),
         ]),
-      }));
+      }),
+    );
   });
 
   it('keeps unknown keys outside its namespaces (a shared Flink config file)', () => {

@@ -7,7 +7,8 @@ import { ConfigError, OptionsRegistry, type RawEntry } from '../../../src/config
 import type { ConfigRule } from '../../../src/config/registry';
 import { option, parseUrl } from '../../../src/config/types';
 
-const raw = (values: Record<string, string>): Map<string, RawEntry> => new Map(Object.entries(values).map(([k, v]) => [k, { value: v, source: 'test' }]));
+const raw = (values: Record<string, string>): Map<string, RawEntry> =>
+  new Map(Object.entries(values).map(([k, v]) => [k, { value: v, source: 'test' }]));
 
 function problems(registry: OptionsRegistry, values: Record<string, string>, opts?: { files?: boolean }): string[] {
   try {
@@ -40,13 +41,23 @@ describe('the url option type', () => {
   it('never echoes user info or a sensitive value', () => {
     expect(() => parseUrl('u:secret@@', undefined, false)).toThrow(/^the value is not an absolute URL/);
     expect(() => parseUrl('plain-secret-text', undefined, true)).toThrow(/^the value is not/);
-    const registry = new OptionsRegistry([option({ key: 'x.endpoint', type: 'url', sensitive: true, section: 's', description: 'd' })], [], []);
-    expect(problems(registry, { 'x.endpoint': 'no-url-secret' })).toEqual(['x.endpoint (from test): invalid value (not shown: the option is sensitive)']);
+    const registry = new OptionsRegistry(
+      [option({ key: 'x.endpoint', type: 'url', sensitive: true, section: 's', description: 'd' })],
+      [],
+      [],
+    );
+    expect(problems(registry, { 'x.endpoint': 'no-url-secret' })).toEqual([
+      'x.endpoint (from test): invalid value (not shown: the option is sensitive)',
+    ]);
   });
 
   it('is the type of every URL-valued option of the gateway, its plugins and its providers', () => {
     const registry = createRegistry(builtinPlugins);
-    const urlKeys = registry.all().filter((d) => d.type === 'url').map((d) => d.key).sort();
+    const urlKeys = registry
+      .all()
+      .filter((d) => d.type === 'url')
+      .map((d) => d.key)
+      .sort();
     expect(urlKeys).toEqual(
       [
         'fs.azure.account.endpoint.<account>',
@@ -66,8 +77,19 @@ describe('the url option type', () => {
     );
     // And no string option is named like an endpoint or URL, except Hadoop S3A's, which Hadoop takes as a
     // bare host[:port] too (checked by an s3 plugin rule instead, test/unit/fs-plugins/s3/settings.test.ts).
-    expect(registry.all().filter((d) => d.type === 'string' && /(endpoint|url)$/.test(d.key)).map((d) => d.key).sort()).toEqual(
-      ['fs.s3a.endpoint', 's3.assumed.role.sts.endpoint', 'fs.s3a.assumed.role.sts.endpoint', 'fs.s3a.bucket.<bucket>.assumed.role.sts.endpoint'].sort(),
+    expect(
+      registry
+        .all()
+        .filter((d) => d.type === 'string' && /(endpoint|url)$/.test(d.key))
+        .map((d) => d.key)
+        .sort(),
+    ).toEqual(
+      [
+        'fs.s3a.endpoint',
+        's3.assumed.role.sts.endpoint',
+        'fs.s3a.assumed.role.sts.endpoint',
+        'fs.s3a.bucket.<bucket>.assumed.role.sts.endpoint',
+      ].sort(),
     );
   });
 });
@@ -75,18 +97,33 @@ describe('the url option type', () => {
 describe('item checks and rules', () => {
   const a = option({ key: 'p.a', type: 'string', section: 's', description: 'd' });
   const b = option({ key: 'p.b', type: 'string', section: 's', description: 'd' });
-  const n = option({ key: 'p.n', type: 'int', section: 's', description: 'd', check: (v: number) => (v % 2 === 0 ? undefined : `${v} is odd`) });
-  const list = option({ key: 'p.list', type: 'list', section: 's', description: 'd', check: (v: string[]) => v.filter((e) => e.startsWith('-')).map((e) => `'${e}' starts with -`) });
+  const n = option({
+    key: 'p.n',
+    type: 'int',
+    section: 's',
+    description: 'd',
+    check: (v: number) => (v % 2 === 0 ? undefined : `${v} is odd`),
+  });
+  const list = option({
+    key: 'p.list',
+    type: 'list',
+    section: 's',
+    description: 'd',
+    check: (v: string[]) => v.filter((e) => e.startsWith('-')).map((e) => `'${e}' starts with -`),
+  });
   const together: ConfigRule = {
     keys: [a.key, b.key],
     description: 'both or neither.',
-    check: (c) => ((c.getOptional(a) === undefined) !== (c.getOptional(b) === undefined) ? [{ key: c.getOptional(a) === undefined ? a.key : b.key, message: 'goes with the other' }] : []),
+    check: (c) =>
+      (c.getOptional(a) === undefined) !== (c.getOptional(b) === undefined)
+        ? [{ key: c.getOptional(a) === undefined ? a.key : b.key, message: 'goes with the other' }]
+        : [],
   };
   const registry = () => new OptionsRegistry([a, b, n, list], [together], []);
 
   it('reports item checks, one problem per bad entry, with the rules, all at once', () => {
     expect(problems(registry(), { 'p.a': 'x', 'p.n': '3', 'p.list': 'ok;-x;-y' })).toEqual([
-      "p.n (from test): 3 is odd",
+      'p.n (from test): 3 is odd',
       "p.list (from test): '-x' starts with -",
       "p.list (from test): '-y' starts with -",
       'p.b (from not set): goes with the other',
@@ -103,14 +140,21 @@ describe('item checks and rules', () => {
 
   it('skips the rules that read files when asked to check values only', () => {
     const file = option({ key: 'p.file', type: 'string', section: 's', description: 'd' });
-    const readable: ConfigRule = { keys: [file.key], description: 'd', reads: 'files', check: () => [{ key: file.key, message: 'unreadable' }] };
+    const readable: ConfigRule = {
+      keys: [file.key],
+      description: 'd',
+      reads: 'files',
+      check: () => [{ key: file.key, message: 'unreadable' }],
+    };
     const r = new OptionsRegistry([file], [readable], []);
     expect(problems(r, { 'p.file': '/x' })).toEqual(['p.file (from test): unreadable']);
     expect(problems(r, { 'p.file': '/x' }, { files: false })).toEqual([]);
   });
 
   it('refuses a rule about an undeclared option (a typo in the rule)', () => {
-    expect(() => new OptionsRegistry([a], [{ keys: ['p.typo'], description: 'd', check: () => [] }])).toThrow(/names p\.typo, which is not declared/);
+    expect(() => new OptionsRegistry([a], [{ keys: ['p.typo'], description: 'd', check: () => [] }])).toThrow(
+      /names p\.typo, which is not declared/,
+    );
   });
 
   it('lists every rule in docs/configuration.md', () => {
@@ -121,7 +165,7 @@ describe('item checks and rules', () => {
   });
 });
 
-describe('the gateway\'s rules', () => {
+describe("the gateway's rules", () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'fjg-rules-'));
@@ -145,9 +189,13 @@ describe('the gateway\'s rules', () => {
 
   it('azure-blob user-delegation needs an https endpoint (provider rule)', () => {
     const p = 'security.delegation.token.provider.azure-blob';
-    expect(problems(registry, { [`${p}.auth`]: 'user-delegation', [`${p}.account-name`]: 'acct', [`${p}.endpoint`]: 'http://127.0.0.1:10000/acct' })).toEqual([
-      `${p}.endpoint (from test): must be https with user-delegation (the bearer token and the key travel on it)`,
-    ]);
+    expect(
+      problems(registry, {
+        [`${p}.auth`]: 'user-delegation',
+        [`${p}.account-name`]: 'acct',
+        [`${p}.endpoint`]: 'http://127.0.0.1:10000/acct',
+      }),
+    ).toEqual([`${p}.endpoint (from test): must be https with user-delegation (the bearer token and the key travel on it)`]);
   });
 
   it('the values of a configuration that passes are untouched', () => {
@@ -159,14 +207,31 @@ describe('the gateway\'s rules', () => {
 
 describe('keys of Flink filesystems the gateway has no plugin for', () => {
   it('are start-up warnings naming the key and the scheme, never silence', () => {
-    const config = createRegistry(builtinPlugins).resolve(raw({ 'fs.oss.endpoint': 'oss.example', 'fs.cosn.userinfo.secretId': 'x', 'fs.s3a.fast.upload': 'true' }));
-    expect(config.notices.filter((n) => /no plugin/.test(n.message)).map((n) => n.key)).toEqual(['fs.oss.endpoint', 'fs.cosn.userinfo.secretId']);
-    expect(config.notices.find((n) => n.key === 'fs.oss.endpoint')?.message).toMatch(/^a Flink filesystem key for oss:\/\/, which no plugin of this gateway serves: oss:\/\/ jar URIs are refused \(GW_FETCH_SCHEME_UNSUPPORTED\)/);
+    const config = createRegistry(builtinPlugins).resolve(
+      raw({ 'fs.oss.endpoint': 'oss.example', 'fs.cosn.userinfo.secretId': 'x', 'fs.s3a.fast.upload': 'true' }),
+    );
+    expect(config.notices.filter((n) => /no plugin/.test(n.message)).map((n) => n.key)).toEqual([
+      'fs.oss.endpoint',
+      'fs.cosn.userinfo.secretId',
+    ]);
+    expect(config.notices.find((n) => n.key === 'fs.oss.endpoint')?.message).toMatch(
+      /^a Flink filesystem key for oss:\/\/, which no plugin of this gateway serves: oss:\/\/ jar URIs are refused \(GW_FETCH_SCHEME_UNSUPPORTED\)/,
+    );
   });
 
-  it('gs keys are the gs:// plugin\'s now: the ones it honours are silent, the others a warning naming the key', () => {
-    const config = createRegistry(builtinPlugins).resolve(raw({ 'gs.auth.type': 'APPLICATION_DEFAULT', 'fs.gs.project.id': 'p', 'gs.writer.temporary.bucket.name': 'tmp', 'fs.gs.requester.pays.mode': 'AUTO' }));
+  it("gs keys are the gs:// plugin's now: the ones it honours are silent, the others a warning naming the key", () => {
+    const config = createRegistry(builtinPlugins).resolve(
+      raw({
+        'gs.auth.type': 'APPLICATION_DEFAULT',
+        'fs.gs.project.id': 'p',
+        'gs.writer.temporary.bucket.name': 'tmp',
+        'fs.gs.requester.pays.mode': 'AUTO',
+      }),
+    );
     expect(config.notices.filter((n) => /no plugin/.test(n.message))).toEqual([]);
-    expect(config.notices.filter((n) => /Google Cloud Storage key/.test(n.message)).map((n) => n.key)).toEqual(['gs.writer.temporary.bucket.name', 'fs.gs.requester.pays.mode']);
+    expect(config.notices.filter((n) => /Google Cloud Storage key/.test(n.message)).map((n) => n.key)).toEqual([
+      'gs.writer.temporary.bucket.name',
+      'fs.gs.requester.pays.mode',
+    ]);
   });
 });

@@ -130,14 +130,18 @@ function validModel(rng: Rng): Model {
   const code = rng.pick(['200', '200', '200', '203', '206', '299', '404', '500', '503']);
   const reason = rng.pick(['', ' ', ' OK', ' Some Reason', ` ${fieldValue(rng)}`]);
   const fields: string[] = [];
-  for (let i = rng.range(0, 5); i > 0; i--) fields.push(`X-${token(rng)}:${rng.pick(['', ' ', '  ', '\t'])}${fieldValue(rng)}${rng.pick(['', '', ' ', '\t'])}`);
+  for (let i = rng.range(0, 5); i > 0; i--)
+    fields.push(`X-${token(rng)}:${rng.pick(['', ' ', '  ', '\t'])}${fieldValue(rng)}${rng.pick(['', '', ' ', '\t'])}`);
   const body = bodyOf(rng);
   const chunks: Chunk[] = [];
   if (framing === 'chunked') {
     const te = rng.pick(['chunked', 'Chunked', 'CHUNKED', ' chunked ']);
     fields.splice(rng.int(fields.length + 1), 0, `${rng.pick(['Transfer-Encoding', 'transfer-encoding'])}:${te}`);
     for (let at = 0; at < body.length; ) {
-      const n = Math.min(body.length - at, rng.chance(0.1) ? rng.range(1, 3) : rng.chance(0.9) ? rng.range(1, 9000) : rng.range(9000, 1_200_000));
+      const n = Math.min(
+        body.length - at,
+        rng.chance(0.1) ? rng.range(1, 3) : rng.chance(0.9) ? rng.range(1, 9000) : rng.range(9000, 1_200_000),
+      );
       const size = (rng.chance(0.1) ? '0'.repeat(rng.range(1, 4)) : '') + hexOf(n, rng);
       chunks.push({ size, ext: chunkExt(rng), eol: '\r\n', data: body.subarray(at, at + n), dataEol: '\r\n' });
       at += n;
@@ -147,7 +151,8 @@ function validModel(rng: Rng): Model {
   }
   if (version === 'HTTP/1.1' && (framing === 'close' || rng.chance(0.3))) fields.push('Connection: close');
   const trailers: string[] = [];
-  if (framing === 'chunked' && rng.chance(0.2)) for (let i = rng.range(1, 3); i > 0; i--) trailers.push(`X-${token(rng)}: ${fieldValue(rng)}`);
+  if (framing === 'chunked' && rng.chance(0.2))
+    for (let i = rng.range(1, 3); i > 0; i--) trailers.push(`X-${token(rng)}: ${fieldValue(rng)}`);
   const interim = rng.chance(0.05) ? rng.pick(['HTTP/1.1 100 Continue\r\n\r\n', 'HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n']) : '';
   return {
     statusLine: `${version} ${code}${reason}`,
@@ -213,7 +218,26 @@ const SIZE_FORMS: ((n: number, rng: Rng) => string)[] = [
   (n, rng) => Math.max(0, n - rng.range(1, 3)).toString(16),
 ];
 
-const EXT_FORMS = [';', ';;a', ';a;;b', ';a', ';a=b', ';a="b c"', '; a=b', ' ;a=b', ';a = b', ';a=', ';=b', ';a="unterminated', ';a=b;c', ';a=\x01', ';a\x7f', ';\xff', ';a="\\""', `;${'e'.repeat(5000)}`];
+const EXT_FORMS = [
+  ';',
+  ';;a',
+  ';a;;b',
+  ';a',
+  ';a=b',
+  ';a="b c"',
+  '; a=b',
+  ' ;a=b',
+  ';a = b',
+  ';a=',
+  ';=b',
+  ';a="unterminated',
+  ';a=b;c',
+  ';a=\x01',
+  ';a\x7f',
+  ';\xff',
+  ';a="\\""',
+  `;${'e'.repeat(5000)}`,
+];
 const EOL_FORMS = ['\n', '\r', '', '\r\r\n', '\n\r', ' \r\n', '\r\n\r\n'];
 const FIELD_FORMS = [
   'No-Colon',
@@ -231,9 +255,49 @@ const FIELD_FORMS = [
   'X-Empty:',
   'X-Spaces:     ',
 ];
-const TE_FORMS = ['chunked', 'gzip, chunked', 'chunked, gzip', 'identity', 'gzip', 'chunked,', ', chunked', 'chunked , chunked', 'xchunked', 'chunked;q=1', '"chunked"', 'chunk', ''];
+const TE_FORMS = [
+  'chunked',
+  'gzip, chunked',
+  'chunked, gzip',
+  'identity',
+  'gzip',
+  'chunked,',
+  ', chunked',
+  'chunked , chunked',
+  'xchunked',
+  'chunked;q=1',
+  '"chunked"',
+  'chunk',
+  '',
+];
 const CL_FORMS = ['-1', '+5', '0x10', ' 5 ', '5 5', '5,5', '5, 5', '5, 6', '', 'abc', '99999999999999999999', '1e3', '0005', '\t5'];
-const STATUS_FORMS = ['HTTP/1.1 2000 OK', 'HTTP/1.1 099 Low', 'HTTP/1.1 000 Zero', 'HTTP/1.1 20 OK', 'HTTP/1.1 2x0 OK', 'HTTP/2 200 OK', 'HTTP/2.0 200 OK', 'HTTP/1.2 200 OK', 'HTTP/0.9 200 OK', 'HTTP/1.1 200OK', 'HTTP/1.1  200 OK', 'http/1.1 200 OK', 'HTTP/1.1 200 O\x01K', 'HTTP/1.1 200 O\x7fK', 'HTTP/1.1\t200 OK', 'ICY 200 OK', 'HTTP/1.1 200 \xe9t\xe9', 'HTTP/1.1 200\tOK', 'HTTP/1.1 101 Switching', 'HTTP/1.1 204 No Content', 'HTTP/1.1 304 Not Modified', 'HTTP/1.1 199 Odd', 'HTTP/1.1 999 Odd', 'HTTP/11 200 OK', 'HTTP/1.1 200 OK '];
+const STATUS_FORMS = [
+  'HTTP/1.1 2000 OK',
+  'HTTP/1.1 099 Low',
+  'HTTP/1.1 000 Zero',
+  'HTTP/1.1 20 OK',
+  'HTTP/1.1 2x0 OK',
+  'HTTP/2 200 OK',
+  'HTTP/2.0 200 OK',
+  'HTTP/1.2 200 OK',
+  'HTTP/0.9 200 OK',
+  'HTTP/1.1 200OK',
+  'HTTP/1.1  200 OK',
+  'http/1.1 200 OK',
+  'HTTP/1.1 200 O\x01K',
+  'HTTP/1.1 200 O\x7fK',
+  'HTTP/1.1\t200 OK',
+  'ICY 200 OK',
+  'HTTP/1.1 200 \xe9t\xe9',
+  'HTTP/1.1 200\tOK',
+  'HTTP/1.1 101 Switching',
+  'HTTP/1.1 204 No Content',
+  'HTTP/1.1 304 Not Modified',
+  'HTTP/1.1 199 Odd',
+  'HTTP/1.1 999 Odd',
+  'HTTP/11 200 OK',
+  'HTTP/1.1 200 OK ',
+];
 
 /** A mutation name and what it did to the model (or to the bytes). */
 type Mutation = (m: Model, rng: Rng) => string;
@@ -368,7 +432,10 @@ function byteMutation(bytes: Buffer, rng: Rng): { bytes: Buffer; what: string } 
       return { bytes: b, what: `byte ${at} set to 0x${value.toString(16)}` };
     }
     case 1:
-      return { bytes: Buffer.concat([bytes.subarray(0, at), Buffer.from([value]), bytes.subarray(at)]), what: `0x${value.toString(16)} inserted at ${at}` };
+      return {
+        bytes: Buffer.concat([bytes.subarray(0, at), Buffer.from([value]), bytes.subarray(at)]),
+        what: `0x${value.toString(16)} inserted at ${at}`,
+      };
     default:
       return { bytes: Buffer.concat([bytes.subarray(0, at), bytes.subarray(at + 1)]), what: `byte ${at} deleted` };
   }
@@ -421,7 +488,17 @@ function makeCase(index: number, rng: Rng): Case {
 /** The first bytes of a response, with everything outside printable ASCII escaped. */
 function printable(bytes: Buffer, max = 400): string {
   let s = '';
-  for (const b of bytes.subarray(0, max)) s += b === 0x5c ? '\\\\' : b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : b === 0x0d ? '\\r' : b === 0x0a ? '\\n' : `\\x${b.toString(16).padStart(2, '0')}`;
+  for (const b of bytes.subarray(0, max))
+    s +=
+      b === 0x5c
+        ? '\\\\'
+        : b >= 0x20 && b < 0x7f
+          ? String.fromCharCode(b)
+          : b === 0x0d
+            ? '\\r'
+            : b === 0x0a
+              ? '\\n'
+              : `\\x${b.toString(16).padStart(2, '0')}`;
   return `"${s}"${bytes.length > max ? ` … (${bytes.length} bytes)` : ''}`;
 }
 
@@ -482,7 +559,13 @@ function viaNode(url: URL, path: string): Promise<Outcome> {
     req.on('error', (err) => (error ??= `${(err as { code?: string }).code ?? ''} ${err.message}`));
     req.on('close', () => {
       // 'end' may come after the request's 'close' in the same turn: decide one turn later.
-      setImmediate(() => resolve(complete ? { accepted: true, body: Buffer.concat(chunks) } : { accepted: false, body: Buffer.alloc(0), error: error ?? 'incomplete' }));
+      setImmediate(() =>
+        resolve(
+          complete
+            ? { accepted: true, body: Buffer.concat(chunks) }
+            : { accepted: false, body: Buffer.alloc(0), error: error ?? 'incomplete' },
+        ),
+      );
     });
   });
 }
@@ -501,7 +584,10 @@ interface Allowed {
 
 /** The heads in `bytes` (interim ones first), each as its status line and field lines, split leniently at LF. */
 function headsOf(bytes: Buffer): { status: string; fields: string[] }[] {
-  const lines = bytes.toString('latin1').split('\n').map((l) => l.replace(/\r$/, ''));
+  const lines = bytes
+    .toString('latin1')
+    .split('\n')
+    .map((l) => l.replace(/\r$/, ''));
   const heads: { status: string; fields: string[] }[] = [];
   let at = 0;
   while (at < lines.length) {
@@ -541,7 +627,14 @@ const ALLOWED: Allowed[] = [
       'others to the application (or reads to the close when chunked is not last), which here would keep still-encoded bytes as the jar',
     covers: (bytes) => {
       const te = (headsOf(bytes).at(-1)?.fields ?? []).filter((f) => /^transfer-encoding:/i.test(f));
-      return te.length > 0 && (te.length > 1 || te[0]!.slice(te[0]!.indexOf(':') + 1).trim().toLowerCase() !== 'chunked');
+      return (
+        te.length > 0 &&
+        (te.length > 1 ||
+          te[0]!
+            .slice(te[0]!.indexOf(':') + 1)
+            .trim()
+            .toLowerCase() !== 'chunked')
+      );
     },
   },
   {
@@ -559,7 +652,13 @@ const ALLOWED: Allowed[] = [
     covers: (bytes) => {
       const body = afterHead(bytes);
       if (/[\t\x20-\x7e]{4097,}/.test(body)) return true;
-      return body.split('\n').filter((l) => TRAILER_LIKE.test(l)).reduce((n, l) => n + l.length + 1, 0) > 16 * 1024;
+      return (
+        body
+          .split('\n')
+          .filter((l) => TRAILER_LIKE.test(l))
+          .reduce((n, l) => n + l.length + 1, 0) >
+        16 * 1024
+      );
     },
   },
   {
@@ -654,7 +753,10 @@ describe('the bulk client against llhttp (node:http), on random and mutated resp
     );
     if (process.env.FUZZ_DEBUG) process.stderr.write(`${failures.map((f) => f.split('\n')[0]).join('\n')}\n`);
     // Thrown rather than compared: a diff of many long strings takes jest minutes.
-    if (failures.length > 0) throw new Error(`${failures.length} of ${CASES} cases failed (replay with FUZZ_SEED=${SEED}); the first:\n${failures.slice(0, 10).join('\n')}`);
+    if (failures.length > 0)
+      throw new Error(
+        `${failures.length} of ${CASES} cases failed (replay with FUZZ_SEED=${SEED}); the first:\n${failures.slice(0, 10).join('\n')}`,
+      );
     // The accepting side is exercised: every well-formed case, and a fair share of the mutated ones.
     expect(tally.validAccepted).toBe(tally.valid);
     if (ONLY !== undefined) return;

@@ -147,7 +147,8 @@ function chunkedBody(data: Buffer, sizes: readonly number[]): Buffer {
 
 const CHUNKED_HEAD = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n';
 /** Extensions (bare, with a value, quoted with an escape), leading zeros, both hex cases, CRLF inside data, trailers. */
-const CHUNKED_WIRE = '4;ext=1\r\nWiki\r\n5;name="quoted; \\"value\\""\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n000a\r\n0123456789\r\n1B\r\nabcdefghijklmnopqrstuvwxyz!\r\n0;last\r\nExpires: never\r\nX-Trailer: y\r\n\r\n';
+const CHUNKED_WIRE =
+  '4;ext=1\r\nWiki\r\n5;name="quoted; \\"value\\""\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n000a\r\n0123456789\r\n1B\r\nabcdefghijklmnopqrstuvwxyz!\r\n0;last\r\nExpires: never\r\nX-Trailer: y\r\n\r\n';
 const CHUNKED_DATA = 'Wikipedia in\r\n\r\nchunks.0123456789abcdefghijklmnopqrstuvwxyz!';
 
 describe('Content-Length bodies', () => {
@@ -183,7 +184,9 @@ describe('Content-Length bodies', () => {
   });
 
   it('a HEAD response has an empty body whatever its Content-Length says, and the connection is reused', async () => {
-    const o = await rawServer((s, head) => s.write(head.startsWith('HEAD') ? 'HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n' : ok('after head')));
+    const o = await rawServer((s, head) =>
+      s.write(head.startsWith('HEAD') ? 'HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n' : ok('after head')),
+    );
     const c = client();
     const res = await get(c, o, { method: 'HEAD' });
     expect(res.statusCode).toBe(200);
@@ -277,33 +280,39 @@ describe('chunked bodies', () => {
     ['a size line over 4096 bytes', `5;${'a'.repeat(5000)}\r\nhello\r\n0\r\n\r\n`],
     ['a size line over 4096 bytes with no end yet', `5;${'a'.repeat(5000)}`],
     ['trailer fields over 16 KiB', `0\r\n${`X-T: ${'v'.repeat(1000)}\r\n`.repeat(20)}\r\n`],
-  ])('%s → ERR_BULK_PROTOCOL (the request\'s, or the body\'s when it came in a later read), and the connection is closed', async (_name, wire) => {
-    for (const split of [false, true]) {
-      const o = await rawServer(async (s) => {
-        if (!split) return s.write(CHUNKED_HEAD + wire);
-        s.write(CHUNKED_HEAD);
-        await sleep(30);
-        s.write(wire);
-      });
-      const err = await failure(get(client(), o));
-      expect(err).toMatchObject({ code: 'ERR_BULK_PROTOCOL' });
-      expect(err.message).toMatch(/^malformed response: /);
-      await closed(o.sockets[0]!);
-    }
-  });
+  ])(
+    "%s → ERR_BULK_PROTOCOL (the request's, or the body's when it came in a later read), and the connection is closed",
+    async (_name, wire) => {
+      for (const split of [false, true]) {
+        const o = await rawServer(async (s) => {
+          if (!split) return s.write(CHUNKED_HEAD + wire);
+          s.write(CHUNKED_HEAD);
+          await sleep(30);
+          s.write(wire);
+        });
+        const err = await failure(get(client(), o));
+        expect(err).toMatchObject({ code: 'ERR_BULK_PROTOCOL' });
+        expect(err.message).toMatch(/^malformed response: /);
+        await closed(o.sockets[0]!);
+      }
+    },
+  );
 
   it.each([
     ['a malformed chunk size', 'zz\r\n', 'a malformed chunk size'],
     ['data longer than its size', '3\r\nhello\r\n', 'chunk data longer than its size'],
     ['a bare LF after the data', '5\r\nhello\n', 'a chunked-body line not ended by CRLF'],
     ['a bare LF in the trailers', '5\r\nhello\r\n0\r\nX-T: 1\n', 'a chunked-body line not ended by CRLF'],
-  ])('%s in the read that brought the head rejects the request itself: no caller holds a body that failed before it could listen', async (_name, wire, message) => {
-    // Failed in that read, the body would carry the client's own error past any translation its
-    // caller adds once it has the body (the HTTP plugin's, for one): a 500 instead of a fetch error.
-    const o = await rawServer((s) => s.write(CHUNKED_HEAD + wire));
-    await expect(get(client(), o)).rejects.toMatchObject({ code: 'ERR_BULK_PROTOCOL', message: `malformed response: ${message}` });
-    await closed(o.sockets[0]!);
-  });
+  ])(
+    '%s in the read that brought the head rejects the request itself: no caller holds a body that failed before it could listen',
+    async (_name, wire, message) => {
+      // Failed in that read, the body would carry the client's own error past any translation its
+      // caller adds once it has the body (the HTTP plugin's, for one): a 500 instead of a fetch error.
+      const o = await rawServer((s) => s.write(CHUNKED_HEAD + wire));
+      await expect(get(client(), o)).rejects.toMatchObject({ code: 'ERR_BULK_PROTOCOL', message: `malformed response: ${message}` });
+      await closed(o.sockets[0]!);
+    },
+  );
 
   it('a body that is whole in the read that brought its head is handed out complete, and the connection is reused', async () => {
     const o = await rawServer((s) => s.write(`${CHUNKED_HEAD}5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n`));
@@ -318,22 +327,25 @@ describe('chunked bodies', () => {
     ['a read', () => ok(randomBytes(2 * MiB))],
     // A partly filled slab of a body still arriving is handed on by a timer.
     ['the hand-on timer', () => Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello', 'latin1')],
-  ])('an exception thrown in %s (here by a consumer\'s data listener) fails the exchange instead of escaping the callback', async (_where, response) => {
-    const bytes = response();
-    const o = await rawServer((s) => s.write(bytes));
-    const res = await get(client(), o);
-    let thrown = 0;
-    const failed = new Promise<Error>((resolve) => res.body.on('error', resolve));
-    res.body.on('data', () => {
-      thrown++;
-      throw new RangeError('a consumer fault');
-    });
-    const err = (await failed) as Error & { code?: string };
-    expect(thrown).toBe(1);
-    expect(err).toMatchObject({ code: 'ERR_BULK_PROTOCOL', message: 'the response could not be read (an internal fault: RangeError)' });
-    expect(err.cause).toMatchObject({ message: 'a consumer fault' });
-    await closed(o.sockets[0]!);
-  });
+  ])(
+    "an exception thrown in %s (here by a consumer's data listener) fails the exchange instead of escaping the callback",
+    async (_where, response) => {
+      const bytes = response();
+      const o = await rawServer((s) => s.write(bytes));
+      const res = await get(client(), o);
+      let thrown = 0;
+      const failed = new Promise<Error>((resolve) => res.body.on('error', resolve));
+      res.body.on('data', () => {
+        thrown++;
+        throw new RangeError('a consumer fault');
+      });
+      const err = (await failed) as Error & { code?: string };
+      expect(thrown).toBe(1);
+      expect(err).toMatchObject({ code: 'ERR_BULK_PROTOCOL', message: 'the response could not be read (an internal fault: RangeError)' });
+      expect(err.cause).toMatchObject({ message: 'a consumer fault' });
+      await closed(o.sockets[0]!);
+    },
+  );
 
   it('a malformed chunk after data was handed on fails the body with ERR_BULK_PROTOCOL', async () => {
     const o = await rawServer(async (s) => {
@@ -398,10 +410,19 @@ describe('framing errors', () => {
     ['an empty Content-Length', 'HTTP/1.1 200 OK\r\nContent-Length:\r\n\r\n'],
     ['Transfer-Encoding: gzip', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nhello'],
     ['Transfer-Encoding: gzip, chunked', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'],
-    ['Transfer-Encoding: chunked sent twice', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
+    [
+      'Transfer-Encoding: chunked sent twice',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    ],
     // Both framings, or one length said twice: refused as llhttp (undici, node:http) refuses them.
-    ['Transfer-Encoding: chunked with Content-Length', `HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n${CHUNKED_WIRE}`],
-    ['Transfer-Encoding: chunked with Content-Length on a 204', 'HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n'],
+    [
+      'Transfer-Encoding: chunked with Content-Length',
+      `HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n${CHUNKED_WIRE}`,
+    ],
+    [
+      'Transfer-Encoding: chunked with Content-Length on a 204',
+      'HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n',
+    ],
     ['identical duplicate Content-Length fields', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello'],
     ['a Content-Length list of one value', 'HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\nhello'],
     ['101 Switching Protocols', 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n'],
@@ -424,12 +445,16 @@ describe('framing errors', () => {
   });
 
   it('a complete response head over 64 KiB, written at once → ERR_BULK_PROTOCOL', async () => {
-    const o = await rawServer((s) => s.write(`HTTP/1.1 200 OK\r\n${`X-Pad: ${'a'.repeat(1000)}\r\n`.repeat(100)}Content-Length: 2\r\n\r\nok`));
+    const o = await rawServer((s) =>
+      s.write(`HTTP/1.1 200 OK\r\n${`X-Pad: ${'a'.repeat(1000)}\r\n`.repeat(100)}Content-Length: 2\r\n\r\nok`),
+    );
     await expect(get(client(), o)).rejects.toMatchObject({ code: 'ERR_BULK_PROTOCOL' });
   });
 
   it('a response head of 60 KiB is accepted', async () => {
-    const o = await rawServer((s) => s.write(`HTTP/1.1 200 OK\r\n${`X-Pad: ${'a'.repeat(1000)}\r\n`.repeat(60)}Content-Length: 2\r\n\r\nok`));
+    const o = await rawServer((s) =>
+      s.write(`HTTP/1.1 200 OK\r\n${`X-Pad: ${'a'.repeat(1000)}\r\n`.repeat(60)}Content-Length: 2\r\n\r\nok`),
+    );
     expect(await text(await get(client(), o))).toBe('ok');
   });
 
@@ -565,7 +590,9 @@ describe('keep-alive', () => {
     ['a Content-Length body', ok('c0-r0').toString('latin1')],
     ['a chunked body', `${CHUNKED_HEAD}5\r\nc0-r0\r\n0\r\n\r\n`],
   ])('bytes after %s in the same write: the connection is not reused', async (_name, response) => {
-    const o = await rawServer((s, _h, conn, nth) => s.write(conn === 0 ? `${response}HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nextra` : tagged(conn, nth)));
+    const o = await rawServer((s, _h, conn, nth) =>
+      s.write(conn === 0 ? `${response}HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nextra` : tagged(conn, nth)),
+    );
     const c = client();
     expect(await text(await get(c, o))).toBe('c0-r0');
     expect(await text(await get(c, o))).toBe('c1-r0');
@@ -756,7 +783,11 @@ describe('timeouts', () => {
   describe('connect timeout', () => {
     /** A listener in a stopped process with its accept queue filled: a further SYN is dropped, the connect hangs. */
     async function fullBacklog(): Promise<number> {
-      const child = spawn(process.execPath, ['-e', "const s=require('net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>console.log(s.address().port))"], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(
+        process.execPath,
+        ['-e', "const s=require('net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>console.log(s.address().port))"],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       const fillers: Socket[] = [];
       cleanups.push(() => {
         for (const f of fillers) f.destroy();
@@ -779,7 +810,9 @@ describe('timeouts', () => {
     it('a server that does not complete the handshake → ERR_BULK_CONNECT_TIMEOUT', async () => {
       const port = await fullBacklog();
       const started = Date.now();
-      await expect(get(client({ connectTimeoutMs: 300 }), { url: new URL(`http://127.0.0.1:${port}`) })).rejects.toMatchObject({ code: 'ERR_BULK_CONNECT_TIMEOUT' });
+      await expect(get(client({ connectTimeoutMs: 300 }), { url: new URL(`http://127.0.0.1:${port}`) })).rejects.toMatchObject({
+        code: 'ERR_BULK_CONNECT_TIMEOUT',
+      });
       expect(Date.now() - started).toBeGreaterThanOrEqual(250);
     });
 
@@ -799,9 +832,15 @@ describe('the request', () => {
   it('is sent exactly as given, with host added from the origin', async () => {
     const o = await rawServer((s) => s.write(ok('')));
     const path = '/bucket/k%20ey.jar?x-id=GetObject&a=%2F~';
-    const headers = { 'x-amz-date': '20240101T000000Z', Authorization: 'AWS4-HMAC-SHA256 Credential=a/b, Signature=c', range: 'bytes=0-99' };
+    const headers = {
+      'x-amz-date': '20240101T000000Z',
+      Authorization: 'AWS4-HMAC-SHA256 Credential=a/b, Signature=c',
+      range: 'bytes=0-99',
+    };
     await text(await get(client(), o, { path, headers }));
-    expect(o.requests).toEqual([`GET ${path} HTTP/1.1\r\nx-amz-date: 20240101T000000Z\r\nAuthorization: AWS4-HMAC-SHA256 Credential=a/b, Signature=c\r\nrange: bytes=0-99\r\nhost: 127.0.0.1:${o.port}\r\n\r\n`]);
+    expect(o.requests).toEqual([
+      `GET ${path} HTTP/1.1\r\nx-amz-date: 20240101T000000Z\r\nAuthorization: AWS4-HMAC-SHA256 Credential=a/b, Signature=c\r\nrange: bytes=0-99\r\nhost: 127.0.0.1:${o.port}\r\n\r\n`,
+    ]);
   });
 
   it('keeps a given Host field and adds none', async () => {
@@ -833,7 +872,15 @@ describe('the request', () => {
   });
 
   it('an unsupported protocol → ERR_BULK_PROTOCOL', async () => {
-    await expect(client().request({ origin: new URL('ftp://127.0.0.1:21'), path: '/', method: 'GET', headers: {}, signal: new AbortController().signal })).rejects.toMatchObject({ code: 'ERR_BULK_PROTOCOL' });
+    await expect(
+      client().request({
+        origin: new URL('ftp://127.0.0.1:21'),
+        path: '/',
+        method: 'GET',
+        headers: {},
+        signal: new AbortController().signal,
+      }),
+    ).rejects.toMatchObject({ code: 'ERR_BULK_PROTOCOL' });
   });
 });
 
@@ -885,7 +932,27 @@ describe('TLS', () => {
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'bulk-http-tls-'));
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-days',
+        '1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     key = readFileSync(join(dir, 'key.pem'), 'utf8');
     cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
   });
@@ -936,7 +1003,9 @@ describe('TLS', () => {
 
 describe('discardBody', () => {
   it('reads and drops a small body, and the connection is reused', async () => {
-    const o = await rawServer((s, _h, conn, nth) => s.write(nth === 0 ? ok(randomBytes(1000), 'Content-Type: text/html\r\n') : ok(`c${conn}-r${nth}`)));
+    const o = await rawServer((s, _h, conn, nth) =>
+      s.write(nth === 0 ? ok(randomBytes(1000), 'Content-Type: text/html\r\n') : ok(`c${conn}-r${nth}`)),
+    );
     const c = client();
     const res = await get(c, o);
     await discardBody(res.body);

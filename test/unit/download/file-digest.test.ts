@@ -45,8 +45,12 @@ describe('FileDigest (SHA-256 and the store MD5 on helper threads, ADR 0035)', (
   });
 
   it('fails the digest, not the process, for a file it cannot open or that ends early', async () => {
-    await expect(new FileDigest(join(dir, 'absent'), 'md5').digest(10)).rejects.toThrow(/MD5 of the downloaded file could not be computed: ENOENT/);
-    await expect(new FileDigest(join(dir, 'absent'), 'sha256').digest(10)).rejects.toThrow(/SHA-256 of the downloaded file could not be computed: ENOENT/);
+    await expect(new FileDigest(join(dir, 'absent'), 'md5').digest(10)).rejects.toThrow(
+      /MD5 of the downloaded file could not be computed: ENOENT/,
+    );
+    await expect(new FileDigest(join(dir, 'absent'), 'sha256').digest(10)).rejects.toThrow(
+      /SHA-256 of the downloaded file could not be computed: ENOENT/,
+    );
     const path = join(dir, 'short');
     writeFileSync(path, randomBytes(100));
     await expect(new FileDigest(path, 'md5').digest(200)).rejects.toThrow(/the file ended at 100 bytes, before 200/);
@@ -56,7 +60,7 @@ describe('FileDigest (SHA-256 and the store MD5 on helper threads, ADR 0035)', (
     expect(await new FileDigest(join(dir, 'after'), 'md5').digest(1000)).toBe(md5(ok));
   });
 
-  it('a cancelled session\'s digest rejects instead of waiting forever', async () => {
+  it("a cancelled session's digest rejects instead of waiting forever", async () => {
     const path = join(dir, 'cancelled');
     writeFileSync(path, randomBytes(100));
     const h = new FileDigest(path, 'sha256');

@@ -21,7 +21,7 @@ const setup = () => {
 };
 
 describe('LoneStreamProbe: one stream or parallel ranges', () => {
-  it('a first request that delivers the window\'s bytes inside the window is read alone', async () => {
+  it("a first request that delivers the window's bytes inside the window is read alone", async () => {
     const { clock, probe, verdict } = setup();
     probe.opened();
     await clock.advance(PROBE_WINDOW_MS - 1);
@@ -35,7 +35,7 @@ describe('LoneStreamProbe: one stream or parallel ranges', () => {
     expect(probe.mibPerSec).toBe(Math.round(WINDOW_BYTES / ((PROBE_WINDOW_MS - 1) / 1000) / MiB));
   });
 
-  it('a first request still short of the window\'s bytes when the window closes starts the other requests', async () => {
+  it("a first request still short of the window's bytes when the window closes starts the other requests", async () => {
     const { clock, probe, verdict } = setup();
     probe.opened();
     probe.progress(WINDOW_BYTES / 2);
@@ -130,7 +130,7 @@ describe('LoneStreamProbe: one stream or parallel ranges', () => {
     expect(verdict()).toBe(false);
   });
 
-  it('a body paused by the writer\'s backpressure inside the window is read alone: the gateway, not the link, is the limit', async () => {
+  it("a body paused by the writer's backpressure inside the window is read alone: the gateway, not the link, is the limit", async () => {
     const { clock, probe, verdict } = setup();
     const body = new PassThrough();
     // A writer that never finishes its first write: everything after it waits in its buffer.

@@ -18,8 +18,19 @@ describe('ObjectFile store checksums', () => {
   const bytes = randomBytes(200_000);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
 
-  async function written(name: string, integrity: { algorithm: 'sha256' | 'md5' | 'crc32'; expected: string }, sha256Pin?: string): Promise<string | undefined> {
-    const file = await ObjectFile.create(join(dir, name), { uri: new URL('s3://b/k'), maxBytes: 1 << 20, integrity, onProgress: () => undefined, writeBuffer: 64 * 1024, ...(sha256Pin ? { sha256Pin } : {}) });
+  async function written(
+    name: string,
+    integrity: { algorithm: 'sha256' | 'md5' | 'crc32'; expected: string },
+    sha256Pin?: string,
+  ): Promise<string | undefined> {
+    const file = await ObjectFile.create(join(dir, name), {
+      uri: new URL('s3://b/k'),
+      maxBytes: 1 << 20,
+      integrity,
+      onProgress: () => undefined,
+      writeBuffer: 64 * 1024,
+      ...(sha256Pin ? { sha256Pin } : {}),
+    });
     const part = file.part(0, bytes.length);
     await pipeline(Readable.from([bytes.subarray(0, 70_000), bytes.subarray(70_000)]), file.writer(part));
     await file.settled(part);
@@ -42,7 +53,9 @@ describe('ObjectFile store checksums', () => {
     expect(await written('pinned', { algorithm: 'md5', expected: '0'.repeat(32) }, sha256)).toBeUndefined();
     // Another version's bytes (the pin is someone else's): the MD5 decides whether they are the object's.
     expect(await written('other-ok', { algorithm: 'md5', expected: md5 }, 'f'.repeat(64))).toBeUndefined();
-    expect(await written('other-bad', { algorithm: 'md5', expected: '0'.repeat(32) }, 'f'.repeat(64))).toBe(`md5 ${md5} ≠ ${'0'.repeat(32)}`);
+    expect(await written('other-bad', { algorithm: 'md5', expected: '0'.repeat(32) }, 'f'.repeat(64))).toBe(
+      `md5 ${md5} ≠ ${'0'.repeat(32)}`,
+    );
   });
 
   it('MD5 and CRC32 as before', async () => {
@@ -95,7 +108,13 @@ describe('ObjectFile with a tee, on pooled slabs', () => {
           done();
         },
       });
-    const file = await ObjectFile.create(join(dir, 'teed'), { uri: new URL('https://h/a.jar'), maxBytes: 1 << 30, onProgress: () => undefined, openTee: tee, writeBuffer: 4 * 1024 * 1024 });
+    const file = await ObjectFile.create(join(dir, 'teed'), {
+      uri: new URL('https://h/a.jar'),
+      maxBytes: 1 << 30,
+      onProgress: () => undefined,
+      openTee: tee,
+      writeBuffer: 4 * 1024 * 1024,
+    });
     // Two parts, the later one first: its bytes reach the tee read back from the file (in slabs too).
     const later = file.part(half, bytes.length);
     const first = file.part(0, half);

@@ -1,7 +1,8 @@
 import { planParts } from '../../../src/download/ranged-download';
 
 const MiB = 1024 * 1024;
-const lengths = (size: number, partSize: number, concurrency: number) => planParts(size, { partSize, concurrency }).map((p) => p.end - p.start);
+const lengths = (size: number, partSize: number, concurrency: number) =>
+  planParts(size, { partSize, concurrency }).map((p) => p.end - p.start);
 
 describe('planParts: how a ranged read cuts an object', () => {
   it('tiles every object exactly, in offset order, never over the part size', () => {

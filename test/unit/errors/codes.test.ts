@@ -13,7 +13,7 @@ describe('error registry', () => {
     }
   });
 
-  it('renders Flink\'s envelope with the code first and nothing else', () => {
+  it("renders Flink's envelope with the code first and nothing else", () => {
     const err = new GatewayError('GW_UPLOAD_FILE_COUNT', { count: 2 });
     expect(errorBody(err)).toEqual({ errors: ['GW_UPLOAD_FILE_COUNT: Exactly 1 file must be sent, received 2.'] });
     expect(isGatewayError(err)).toBe(true);
@@ -29,7 +29,10 @@ describe('docs/errors.md', () => {
 
 describe('error bodies', () => {
   it('are well-formed JSON even when a message quotes client input with lone surrogates (schemathesis found one)', () => {
-    const err = new GatewayError('GW_REQUEST_MALFORMED', { type: 'EmptyRequestBody', reason: `the body is not valid JSON (Unexpected token '\uD83D' ...)` });
+    const err = new GatewayError('GW_REQUEST_MALFORMED', {
+      type: 'EmptyRequestBody',
+      reason: `the body is not valid JSON (Unexpected token '\uD83D' ...)`,
+    });
     const text = JSON.stringify(errorBody(err));
     expect(text).not.toMatch(/\\ud83d/i);
     expect(errorBody(err).errors[0]).toContain('\uFFFD');

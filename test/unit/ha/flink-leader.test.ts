@@ -20,7 +20,13 @@ describe("Flink's ZooKeeper leader records", () => {
   });
 
   it('reads an empty node, truncated or foreign bytes as "no leader", never a guess', () => {
-    for (const hex of ['', 'aced0005', DISPATCHER.slice(0, 60), '7b7d', DISPATCHER.replace('6a6176612e7574696c2e55554944', '6a6176612e7574696c2e55554945')]) {
+    for (const hex of [
+      '',
+      'aced0005',
+      DISPATCHER.slice(0, 60),
+      '7b7d',
+      DISPATCHER.replace('6a6176612e7574696c2e55554944', '6a6176612e7574696c2e55554945'),
+    ]) {
       expect(decodeLeaderRecord(Buffer.from(hex, 'hex'))).toBeUndefined();
     }
   });
@@ -34,21 +40,46 @@ describe("Flink's ZooKeeper leader records", () => {
     expect(isLeaderRecordOf(rec, { host: '10.0.0.7' })).toBe(false);
     expect(isLeaderRecordOf(undefined, { host: '127.0.0.1' })).toBe(false);
     // A pod's JobManager (its own pod IP, the HA port a range): the host decides.
-    expect(identityFromConfig([{ key: 'jobmanager.rpc.address', value: '10.0.0.7' }, { key: 'high-availability.jobmanager.port', value: '50010-50020' }])).toEqual({ host: '10.0.0.7' });
-    expect(identityFromConfig([{ key: 'jobmanager.rpc.address', value: '127.0.0.1' }, { key: 'high-availability.jobmanager.port', value: '34461' }])).toEqual({ host: '127.0.0.1', port: 34461 });
+    expect(
+      identityFromConfig([
+        { key: 'jobmanager.rpc.address', value: '10.0.0.7' },
+        { key: 'high-availability.jobmanager.port', value: '50010-50020' },
+      ]),
+    ).toEqual({ host: '10.0.0.7' });
+    expect(
+      identityFromConfig([
+        { key: 'jobmanager.rpc.address', value: '127.0.0.1' },
+        { key: 'high-availability.jobmanager.port', value: '34461' },
+      ]),
+    ).toEqual({ host: '127.0.0.1', port: 34461 });
     expect(identityFromConfig([])).toBeUndefined();
   });
 });
 
 describe('gateway.ha.store', () => {
-  const zkHa = { 'high-availability.type': 'zookeeper', 'high-availability.zookeeper.quorum': 'zk-0:2181,zk-1:2181', 'high-availability.cluster-id': '/team-a/' };
+  const zkHa = {
+    'high-availability.type': 'zookeeper',
+    'high-availability.zookeeper.quorum': 'zk-0:2181,zk-1:2181',
+    'high-availability.cluster-id': '/team-a/',
+  };
 
   it("follows the cluster's Flink configuration, with Flink's defaults and path normalisation", () => {
     expect(haStoreOf('auto', {})).toEqual({ kind: 'local' });
-    expect(haStoreOf('auto', zkHa)).toEqual({ kind: 'zookeeper', settings: { quorum: 'zk-0:2181,zk-1:2181', namespace: '/flink/team-a', sessionTimeoutMs: 60_000, connectionTimeoutMs: 15_000 } });
-    expect(haStoreOf('auto', { ...zkHa, 'high-availability.zookeeper.path.root': 'flink//ha/', 'high-availability.zookeeper.client.session-timeout': '4000' })).toMatchObject({ settings: { namespace: '/flink/ha/team-a', sessionTimeoutMs: 4000 } });
+    expect(haStoreOf('auto', zkHa)).toEqual({
+      kind: 'zookeeper',
+      settings: { quorum: 'zk-0:2181,zk-1:2181', namespace: '/flink/team-a', sessionTimeoutMs: 60_000, connectionTimeoutMs: 15_000 },
+    });
+    expect(
+      haStoreOf('auto', {
+        ...zkHa,
+        'high-availability.zookeeper.path.root': 'flink//ha/',
+        'high-availability.zookeeper.client.session-timeout': '4000',
+      }),
+    ).toMatchObject({ settings: { namespace: '/flink/ha/team-a', sessionTimeoutMs: 4000 } });
     // Flink 1.x's legacy key.
-    expect(haStoreOf('auto', { high: 'x', 'high-availability': 'ZOOKEEPER', 'high-availability.zookeeper.quorum': 'zk:2181' })).toMatchObject({ kind: 'zookeeper' });
+    expect(
+      haStoreOf('auto', { high: 'x', 'high-availability': 'ZOOKEEPER', 'high-availability.zookeeper.quorum': 'zk:2181' }),
+    ).toMatchObject({ kind: 'zookeeper' });
     expect(haStoreOf('local', zkHa)).toEqual({ kind: 'local' });
   });
 

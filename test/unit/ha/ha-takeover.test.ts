@@ -19,7 +19,13 @@ const seal = new RecordSeal('the-replicas-shared-secret');
 
 /** Another replica stores a registration. */
 function storeJob(zk: FakeZooKeeper, jobId: string): void {
-  const rec: StoredRegistration = { jobId, principal: 'anonymous', configuration: {}, provenance: {}, registeredAt: new Date(0).toISOString() };
+  const rec: StoredRegistration = {
+    jobId,
+    principal: 'anonymous',
+    configuration: {},
+    provenance: {},
+    registeredAt: new Date(0).toISOString(),
+  };
   zk.write(`${DIR}/${jobId}`, seal.sealBytes(RECORD_KIND.registration, `${DIR}/${jobId}`, JSON.stringify(rec)));
 }
 
@@ -45,7 +51,12 @@ describe('the shared registration store re-reads after a failed read (a fake Zoo
 
     await clock.advance(1000);
     expect(added.sort()).toEqual([J1, J2]);
-    expect(store.list().map((r) => r.jobId).sort()).toEqual([J1, J2]);
+    expect(
+      store
+        .list()
+        .map((r) => r.jobId)
+        .sort(),
+    ).toEqual([J1, J2]);
     expect(clock.pending()).toEqual([]);
   });
 });
@@ -65,7 +76,13 @@ function collaborators() {
     tokens: { start: async () => void calls.push('tokens.start'), stop: async () => void calls.push('tokens.stop') },
     watcher: { start: () => void calls.push('watcher.start'), stop: async () => void calls.push('watcher.stop') },
     cluster: {
-      json: async () => ({ status: 200, body: [{ key: 'jobmanager.rpc.address', value: '127.0.0.1' }, { key: 'high-availability.jobmanager.port', value: '6123' }] }),
+      json: async () => ({
+        status: 200,
+        body: [
+          { key: 'jobmanager.rpc.address', value: '127.0.0.1' },
+          { key: 'high-availability.jobmanager.port', value: '6123' },
+        ],
+      }),
     },
   };
 }
@@ -79,7 +96,17 @@ describe("taking over as the leading JobManager's gateway (a fake ZooKeeper, an 
     zk.write(RECORD, leaderRecordBytes(OTHER));
     storeJob(zk, J1);
     const c = collaborators();
-    const coordinator = new HaCoordinator({ session: zk, follow: (self, l) => new FlinkLeaderFollower(zk, self, l), store, registrations: c.registrations, tokens: c.tokens, watcher: c.watcher, cluster: c.cluster, readStates: async () => new Map(), log });
+    const coordinator = new HaCoordinator({
+      session: zk,
+      follow: (self, l) => new FlinkLeaderFollower(zk, self, l),
+      store,
+      registrations: c.registrations,
+      tokens: c.tokens,
+      watcher: c.watcher,
+      cluster: c.cluster,
+      readStates: async () => new Map(),
+      log,
+    });
     await coordinator.start();
     await flush();
     expect(coordinator.isLeading()).toBe(false);
@@ -100,7 +127,9 @@ describe("taking over as the leading JobManager's gateway (a fake ZooKeeper, an 
 
     expect(coordinator.isLeading()).toBe(true);
     expect(c.calls).toEqual(['restore', 'tokens.start', 'watcher.start']);
-    expect(messages('warn')).toContain('cannot re-read the shared job registrations on taking over; registering the ones this replica has followed, the others once the store reads them');
+    expect(messages('warn')).toContain(
+      'cannot re-read the shared job registrations on taking over; registering the ones this replica has followed, the others once the store reads them',
+    );
 
     await clock.advance(1000);
     expect(c.calls).toEqual(['restore', 'tokens.start', 'watcher.start', `stored ${J2}`]);

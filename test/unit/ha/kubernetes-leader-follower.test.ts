@@ -4,7 +4,13 @@ import type { KubernetesHaSettings } from '../../../src/ha/kubernetes-settings';
 import { flush, ManualClock } from '../../helpers/manual-clock';
 import { captureLogger } from '../../helpers/token-fakes';
 
-const SETTINGS: KubernetesHaSettings = { clusterId: 'c', namespace: 'ns', leaseDurationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 1000 };
+const SETTINGS: KubernetesHaSettings = {
+  clusterId: 'c',
+  namespace: 'ns',
+  leaseDurationMs: 6000,
+  renewDeadlineMs: 4000,
+  retryPeriodMs: 1000,
+};
 const OWN = 'pekko.tcp://flink@10.0.0.1:6123/user/rpc/dispatcher_1';
 const OTHER = 'pekko.tcp://flink@10.0.0.2:6123/user/rpc/dispatcher_1';
 const SESSION = '5c0b7e4e-8a51-4e0e-a3d5-0d6f1b2c3d4e';
@@ -21,7 +27,10 @@ class FakeApi {
   readonly connection = { server: 'https://api.test', source: 'fake' };
 
   configMap(): ConfigMap {
-    return { metadata: { name: 'c-cluster-config-map', resourceVersion: String(this.version) }, data: this.leader ? { 'org.apache.flink.k8s.leader.dispatcher': `${SESSION},${this.leader}` } : {} };
+    return {
+      metadata: { name: 'c-cluster-config-map', resourceVersion: String(this.version) },
+      data: this.leader ? { 'org.apache.flink.k8s.leader.dispatcher': `${SESSION},${this.leader}` } : {},
+    };
   }
   async getConfigMap(): Promise<ConfigMap | undefined> {
     if (this.down) throw new KubernetesApiError(0, 'Unreachable', 'connection refused', 'get', 'configmaps/c-cluster-config-map');

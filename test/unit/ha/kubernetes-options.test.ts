@@ -23,7 +23,10 @@ describe("gateway.ha.store against the cluster's high-availability.type, in ever
   });
 
   it('auto on Kubernetes HA: the cluster id and namespace of its ConfigMaps, its kubeconfig and its leader-election timings', () => {
-    expect(haStoreOf('auto', k8sHa)).toEqual({ kind: 'kubernetes', settings: { clusterId: 'session-a', namespace: 'default', leaseDurationMs: 15_000, renewDeadlineMs: 15_000, retryPeriodMs: 5_000 } });
+    expect(haStoreOf('auto', k8sHa)).toEqual({
+      kind: 'kubernetes',
+      settings: { clusterId: 'session-a', namespace: 'default', leaseDurationMs: 15_000, renewDeadlineMs: 15_000, retryPeriodMs: 5_000 },
+    });
     expect(
       haStoreOf('kubernetes', {
         ...k8sHa,
@@ -35,13 +38,28 @@ describe("gateway.ha.store against the cluster's high-availability.type, in ever
         'high-availability.kubernetes.leader-election.renew-deadline': '4000',
         'high-availability.kubernetes.leader-election.retry-period': '1 s',
       }),
-    ).toEqual({ kind: 'kubernetes', settings: { clusterId: 'session-a', namespace: 'team-a', configFile: '/etc/kube/config', context: 'prod', leaseDurationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 1000 } });
+    ).toEqual({
+      kind: 'kubernetes',
+      settings: {
+        clusterId: 'session-a',
+        namespace: 'team-a',
+        configFile: '/etc/kube/config',
+        context: 'prod',
+        leaseDurationMs: 6000,
+        renewDeadlineMs: 4000,
+        retryPeriodMs: 1000,
+      },
+    });
   });
 
   it('a factory class the gateway does not know is refused, never silently "no HA"; a mismatch with the explicit engine too', () => {
-    expect(() => haStoreOf('auto', { 'high-availability.type': 'com.example.MyHaServicesFactory' })).toThrow(/factory class the gateway does not know/);
+    expect(() => haStoreOf('auto', { 'high-availability.type': 'com.example.MyHaServicesFactory' })).toThrow(
+      /factory class the gateway does not know/,
+    );
     expect(haStoreOf('local', { 'high-availability.type': 'com.example.MyHaServicesFactory' })).toEqual({ kind: 'local' });
-    expect(() => haStoreOf('kubernetes', { 'high-availability.type': 'zookeeper', 'high-availability.zookeeper.quorum': 'zk:2181' })).toThrow(/gateway.ha.store is kubernetes/);
+    expect(() =>
+      haStoreOf('kubernetes', { 'high-availability.type': 'zookeeper', 'high-availability.zookeeper.quorum': 'zk:2181' }),
+    ).toThrow(/gateway.ha.store is kubernetes/);
     expect(() => haStoreOf('zookeeper', k8sHa)).toThrow(/gateway.ha.store is zookeeper/);
     expect(() => haStoreOf('kubernetes', {})).toThrow(/gateway.ha.store is kubernetes/);
     expect(() => haStoreOf('auto', { 'high-availability.type': 'kubernetes' })).toThrow(/without kubernetes.cluster-id/);
@@ -50,10 +68,18 @@ describe("gateway.ha.store against the cluster's high-availability.type, in ever
 
 describe("Flink's Kubernetes leader records and the gateway's ConfigMap names", () => {
   it('reads <sessionId>,<address> of a component; anything else is no leader', () => {
-    const data = { 'org.apache.flink.k8s.leader.dispatcher': '5c0b7e4e-8a51-4e0e-a3d5-0d6f1b2c3d4e,pekko.tcp://flink@10.0.0.7:6123/user/rpc/dispatcher_1' };
-    expect(leaderRecordOf({ metadata: { name: 'x' }, data })).toEqual({ sessionId: '5c0b7e4e-8a51-4e0e-a3d5-0d6f1b2c3d4e', address: 'pekko.tcp://flink@10.0.0.7:6123/user/rpc/dispatcher_1' });
+    const data = {
+      'org.apache.flink.k8s.leader.dispatcher':
+        '5c0b7e4e-8a51-4e0e-a3d5-0d6f1b2c3d4e,pekko.tcp://flink@10.0.0.7:6123/user/rpc/dispatcher_1',
+    };
+    expect(leaderRecordOf({ metadata: { name: 'x' }, data })).toEqual({
+      sessionId: '5c0b7e4e-8a51-4e0e-a3d5-0d6f1b2c3d4e',
+      address: 'pekko.tcp://flink@10.0.0.7:6123/user/rpc/dispatcher_1',
+    });
     expect(leaderRecordOf({ metadata: { name: 'x' }, data: { 'org.apache.flink.k8s.leader.dispatcher': 'no-comma' } })).toBeUndefined();
-    expect(leaderRecordOf({ metadata: { name: 'x' }, data: { 'org.apache.flink.k8s.leader.dispatcher': 'not-a-uuid,pekko.tcp://flink@h:1/x' } })).toBeUndefined();
+    expect(
+      leaderRecordOf({ metadata: { name: 'x' }, data: { 'org.apache.flink.k8s.leader.dispatcher': 'not-a-uuid,pekko.tcp://flink@h:1/x' } }),
+    ).toBeUndefined();
     expect(leaderRecordOf({ metadata: { name: 'x' } })).toBeUndefined();
     expect(leaderRecordOf(undefined)).toBeUndefined();
   });
@@ -97,7 +123,12 @@ describe('where the API server is and who the gateway is there', () => {
         '- {name: c, context: {cluster: cb, user: uc}}',
       ].join('\n'),
     );
-    expect(fromKubeconfig(file)).toEqual({ server: 'https://10.0.0.1:6443', ca: 'CA-DATA', token: 'abc', source: `kubeconfig ${file} context "a"` });
+    expect(fromKubeconfig(file)).toEqual({
+      server: 'https://10.0.0.1:6443',
+      ca: 'CA-DATA',
+      token: 'abc',
+      source: `kubeconfig ${file} context "a"`,
+    });
     expect(fromKubeconfig(file, 'b')).toMatchObject({ server: 'https://10.0.0.2:6443', ca: 'CA-PEM', tokenFile: join(dir, 'token') });
     expect(() => fromKubeconfig(file, 'c')).toThrow(/exec or auth-provider plugin/);
     expect(() => fromKubeconfig(file, 'zz')).toThrow(/no context "zz"/);
@@ -106,7 +137,12 @@ describe('where the API server is and who the gateway is there', () => {
   it("in a pod: the service account's token file and CA, the service's address", () => {
     writeFileSync(join(dir, 'token'), 'sa-token');
     writeFileSync(join(dir, 'ca.crt'), 'SA-CA');
-    expect(resolveConnection({ env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443', HOME: dir }, serviceAccountDir: dir })).toEqual({ server: 'https://10.96.0.1:443', tokenFile: join(dir, 'token'), ca: 'SA-CA', source: "the pod's service account" });
+    expect(
+      resolveConnection({
+        env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443', HOME: dir },
+        serviceAccountDir: dir,
+      }),
+    ).toEqual({ server: 'https://10.96.0.1:443', tokenFile: join(dir, 'token'), ca: 'SA-CA', source: "the pod's service account" });
     expect(() => resolveConnection({ env: {}, serviceAccountDir: join(dir, 'none') })).toThrow(/no Kubernetes API server to reach/);
   });
 });

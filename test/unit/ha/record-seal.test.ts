@@ -13,7 +13,10 @@ describe('RecordSeal', () => {
     const sealed = seal.seal('registration', WHERE, BODY);
     expect(seal.open('registration', WHERE, sealed)).toEqual({ ok: true, body: BODY });
     expect(seal.open('registration', WHERE, Buffer.from(sealed))).toEqual({ ok: true, body: BODY });
-    expect(seal.openJson('registration', WHERE, seal.sealBytes('registration', WHERE, BODY))).toEqual({ ok: true, value: JSON.parse(BODY) });
+    expect(seal.openJson('registration', WHERE, seal.sealBytes('registration', WHERE, BODY))).toEqual({
+      ok: true,
+      value: JSON.parse(BODY),
+    });
     // Readable in zkCli/kubectl, and without the secret in it.
     expect(JSON.parse(sealed)).toMatchObject({ seal: SEAL_VERSION, kind: 'registration', body: BODY });
     expect(sealed).not.toContain(SECRET);
@@ -33,15 +36,29 @@ describe('RecordSeal', () => {
 
   it('refuses an altered body, a record sealed under another secret, and a forged MAC', () => {
     const sealed = JSON.parse(seal.seal('registration', WHERE, BODY)) as Record<string, string>;
-    expect(seal.open('registration', WHERE, JSON.stringify({ ...sealed, body: BODY.replace('team-a', 'team-b') }))).toEqual({ ok: false, reason: 'bad-mac' });
-    expect(new RecordSeal('another-secret-entirely-xyz').open('registration', WHERE, JSON.stringify(sealed))).toEqual({ ok: false, reason: 'bad-mac' });
+    expect(seal.open('registration', WHERE, JSON.stringify({ ...sealed, body: BODY.replace('team-a', 'team-b') }))).toEqual({
+      ok: false,
+      reason: 'bad-mac',
+    });
+    expect(new RecordSeal('another-secret-entirely-xyz').open('registration', WHERE, JSON.stringify(sealed))).toEqual({
+      ok: false,
+      reason: 'bad-mac',
+    });
     for (const mac of ['', 'AAAA', Buffer.alloc(32).toString('base64url'), `${sealed.mac}A`, '!!not base64!!']) {
       expect(seal.open('registration', WHERE, JSON.stringify({ ...sealed, mac }))).toEqual({ ok: false, reason: 'bad-mac' });
     }
   });
 
   it('refuses unsealed records: plain JSON as an older gateway wrote it, non-JSON, wrong shapes, unknown versions', () => {
-    for (const data of [BODY, 'not json', '', 'null', '[]', '"x"', JSON.stringify({ seal: SEAL_VERSION, kind: 'registration', mac: 'x', body: { a: 1 } })]) {
+    for (const data of [
+      BODY,
+      'not json',
+      '',
+      'null',
+      '[]',
+      '"x"',
+      JSON.stringify({ seal: SEAL_VERSION, kind: 'registration', mac: 'x', body: { a: 1 } }),
+    ]) {
       expect(seal.open('registration', WHERE, data)).toEqual({ ok: false, reason: 'unsealed' });
     }
     const v2 = JSON.stringify({ ...JSON.parse(seal.seal('registration', WHERE, BODY)), seal: 'hmac-sha256.v2' });

@@ -48,7 +48,12 @@ describe('what a request needs', () => {
 
   it('recognises POST /v1/jobs in every spelling, and nothing else', () => {
     for (const p of ['/v1/jobs', '/jobs', '/jobs/', '/v1/jobs%2F', '/v1/%256Aobs']) expect(isJobGraphSubmission('POST', p)).toBe(true);
-    for (const [m, p] of [['GET', '/v1/jobs'], ['POST', '/v1/jobs/abc/stop'], ['POST', '/v1/jars/upload']] as const) expect(isJobGraphSubmission(m, p)).toBe(false);
+    for (const [m, p] of [
+      ['GET', '/v1/jobs'],
+      ['POST', '/v1/jobs/abc/stop'],
+      ['POST', '/v1/jars/upload'],
+    ] as const)
+      expect(isJobGraphSubmission(m, p)).toBe(false);
   });
 });
 
@@ -81,11 +86,19 @@ describe('Permissions', () => {
       ['gateway.auth.permission.logs', { value: 'token:ops', source: '-D' }],
     ]);
     expect(permissionListsOf(registry.resolve(raw, new Map(), { files: false })).logs).toEqual(['token:ops']);
-    expect(permissionListsOf(registry.resolve(new Map([raw.get('gateway.auth.tokens-file')!].map((e) => ['gateway.auth.tokens-file', e])), new Map(), { files: false })).logs).toEqual([]);
-    expect(() => registry.resolve(new Map([['gateway.auth.permission.logs', { value: 'token:ops', source: '-D' }]]))).toThrow(/gateway\.auth\.permission\.logs \(from -D\): names principals, but no authentication is configured/);
+    expect(
+      permissionListsOf(
+        registry.resolve(new Map([raw.get('gateway.auth.tokens-file')!].map((e) => ['gateway.auth.tokens-file', e])), new Map(), {
+          files: false,
+        }),
+      ).logs,
+    ).toEqual([]);
+    expect(() => registry.resolve(new Map([['gateway.auth.permission.logs', { value: 'token:ops', source: '-D' }]]))).toThrow(
+      /gateway\.auth\.permission\.logs \(from -D\): names principals, but no authentication is configured/,
+    );
   });
 
-  it('refuses entries that are not principals (the option\'s check, at resolve time)', () => {
+  it("refuses entries that are not principals (the option's check, at resolve time)", () => {
     const raw = new Map([['gateway.auth.permission.submit', { value: 'ci;token:ok', source: '-D' }]]);
     expect(() => createRegistry().resolve(raw)).toThrow(/gateway\.auth\.permission\.submit \(from -D\): 'ci' is not a principal/);
   });

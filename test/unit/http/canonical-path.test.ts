@@ -63,7 +63,7 @@ describe('classify', () => {
     expect(classify('GET', '/jars/a%252Fb/details').kind).toBe('jar-noncanonical');
   });
 
-  it('knows the gateway\'s own fetch route only as POST /gateway/v1/jars/fetch, spelled one way', () => {
+  it("knows the gateway's own fetch route only as POST /gateway/v1/jars/fetch, spelled one way", () => {
     expect(isGatewayFetch('POST', '/gateway/v1/jars/fetch')).toBe(true);
     expect(isGatewayFetch('POST', '/gateway/v1/jars/fetch/')).toBe(true);
     expect(isGatewayFetch('GET', '/gateway/v1/jars/fetch')).toBe(false);
@@ -87,15 +87,41 @@ describe('jar ids', () => {
 });
 
 describe('pathViews: exactly the route Flink takes, or a refusal', () => {
-  it('models Netty (decode once) then Flink\'s Router (split, decode each segment again)', () => {
-    expect(pathViews('/jobs/abc/yarn%252Dcancel')).toEqual({ ok: true, flink: ['jobs', 'abc', 'yarn-cancel'], canonical: ['jobs', 'abc', 'yarn-cancel'] });
+  it("models Netty (decode once) then Flink's Router (split, decode each segment again)", () => {
+    expect(pathViews('/jobs/abc/yarn%252Dcancel')).toEqual({
+      ok: true,
+      flink: ['jobs', 'abc', 'yarn-cancel'],
+      canonical: ['jobs', 'abc', 'yarn-cancel'],
+    });
     expect(pathViews('/jars/a%252Fb/run')).toEqual({ ok: true, flink: ['jars', 'a/b', 'run'], canonical: ['jars', 'a', 'b', 'run'] });
     expect(pathViews('/v1%2Fjobs')).toEqual({ ok: true, flink: ['v1', 'jobs'], canonical: ['v1', 'jobs'] });
   });
 
   const refused: string[] = [];
   for (const prefix of ['/jobs/0123456789abcdef0123456789abcdef/yarn-cancel', '/v1/jobs', '/jars/x.jar/run', '/jars', '/overview']) {
-    for (const trick of ['%3F', '%3f', '%253F', '%25253f', '%23', '%2523', '#', '#x', '%3Fx=1', '%00', '%0a', '%7F', '%2500', '%FF', '%C0%AF', '%E2%82', '%zz', '%', '%2', '%25zz', '%ED%A0%80']) {
+    for (const trick of [
+      '%3F',
+      '%3f',
+      '%253F',
+      '%25253f',
+      '%23',
+      '%2523',
+      '#',
+      '#x',
+      '%3Fx=1',
+      '%00',
+      '%0a',
+      '%7F',
+      '%2500',
+      '%FF',
+      '%C0%AF',
+      '%E2%82',
+      '%zz',
+      '%',
+      '%2',
+      '%25zz',
+      '%ED%A0%80',
+    ]) {
       refused.push(`${prefix}${trick}`);
       refused.push(`${prefix}${trick}/`);
     }
@@ -105,7 +131,13 @@ describe('pathViews: exactly the route Flink takes, or a refusal', () => {
     expect(pathViews(path).ok).toBe(false);
   });
 
-  it.each(['/jobs/overview', '/jars/5f4c_my%20job.jar/run', '/v1/jobs/0123456789abcdef0123456789abcdef', '/%E2%82%AC', '/web/assets/index-abc.js'])('accepts %s', (path) => {
+  it.each([
+    '/jobs/overview',
+    '/jars/5f4c_my%20job.jar/run',
+    '/v1/jobs/0123456789abcdef0123456789abcdef',
+    '/%E2%82%AC',
+    '/web/assets/index-abc.js',
+  ])('accepts %s', (path) => {
     expect(pathViews(path).ok).toBe(true);
   });
 });

@@ -1,7 +1,13 @@
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { builtinPlugins } from '../../../fs-plugins';
 import { createRegistry } from '../../../src/composition';
-import { decodeAnswer, filterConfigurationAnswer, flinkSecretRule, gatewaySecretRule, HIDDEN } from '../../../src/http/configuration-filter';
+import {
+  decodeAnswer,
+  filterConfigurationAnswer,
+  flinkSecretRule,
+  gatewaySecretRule,
+  HIDDEN,
+} from '../../../src/http/configuration-filter';
 import { answerClassesOf } from '../../../src/http/jobmanager-answers';
 
 const classes = (path: string) => [...answerClassesOf(path)].sort().join('+');
@@ -61,7 +67,7 @@ describe('what a JobManager answer can hold, by route', () => {
   });
 });
 
-describe('the gateway\'s sensitivity rule on configuration answers', () => {
+describe("the gateway's sensitivity rule on configuration answers", () => {
   const registry = createRegistry(builtinPlugins);
   const sas = 'sv=2024-08-04&sr=c&sig=canarysig0123456789';
   const cluster = {
@@ -70,10 +76,13 @@ describe('the gateway\'s sensitivity rule on configuration answers', () => {
     'parallelism.default': '4',
     'env.java.opts.jobmanager': '-Xmx1g -Dfs.s3a.bucket.b.access.key=canaryjvmkey0123 -Dfile.encoding=UTF-8',
   };
-  const config = registry.resolve(new Map([['gateway.tls.keystore-password', { value: 'canary-own-secret-0123', source: 'test' }]]), new Map(Object.entries(cluster)));
+  const config = registry.resolve(
+    new Map([['gateway.tls.keystore-password', { value: 'canary-own-secret-0123', source: 'test' }]]),
+    new Map(Object.entries(cluster)),
+  );
   const rule = gatewaySecretRule(config);
 
-  it('hides registry-sensitive keys (families too) and Flink\'s list, keeps the rest and the shape', () => {
+  it("hides registry-sensitive keys (families too) and Flink's list, keeps the rest and the shape", () => {
     const listing = [
       { key: 'fs.azure.sas.jars.team.blob.core.windows.net', value: sas },
       { key: 'fs.azure.sas.other.acct.blob.core.windows.net', value: 'not-known-but-sensitive' },
@@ -107,19 +116,58 @@ describe('the gateway\'s sensitivity rule on configuration answers', () => {
   });
 
   it('hides user configuration by name, JVM -D properties by name and known values anywhere', () => {
-    const execConfig = { jid: 'j', name: 'n', 'execution-config': { 'execution-mode': 'PIPELINED', 'job-parallelism': 1, 'user-config': { 'db.password': 'hunter2', 'api.token': 7, region: 'eu' } } };
-    expect(filterConfigurationAnswer(execConfig, rule).body).toEqual({ jid: 'j', name: 'n', 'execution-config': { 'execution-mode': 'PIPELINED', 'job-parallelism': 1, 'user-config': { 'db.password': HIDDEN, 'api.token': HIDDEN, region: 'eu' } } });
-    const environment = { jvm: { version: '17', arch: 'amd64', options: ['-Xmx1g', '-Dfs.azure.sas.c.a.blob.core.windows.net=x', '-javaagent:a.jar=canary-own-secret-0123', '-Dlog.file=/x.log'] }, classpath: ['/lib/a.jar'] };
-    expect(filterConfigurationAnswer(environment, rule).body).toEqual({ jvm: { version: '17', arch: 'amd64', options: ['-Xmx1g', `-Dfs.azure.sas.c.a.blob.core.windows.net=${HIDDEN}`, HIDDEN, '-Dlog.file=/x.log'] }, classpath: ['/lib/a.jar'] });
+    const execConfig = {
+      jid: 'j',
+      name: 'n',
+      'execution-config': {
+        'execution-mode': 'PIPELINED',
+        'job-parallelism': 1,
+        'user-config': { 'db.password': 'hunter2', 'api.token': 7, region: 'eu' },
+      },
+    };
+    expect(filterConfigurationAnswer(execConfig, rule).body).toEqual({
+      jid: 'j',
+      name: 'n',
+      'execution-config': {
+        'execution-mode': 'PIPELINED',
+        'job-parallelism': 1,
+        'user-config': { 'db.password': HIDDEN, 'api.token': HIDDEN, region: 'eu' },
+      },
+    });
+    const environment = {
+      jvm: {
+        version: '17',
+        arch: 'amd64',
+        options: ['-Xmx1g', '-Dfs.azure.sas.c.a.blob.core.windows.net=x', '-javaagent:a.jar=canary-own-secret-0123', '-Dlog.file=/x.log'],
+      },
+      classpath: ['/lib/a.jar'],
+    };
+    expect(filterConfigurationAnswer(environment, rule).body).toEqual({
+      jvm: {
+        version: '17',
+        arch: 'amd64',
+        options: ['-Xmx1g', `-Dfs.azure.sas.c.a.blob.core.windows.net=${HIDDEN}`, HIDDEN, '-Dlog.file=/x.log'],
+      },
+      classpath: ['/lib/a.jar'],
+    });
   });
 
-  it('knows the values of secret keys in the cluster\'s file and in its own configuration', () => {
+  it("knows the values of secret keys in the cluster's file and in its own configuration", () => {
     expect(rule.secretValues).toEqual(expect.arrayContaining([sas, 'AKIACANARY0123456', 'canary-own-secret-0123']));
     expect(rule.secretValues).not.toContain('4');
   });
 
-  it('without a configuration: Flink\'s list and the name heuristic', () => {
-    expect(filterConfigurationAnswer([{ key: 's3.secret-key', value: 'x' }, { key: 'fs.azure.sas.c.a.blob.core.windows.net', value: 'y' }, { key: 'a', value: 'b' }], flinkSecretRule).body).toEqual([
+  it("without a configuration: Flink's list and the name heuristic", () => {
+    expect(
+      filterConfigurationAnswer(
+        [
+          { key: 's3.secret-key', value: 'x' },
+          { key: 'fs.azure.sas.c.a.blob.core.windows.net', value: 'y' },
+          { key: 'a', value: 'b' },
+        ],
+        flinkSecretRule,
+      ).body,
+    ).toEqual([
       { key: 's3.secret-key', value: HIDDEN },
       { key: 'fs.azure.sas.c.a.blob.core.windows.net', value: HIDDEN },
       { key: 'a', value: 'b' },

@@ -18,12 +18,16 @@ describe('SpoolTap', () => {
     const pieces = Array.from({ length: Math.ceil(bytes.length / 65536) }, (_, i) => bytes.subarray(i * 65536, (i + 1) * 65536));
     const tap = new SpoolTap(base);
     const passed: Buffer[] = [];
-    await pipeline(Readable.from(pieces), tap, new Writable({
+    await pipeline(
+      Readable.from(pieces),
+      tap,
+      new Writable({
         write: (c: Buffer, _e, done) => {
           passed.push(c);
           done();
         },
-      }));
+      }),
+    );
     expect(Buffer.concat(passed).equals(bytes)).toBe(true);
     expect(readFileSync(tap.path).equals(bytes)).toBe(true);
     await expect(tap.sha256()).resolves.toBe(createHash('sha256').update(bytes).digest('hex'));

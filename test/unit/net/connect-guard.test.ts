@@ -4,11 +4,30 @@ import { redactUri } from '../../../src/plugin-kit/uri';
 
 describe('restricted addresses (SSRF guard)', () => {
   it.each([
-    '127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255',
-    '::1', '::', 'fd00:ec2::254', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::a9fe:a9fe', '64:ff9b::169.254.169.254', '::ffff:10.0.0.1',
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.16.0.1',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::1',
+    '::',
+    'fd00:ec2::254',
+    'fe80::1',
+    'ff02::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '64:ff9b::a9fe:a9fe',
+    '64:ff9b::169.254.169.254',
+    '::ffff:10.0.0.1',
   ])('%s is restricted', (a) => expect(isRestrictedAddress(a)).toBe(true));
 
-  it.each(['8.8.8.8', '140.82.112.3', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808'])('%s is public', (a) => expect(isRestrictedAddress(a)).toBe(false));
+  it.each(['8.8.8.8', '140.82.112.3', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808'])('%s is public', (a) =>
+    expect(isRestrictedAddress(a)).toBe(false),
+  );
 
   // 6to4 (2002::/16) embeds an IPv4 address in bits 16–47: restricted exactly when that address is.
   it.each([
@@ -39,7 +58,9 @@ describe('restricted addresses (SSRF guard)', () => {
     ['2001::', 'the prefix itself'],
   ])('Teredo %s (%s) is restricted', (a) => expect(isRestrictedAddress(a)).toBe(true));
 
-  it.each(['2001:1::1', '2001:4860:4860::8888', '2001:db9::1'])('%s, next to the Teredo prefix, is public', (a) => expect(isRestrictedAddress(a)).toBe(false));
+  it.each(['2001:1::1', '2001:4860:4860::8888', '2001:db9::1'])('%s, next to the Teredo prefix, is public', (a) =>
+    expect(isRestrictedAddress(a)).toBe(false),
+  );
 
   it('refuses an IP literal unless its host:port is exempt', () => {
     const guard = createConnectGuard({ enabled: true, allowed: ['127.0.0.1:9000'] });
@@ -72,6 +93,8 @@ describe('URI helpers', () => {
 
 describe('redactUri for Azure URIs', () => {
   it('keeps the container, which sits where userinfo would', () => {
-    expect(redactUri('wasbs://jars@acct.blob.core.windows.net/dir/app.jar?sv=1&sig=SECRET')).toBe('wasbs://jars@acct.blob.core.windows.net/dir/app.jar');
+    expect(redactUri('wasbs://jars@acct.blob.core.windows.net/dir/app.jar?sv=1&sig=SECRET')).toBe(
+      'wasbs://jars@acct.blob.core.windows.net/dir/app.jar',
+    );
   });
 });

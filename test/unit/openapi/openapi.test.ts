@@ -101,7 +101,11 @@ describe('openapi.yaml', () => {
   it('gives every operation an operationId, a tag and a summary, and documents the gateway routes', () => {
     for (const { method, path, op } of operations()) {
       expect({ method, path, operationId: typeof op.operationId, tags: op.tags?.length ?? 0, summary: typeof op.summary }).toEqual({
-        method, path, operationId: 'string', tags: 1, summary: 'string',
+        method,
+        path,
+        operationId: 'string',
+        tags: 1,
+        summary: 'string',
       });
     }
     expect(spec.paths['/gateway/v1/health']?.get).toBeDefined();
@@ -118,10 +122,19 @@ describe('openapi.yaml', () => {
         const ref = response.$ref as string | undefined;
         const resolved = ref ? spec.components.responses[ref.split('/').pop()!] : response;
         const schema = (resolved?.content as Record<string, { schema?: { $ref?: string } }> | undefined)?.['application/json']?.schema;
-        expect({ method, path, status, schema: schema?.$ref }).toEqual({ method, path, status, schema: '#/components/schemas/ErrorResponse' });
+        expect({ method, path, status, schema: schema?.$ref }).toEqual({
+          method,
+          path,
+          status,
+          schema: '#/components/schemas/ErrorResponse',
+        });
       }
       if (!path.startsWith(GATEWAY_PREFIX)) {
-        expect({ method, path, statuses: ['500', '502', '503', '504'].filter((s) => op.responses[s]) }).toEqual({ method, path, statuses: ['500', '502', '503', '504'] });
+        expect({ method, path, statuses: ['500', '502', '503', '504'].filter((s) => op.responses[s]) }).toEqual({
+          method,
+          path,
+          statuses: ['500', '502', '503', '504'],
+        });
       }
     }
   });
@@ -143,7 +156,10 @@ describe('openapi.yaml', () => {
       const [method, path] = route.split(' ') as [string, string];
       for (const prefix of ['/v1', '']) {
         const op = spec.paths[prefix + path]?.[method as 'get'] as Operation;
-        expect({ route: `${method} ${prefix}${path}`, missing: statuses.filter((st) => !op.responses[st]) }).toEqual({ route: `${method} ${prefix}${path}`, missing: [] });
+        expect({ route: `${method} ${prefix}${path}`, missing: statuses.filter((st) => !op.responses[st]) }).toEqual({
+          route: `${method} ${prefix}${path}`,
+          missing: [],
+        });
       }
     }
     const home = spec.paths['/gateway/v1/jars/fetch']?.post as Operation;
@@ -152,14 +168,18 @@ describe('openapi.yaml', () => {
     expect((spec.paths['/v1/jars/fetch']!.post as Operation).description).toMatch(/Deprecation: @1796515200/);
   });
 
-  it('describes ErrorResponse as Flink\'s envelope: exactly one property, errors, of GW_-prefixed strings', () => {
+  it("describes ErrorResponse as Flink's envelope: exactly one property, errors, of GW_-prefixed strings", () => {
     const validate = schemaValidator('ErrorResponse');
     expect(validate({ errors: ['GW_JAR_NOT_FOUND: File x.jar does not exist on the JobManager.'] })).toBe(true);
     expect(validate({ errors: ['GW_JAR_NOT_FOUND: x'], code: 'GW_JAR_NOT_FOUND' })).toBe(false);
     expect(validate({ errors: ['File x.jar does not exist'] })).toBe(false);
     expect(validate({ errors: [] })).toBe(false);
     // The JobManager's own text may follow the gateway's message, verbatim; the gateway's comes first.
-    expect(validate({ errors: ['GW_RUN_JOB_ID_CONFLICT: x', 'org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute application.'] })).toBe(true);
+    expect(
+      validate({
+        errors: ['GW_RUN_JOB_ID_CONFLICT: x', 'org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute application.'],
+      }),
+    ).toBe(true);
     expect(validate({ errors: ['Could not execute application.', 'GW_RUN_JOB_ID_CONFLICT: x'] })).toBe(false);
     expect(validate({})).toBe(false);
     const schema = spec.components.schemas.ErrorResponse as { additionalProperties?: unknown; required?: string[]; properties?: object };
@@ -181,7 +201,7 @@ describe('openapi.yaml', () => {
     expect(unknown).toEqual([]);
   });
 
-  it('only documents a code under a response whose status is that code\'s status', () => {
+  it("only documents a code under a response whose status is that code's status", () => {
     // Which statuses each components.responses entry is used under.
     const usedAs = new Map<string, Set<string>>();
     for (const { op } of operations()) {
@@ -196,7 +216,11 @@ describe('openapi.yaml', () => {
       for (const code of mentioned) {
         // NotFound is deliberately referenced by no operation (it answers unknown /jars paths).
         const expected = name === 'NotFound' ? ['404'] : statuses;
-        expect({ response: name, code, statuses: expected }).toEqual({ response: name, code, statuses: [String(ERROR_CODES[code].status)] });
+        expect({ response: name, code, statuses: expected }).toEqual({
+          response: name,
+          code,
+          statuses: [String(ERROR_CODES[code].status)],
+        });
       }
     }
   });
@@ -204,13 +228,30 @@ describe('openapi.yaml', () => {
   it('documents the run request fields clients send, including user.artifacts.job-jar', () => {
     const run = spec.components.schemas.JarRunRequestBody as { properties: Record<string, { deprecated?: boolean }> };
     expect(Object.keys(run.properties).sort()).toEqual(
-      ['allowNonRestoredState', 'claimMode', 'entryClass', 'flinkConfiguration', 'jobId', 'parallelism', 'programArgs', 'programArgsList', 'restoreMode', 'savepointPath'].sort(),
+      [
+        'allowNonRestoredState',
+        'claimMode',
+        'entryClass',
+        'flinkConfiguration',
+        'jobId',
+        'parallelism',
+        'programArgs',
+        'programArgsList',
+        'restoreMode',
+        'savepointPath',
+      ].sort(),
     );
     expect(run.properties.restoreMode?.deprecated).toBe(true);
     const body = schemaValidator('JarRunRequestBody');
     const operator = {
-      entryClass: 'com.example.Main', programArgsList: [], parallelism: 4, jobId: '3f0c7c9a8f2e4d1b9a6e5c4b3a2f1e0d',
-      allowNonRestoredState: true, savepointPath: 's3://b/sp', claimMode: 'NO_CLAIM', flinkConfiguration: { 'parallelism.default': '4' },
+      entryClass: 'com.example.Main',
+      programArgsList: [],
+      parallelism: 4,
+      jobId: '3f0c7c9a8f2e4d1b9a6e5c4b3a2f1e0d',
+      allowNonRestoredState: true,
+      savepointPath: 's3://b/sp',
+      claimMode: 'NO_CLAIM',
+      flinkConfiguration: { 'parallelism.default': '4' },
     };
     expect(body(operator)).toBe(true);
     expect(body({ parallelism: '2', allowNonRestoredState: 'false', programArgs: '', savepointPath: '' })).toBe(true); // the Web UI
@@ -233,7 +274,9 @@ describe('openapi.yaml', () => {
     }
     const run = schemaValidator('JarRunRequestBody');
     const plan = schemaValidator('JarPlanRequestBody');
-    const remote = { flinkConfiguration: { 'user.artifacts.job-jar': 's3://b/app.jar', 'gateway.artifacts.job-jar.sha256': 'ab'.repeat(32) } };
+    const remote = {
+      flinkConfiguration: { 'user.artifacts.job-jar': 's3://b/app.jar', 'gateway.artifacts.job-jar.sha256': 'ab'.repeat(32) },
+    };
     expect(run(remote)).toBe(true);
     expect(plan(remote)).toBe(true);
     expect(run({ flinkConfiguration: { 'gateway.artifacts.job-jar.sha256': 'abc' } })).toBe(false);
@@ -243,16 +286,26 @@ describe('openapi.yaml', () => {
       const op = spec.paths[path]?.post as Operation;
       for (const code of fetchCodes) {
         const response = op.responses[String(ERROR_CODES[code].status)];
-        const name = String(response?.$ref ?? '').split('/').pop()!;
-        expect({ path, code, listed: String(spec.components.responses[name]?.description).includes(code) }).toEqual({ path, code, listed: true });
+        const name = String(response?.$ref ?? '')
+          .split('/')
+          .pop()!;
+        expect({ path, code, listed: String(spec.components.responses[name]?.description).includes(code) }).toEqual({
+          path,
+          code,
+          listed: true,
+        });
       }
     }
     // GET plan takes no body, so it cannot name a URI.
     const getPlan = JSON.stringify((spec.paths['/v1/jars/{jarid}/plan']!.get as Operation).responses);
-    const described = [...getPlan.matchAll(/responses\/(\w+)/g)].map((m) => String(spec.components.responses[m[1]!]?.description)).join(' ');
+    const described = [...getPlan.matchAll(/responses\/(\w+)/g)]
+      .map((m) => String(spec.components.responses[m[1]!]?.description))
+      .join(' ');
     expect(described).not.toMatch(/GW_FETCH_|GW_JAR_URI_/);
     // GW_FETCH_BUSY's 503 announces Retry-After.
-    const busy = String((spec.paths['/v1/jars/fetch']!.post as Operation).responses['503']?.$ref).split('/').pop()!;
+    const busy = String((spec.paths['/v1/jars/fetch']!.post as Operation).responses['503']?.$ref)
+      .split('/')
+      .pop()!;
     expect((spec.components.responses[busy] as { headers?: Record<string, unknown> }).headers?.['Retry-After']).toBeDefined();
   });
 
@@ -268,17 +321,39 @@ describe('openapi.yaml', () => {
     expect(fetch.operationId).toBe('fetchJarFromUriUnversioned');
     expect(fetch.responses['200']?.$ref).toBe('#/components/responses/JarFetchOk');
     expect(spec.components.responses.JarFetchOk?.content).toEqual(spec.components.responses.JarUploadOk?.content);
-    expect(String(spec.components.responses.JarFetchBadRequest?.description)).toMatch(/GW_JAR_URI_DISABLED[\s\S]*web\.submit\.jar-uri\.enable/);
+    expect(String(spec.components.responses.JarFetchBadRequest?.description)).toMatch(
+      /GW_JAR_URI_DISABLED[\s\S]*web\.submit\.jar-uri\.enable/,
+    );
 
     const record = schemaValidator('FetchRecord');
-    const running = { id: '0b6f3c1e-3a2d-4b5c-9d8e-7f6a5b4c3d2e', uri: 's3://bucket/app.jar', phase: 'downloading', bytes: 1024, total: 4096, startedAt: '2025-01-01T00:00:00.000Z' };
+    const running = {
+      id: '0b6f3c1e-3a2d-4b5c-9d8e-7f6a5b4c3d2e',
+      uri: 's3://bucket/app.jar',
+      phase: 'downloading',
+      bytes: 1024,
+      total: 4096,
+      startedAt: '2025-01-01T00:00:00.000Z',
+    };
     const done = { ...running, phase: 'done', bytes: 4096, finishedAt: '2025-01-01T00:00:01.000Z', sha256: 'ab'.repeat(32) };
-    const failed = { ...running, phase: 'failed', finishedAt: '2025-01-01T00:00:01.000Z', error: 's3://bucket/app.jar does not exist (404); check the bucket/container and the path.' };
+    const failed = {
+      ...running,
+      phase: 'failed',
+      finishedAt: '2025-01-01T00:00:01.000Z',
+      error: 's3://bucket/app.jar does not exist (404); check the bucket/container and the path.',
+    };
     for (const r of [running, done, failed]) expect(record(r)).toBe(true);
     expect(record({ ...running, phase: 'paused' })).toBe(false);
     expect(record({ ...running, id: 'x' })).toBe(false);
     expect(record({ ...running, extra: 1 })).toBe(false);
-    expect(((spec.components.schemas.FetchPhase as { enum: string[] }).enum)).toEqual(['queued', 'checking', 'downloading', 'verifying', 'done', 'cached', 'failed']);
+    expect((spec.components.schemas.FetchPhase as { enum: string[] }).enum).toEqual([
+      'queued',
+      'checking',
+      'downloading',
+      'verifying',
+      'done',
+      'cached',
+      'failed',
+    ]);
     expect(schemaValidator('FetchList')({ fetches: [running, done] })).toBe(true);
     expect(schemaValidator('FetchList')({})).toBe(false);
     const one = spec.paths['/gateway/v1/fetches/{id}']?.get as Operation;

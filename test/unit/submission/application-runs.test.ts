@@ -20,7 +20,10 @@ async function jobManager(conf: Record<string, string>) {
     };
     if (req.url === '/v1/jobmanager/config') {
       configReads++;
-      return send(200, Object.entries(conf).map(([key, value]) => ({ key, value })));
+      return send(
+        200,
+        Object.entries(conf).map(([key, value]) => ({ key, value })),
+      );
     }
     if (req.url === `/v1/applications/${APP}`) {
       if (!app.known) return send(404, { errors: ['Application not found'] });
@@ -98,7 +101,14 @@ describe('Flink 2.3 applications (ApplicationRuns, a node:http JobManager)', () 
     };
     const { jm, runs } = await start({}, registrar);
     jm.app.jobs = [];
-    runs.track({ applicationId: APP, configuration: { k: 'v' }, principal: 'token:ci', release: async () => undefined, log, provisional: true });
+    runs.track({
+      applicationId: APP,
+      configuration: { k: 'v' },
+      principal: 'token:ci',
+      release: async () => undefined,
+      log,
+      provisional: true,
+    });
     await runs.adopt(FIRST);
     expect(unregistered).toEqual([]);
     jm.app.jobs = [FIRST];
@@ -112,14 +122,22 @@ describe('Flink 2.3 applications (ApplicationRuns, a node:http JobManager)', () 
     registrar.known.add(FIRST);
     const { jm, runs } = await start({}, registrar);
     let released = 0;
-    runs.track({ applicationId: APP, configuration: { 'security.delegation.job.x.scope': 'team-a' }, principal: 'token:ci', release: async () => void released++, log });
+    runs.track({
+      applicationId: APP,
+      configuration: { 'security.delegation.job.x.scope': 'team-a' },
+      principal: 'token:ci',
+      release: async () => void released++,
+      log,
+    });
     // The first job alone, the application running: nothing to register, the jar kept.
     expect(await runs.adopt(FIRST)).toBe(true);
     expect(registrar.registered).toEqual([]);
     // main() submits a second job: the watcher finds it, and it is the application's.
     jm.app.jobs.push(LATER);
     expect(await runs.adopt(LATER)).toBe(true);
-    expect(registrar.registered).toEqual([{ jobId: LATER, configuration: { 'security.delegation.job.x.scope': 'team-a' }, principal: 'token:ci' }]);
+    expect(registrar.registered).toEqual([
+      { jobId: LATER, configuration: { 'security.delegation.job.x.scope': 'team-a' }, principal: 'token:ci' },
+    ]);
     expect(released).toBe(0);
     // A job of no followed application is not adopted.
     expect(await runs.adopt('33333333333333333333333333333333')).toBe(false);

@@ -2,9 +2,16 @@ import { entryClassProblem } from '../../../src/submission/entry-class-policy';
 import { manifestEntryClass } from '../../../src/artifacts/jar-entry-points';
 import { forwardedConfiguration } from '../../../src/submission/forwarded-config';
 
-const jar = { classes: new Set(['com.example.Main', 'com.example.Main$Inner', 'org.apache.flink.client.cli.CliFrontend', 'org.apache.flink.streaming.examples.wordcount.WordCount']) };
+const jar = {
+  classes: new Set([
+    'com.example.Main',
+    'com.example.Main$Inner',
+    'org.apache.flink.client.cli.CliFrontend',
+    'org.apache.flink.streaming.examples.wordcount.WordCount',
+  ]),
+};
 
-describe('fetched-only: the entry class must be the jar\'s own', () => {
+describe("fetched-only: the entry class must be the jar's own", () => {
   it.each([
     ['com.example.Main', undefined],
     [' com.example.Main ', undefined],
@@ -22,7 +29,7 @@ describe('fetched-only: the entry class must be the jar\'s own', () => {
     else expect(p).toMatch(expected);
   });
 
-  it('checks the manifest\'s entry class when the request names none, and fails closed on an unread manifest', () => {
+  it("checks the manifest's entry class when the request names none, and fails closed on an unread manifest", () => {
     expect(entryClassProblem(undefined, { ...jar, manifestEntryClass: 'com.example.Main' })).toBeUndefined();
     expect(entryClassProblem(undefined, { ...jar, manifestEntryClass: 'org.apache.flink.client.cli.CliFrontend' })).toMatch(/manifest/);
     expect(entryClassProblem('', { ...jar, manifestEntryClass: 'com.example.Gone' })).toMatch(/not a class/);
@@ -53,14 +60,23 @@ describe('forwarded configuration', () => {
     'security.delegation.job.azure-blob.containers': 'a',
   };
 
-  it('fetched-only drops code-loading keys, the gateway\'s namespaces and internal keys but the job id', () => {
+  it("fetched-only drops code-loading keys, the gateway's namespaces and internal keys but the job id", () => {
     const f = forwardedConfiguration(requested, 'fetched-only');
-    expect(Object.keys(f.config).sort()).toEqual(['$internal.pipeline.job-id', 'parallelism.default', 'security.delegation.job.azure-blob.containers']);
+    expect(Object.keys(f.config).sort()).toEqual([
+      '$internal.pipeline.job-id',
+      'parallelism.default',
+      'security.delegation.job.azure-blob.containers',
+    ]);
     expect(f.dropped).toHaveLength(10);
   });
 
-  it('open mode drops only the gateway\'s namespaces and internal keys', () => {
+  it("open mode drops only the gateway's namespaces and internal keys", () => {
     const f = forwardedConfiguration(requested, 'open');
-    expect(f.dropped.sort()).toEqual(['$internal.deployment.config-dir', 'gateway.artifact.sha256', 'user.artifacts.artifact-list', 'user.artifacts.job-jar']);
+    expect(f.dropped.sort()).toEqual([
+      '$internal.deployment.config-dir',
+      'gateway.artifact.sha256',
+      'user.artifacts.artifact-list',
+      'user.artifacts.job-jar',
+    ]);
   });
 });

@@ -25,7 +25,11 @@ describe('JobSubmitter.jobKnown (a real HTTP server as the JobManager)', () => {
       res.end(JSON.stringify(answer.body));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    client = new JobManagerClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requestTimeoutMs: 5000, runTimeoutMs: 5000 });
+    client = new JobManagerClient({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      requestTimeoutMs: 5000,
+      runTimeoutMs: 5000,
+    });
   });
   afterAll(async () => {
     await client.close();

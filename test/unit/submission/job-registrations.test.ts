@@ -49,14 +49,19 @@ describe('job registrations (token manager + store)', () => {
     // Providers see who submitted (allow-lists per principal), and the store keeps it for restarts.
     expect(providers[0]!.registered[0]!.principal).toBe('token:victim');
     expect(store.get(J1)?.principal).toBe('token:victim');
-    await expect(regs.register(J1, { 'security.delegation.job.azure-blob.containers': 'attacker' }, cap.log)).rejects.toMatchObject({ code: 'GW_RUN_JOB_ID_CONFLICT', status: 409 });
+    await expect(regs.register(J1, { 'security.delegation.job.azure-blob.containers': 'attacker' }, cap.log)).rejects.toMatchObject({
+      code: 'GW_RUN_JOB_ID_CONFLICT',
+      status: 409,
+    });
     expect(providers[0]!.registered.map((r) => r.conf['security.delegation.job.azure-blob.containers'])).toEqual(['victim']);
     expect(store.get(J1)?.configuration).toEqual({ 'security.delegation.job.azure-blob.containers': 'victim' });
     // The identical request (a retry) may register again.
     await regs.register(J1, { 'security.delegation.job.azure-blob.containers': 'victim' }, cap.log);
     // A registration restored from the store after a restart is held to the same rule.
     const again = new JobRegistrations({ tokens: (await setup()).tokens, store, isSensitive: () => false, log: cap.log });
-    await expect(again.register(J1, { 'security.delegation.job.azure-blob.containers': 'attacker' }, cap.log)).rejects.toMatchObject({ code: 'GW_RUN_JOB_ID_CONFLICT' });
+    await expect(again.register(J1, { 'security.delegation.job.azure-blob.containers': 'attacker' }, cap.log)).rejects.toMatchObject({
+      code: 'GW_RUN_JOB_ID_CONFLICT',
+    });
   });
 
   it('row 32: providers and the store get a copy without sensitive values; provenance is kept apart', async () => {
@@ -70,7 +75,9 @@ describe('job registrations (token manager + store)', () => {
     });
     const text = readFileSync(store.file, 'utf8');
     expect(text).not.toMatch(/SECRET/);
-    expect(store.get(J1)).toMatchObject({ provenance: { 'gateway.artifact.uri': 's3://bucket/app.jar', 'gateway.artifact.sha256': 'ab'.repeat(32) } });
+    expect(store.get(J1)).toMatchObject({
+      provenance: { 'gateway.artifact.uri': 's3://bucket/app.jar', 'gateway.artifact.sha256': 'ab'.repeat(32) },
+    });
     expect(redactConfiguration({ 'sas.token': 'x', a: 'b' }, (k) => k.includes('token'))).toEqual({ a: 'b' });
   });
 
@@ -123,15 +130,24 @@ describe('job registrations (token manager + store)', () => {
     for (const j of [J1, J2, J3]) await first.regs.register(j, { 'parallelism.default': j.slice(0, 1) }, first.cap.log);
 
     const second = await setup();
-    await second.regs.restore(async () => new Map([[J1, 'RUNNING'], [J2, 'FINISHED']]));
+    await second.regs.restore(
+      async () =>
+        new Map([
+          [J1, 'RUNNING'],
+          [J2, 'FINISHED'],
+        ]),
+    );
     expect(second.regs.watchedJobs()).toEqual([J1]);
     expect(second.providers[0]!.registered).toEqual([{ jobId: J1, conf: { 'parallelism.default': '1' }, principal: 'anonymous' }]);
     expect(second.providers[0]!.unregistered.sort()).toEqual([J2, J3]);
     // A JobManager still recovering its jobs does not list them yet: J3's record stays, marked absent.
-    expect(second.store.list().map((r) => [r.jobId, r.absentSince !== undefined])).toEqual([[J1, false], [J3, true]]);
+    expect(second.store.list().map((r) => [r.jobId, r.absentSince !== undefined])).toEqual([
+      [J1, false],
+      [J3, true],
+    ]);
   });
 
-  it('a job absent for longer than the watcher\'s grace comes back with its stored registration, never as discovered', async () => {
+  it("a job absent for longer than the watcher's grace comes back with its stored registration, never as discovered", async () => {
     const { providers, regs, store, cap } = await setup();
     await regs.register(J1, { 'security.delegation.job.a.scope': 'team-a' }, cap.log, 'token:team-a');
     regs.submitted(J1);
@@ -158,7 +174,14 @@ describe('job registrations (token manager + store)', () => {
     const store = new FileRegistrationStore(dir, cap.log);
     await store.init();
     let now = Date.UTC(2026, 0, 1);
-    const regs = new JobRegistrations({ tokens, store, isSensitive: () => false, log: cap.log, wallClock: () => now, absentRetentionMs: 3_600_000 });
+    const regs = new JobRegistrations({
+      tokens,
+      store,
+      isSensitive: () => false,
+      log: cap.log,
+      wallClock: () => now,
+      absentRetentionMs: 3_600_000,
+    });
     for (const j of [J1, J2]) {
       await regs.register(j, {}, cap.log);
       regs.submitted(j);
@@ -204,7 +227,9 @@ describe('job registrations (token manager + store)', () => {
     // Kept (the job runs and needs its tokens), followed by the watcher, shown with its next retry.
     expect(store.list().map((r) => r.jobId)).toEqual([J1]);
     expect(regs.watchedJobs()).toEqual([J1]);
-    expect(regs.pendingRestores()).toEqual([{ jobId: J1, attempts: 1, lastError: expect.stringContaining('the role is being rotated'), nextRetryAt: expect.any(String) }]);
+    expect(regs.pendingRestores()).toEqual([
+      { jobId: J1, attempts: 1, lastError: expect.stringContaining('the role is being rotated'), nextRetryAt: expect.any(String) },
+    ]);
     expect(cap.messages('error').join('\n')).toMatch(/could not be registered again/);
     await clock.advance(1_000); // 2nd attempt refused
     await clock.advance(2_000); // 3rd attempt refused

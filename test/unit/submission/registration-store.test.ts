@@ -14,7 +14,12 @@ describe('job-registration store', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  const rec = (jobId: string) => ({ jobId, configuration: { 'parallelism.default': '2' }, provenance: {}, registeredAt: '2026-01-01T00:00:00.000Z' });
+  const rec = (jobId: string) => ({
+    jobId,
+    configuration: { 'parallelism.default': '2' },
+    provenance: {},
+    registeredAt: '2026-01-01T00:00:00.000Z',
+  });
 
   it('persists through a temporary file and a rename, readable by the next process, owner-only', async () => {
     const a = new FileRegistrationStore(join(dir, 'nested', 'store'), captureLogger().log);

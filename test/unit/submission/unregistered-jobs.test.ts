@@ -28,7 +28,9 @@ async function jobManager() {
     if (req.method === 'PATCH' && cancel) {
       state.cancels.push(cancel[1]!);
       if (state.cancelStatus === 202) state.jobs.set(cancel[1]!, 'CANCELLING');
-      res.writeHead(state.cancelStatus, { 'content-type': 'application/json' }).end(state.cancelStatus === 202 ? '{}' : '{"errors":["no"]}');
+      res
+        .writeHead(state.cancelStatus, { 'content-type': 'application/json' })
+        .end(state.cancelStatus === 202 ? '{}' : '{"errors":["no"]}');
       return;
     }
     if (req.url === '/v1/jobs/overview') {
@@ -71,8 +73,23 @@ describe('jobs the gateway did not register (job watcher discovery, an injected 
     const auditFile = join(dir, 'audit.jsonl');
     const audit = AuditLog.open(auditFile);
     const unregistered = new UnregisteredJobs({ policy, registrations, cluster, defaults: DEFAULTS, audit, log: cap.log, clock });
-    const watcher = new JobWatcher({ cluster, jobs: registrations, discovery: unregistered, intervalMs: 5 * S, maxBackoffMs: 60 * S, missingReads: 3, missingGraceMs: 60 * S, log: cap.log, clock });
-    const audits = () => readFileSync(auditFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).filter((a) => a.audit === 'job');
+    const watcher = new JobWatcher({
+      cluster,
+      jobs: registrations,
+      discovery: unregistered,
+      intervalMs: 5 * S,
+      maxBackoffMs: 60 * S,
+      missingReads: 3,
+      missingGraceMs: 60 * S,
+      log: cap.log,
+      clock,
+    });
+    const audits = () =>
+      readFileSync(auditFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((a) => a.audit === 'job');
     return { provider: providers[0]!, registrations, store, unregistered, watcher, audits, clock, cap };
   }
 
@@ -82,10 +99,27 @@ describe('jobs the gateway did not register (job watcher discovery, an injected 
     jm.state.jobs.set(J2, 'FINISHED');
     // No job is registered: the watcher reads anyway (today it reads only while jobs are registered).
     await watcher.pollOnce();
-    expect(provider.registered).toEqual([{ jobId: J1, conf: { 'security.delegation.job.a.scope': 'read' }, principal: CLUSTER_DEFAULT_PRINCIPAL }]);
-    expect(registrations.list()).toEqual([expect.objectContaining({ jobId: J1, principal: CLUSTER_DEFAULT_PRINCIPAL, source: 'discovered' })]);
-    expect(store.get(J1)).toMatchObject({ source: 'discovered', principal: CLUSTER_DEFAULT_PRINCIPAL, configuration: { 'security.delegation.job.a.scope': 'read' } });
-    expect(audits()).toEqual([expect.objectContaining({ jobId: J1, source: 'discovered', action: 'registered', state: 'RUNNING', policy: 'register', principal: CLUSTER_DEFAULT_PRINCIPAL })]);
+    expect(provider.registered).toEqual([
+      { jobId: J1, conf: { 'security.delegation.job.a.scope': 'read' }, principal: CLUSTER_DEFAULT_PRINCIPAL },
+    ]);
+    expect(registrations.list()).toEqual([
+      expect.objectContaining({ jobId: J1, principal: CLUSTER_DEFAULT_PRINCIPAL, source: 'discovered' }),
+    ]);
+    expect(store.get(J1)).toMatchObject({
+      source: 'discovered',
+      principal: CLUSTER_DEFAULT_PRINCIPAL,
+      configuration: { 'security.delegation.job.a.scope': 'read' },
+    });
+    expect(audits()).toEqual([
+      expect.objectContaining({
+        jobId: J1,
+        source: 'discovered',
+        action: 'registered',
+        state: 'RUNNING',
+        policy: 'register',
+        principal: CLUSTER_DEFAULT_PRINCIPAL,
+      }),
+    ]);
     expect(jm.state.cancels).toEqual([]);
     // Once registered it is followed like any job: not registered again, unregistered when it ends.
     await watcher.pollOnce();
@@ -105,7 +139,14 @@ describe('jobs the gateway did not register (job watcher discovery, an injected 
     await watcher.pollOnce();
     expect(jm.state.cancels).toEqual([J1]);
     expect(registrations.list()).toEqual([]);
-    expect(audits()).toEqual([expect.objectContaining({ jobId: J1, action: 'cancelled', error: 'GW_TOKENS_REJECTED', reason: expect.stringContaining('not allowed for gateway:cluster-default') })]);
+    expect(audits()).toEqual([
+      expect.objectContaining({
+        jobId: J1,
+        action: 'cancelled',
+        error: 'GW_TOKENS_REJECTED',
+        reason: expect.stringContaining('not allowed for gateway:cluster-default'),
+      }),
+    ]);
     // CANCELLING is not terminal: the job is not cancelled (or audited) twice.
     await watcher.pollOnce();
     expect(jm.state.cancels).toEqual([J1]);
@@ -147,8 +188,14 @@ describe('jobs the gateway did not register (job watcher discovery, an injected 
     await unregistered.jobGraphAccepted(J2, 'token:ci', 'req-1', captureLogger().log);
     end();
     await watcher.pollOnce();
-    expect(provider.registered.map((r) => [r.jobId, r.principal])).toEqual([[J1, CLUSTER_DEFAULT_PRINCIPAL], [J2, CLUSTER_DEFAULT_PRINCIPAL]]);
-    expect(audits().map((a) => [a.jobId, a.source, a.action, a.submittedBy])).toEqual([[J1, 'discovered', 'registered', undefined], [J2, 'job-graph', 'registered', 'token:ci']]);
+    expect(provider.registered.map((r) => [r.jobId, r.principal])).toEqual([
+      [J1, CLUSTER_DEFAULT_PRINCIPAL],
+      [J2, CLUSTER_DEFAULT_PRINCIPAL],
+    ]);
+    expect(audits().map((a) => [a.jobId, a.source, a.action, a.submittedBy])).toEqual([
+      [J1, 'discovered', 'registered', undefined],
+      [J2, 'job-graph', 'registered', 'token:ci'],
+    ]);
   });
 
   it('a job graph refused by a provider is cancelled and answers GW_TOKENS_JOB_CANCELLED', async () => {
@@ -156,7 +203,10 @@ describe('jobs the gateway did not register (job watcher discovery, an injected 
     provider.register = () => {
       throw new JobRefusedError('no scope for job graphs');
     };
-    await expect(unregistered.jobGraphAccepted(J3, 'anonymous', 'req-2', captureLogger().log)).rejects.toMatchObject({ code: 'GW_TOKENS_JOB_CANCELLED', status: 400 });
+    await expect(unregistered.jobGraphAccepted(J3, 'anonymous', 'req-2', captureLogger().log)).rejects.toMatchObject({
+      code: 'GW_TOKENS_JOB_CANCELLED',
+      status: 400,
+    });
     expect(jm.state.cancels).toEqual([J3]);
     expect(registrations.isKnown(J3)).toBe(false);
   });
@@ -165,7 +215,9 @@ describe('jobs the gateway did not register (job watcher discovery, an injected 
     const { registrations, watcher, cap } = await setup('register');
     jm.state.jobs.set(J1, 'RUNNING');
     await watcher.pollOnce();
-    await expect(registrations.register(J1, { 'security.delegation.job.a.scope': 'read' }, cap.log, 'token:mallory')).rejects.toMatchObject({ code: 'GW_RUN_JOB_ID_CONFLICT' });
+    await expect(registrations.register(J1, { 'security.delegation.job.a.scope': 'read' }, cap.log, 'token:mallory')).rejects.toMatchObject(
+      { code: 'GW_RUN_JOB_ID_CONFLICT' },
+    );
     expect(registrations.list()[0]).toMatchObject({ principal: CLUSTER_DEFAULT_PRINCIPAL, source: 'discovered' });
   });
 

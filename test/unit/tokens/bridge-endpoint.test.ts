@@ -27,11 +27,18 @@ describe('GET /gateway/v1/tokens/bridge', () => {
   let port: number;
   let secret: BridgeSecret;
   let logs: ReturnType<typeof captureLogger>;
-  const container = { version: 1 as const, tokens: { oauth2: Buffer.from('{"version":1,"jobs":{}}').toString('base64') }, validUntil: 1_767_229_200_000 };
+  const container = {
+    version: 1 as const,
+    tokens: { oauth2: Buffer.from('{"version":1,"jobs":{}}').toString('base64') },
+    validUntil: 1_767_229_200_000,
+  };
 
   const start = async (bridge: TokenBridgeDeps | undefined) => {
     const app = express();
-    app.use('/gateway/v1', createGatewayRoutes({ cluster: {} as JobManagerClient, isDraining: () => false, ...(bridge ? { tokenBridge: bridge } : {}) }));
+    app.use(
+      '/gateway/v1',
+      createGatewayRoutes({ cluster: {} as JobManagerClient, isDraining: () => false, ...(bridge ? { tokenBridge: bridge } : {}) }),
+    );
     app.use(errorMiddleware(logs.log));
     server = createServer(app);
     // All interfaces, so that a request through a non-loopback address can be made.
@@ -63,7 +70,7 @@ describe('GET /gateway/v1/tokens/bridge', () => {
     expect(r.headers['access-control-allow-origin']).toBeUndefined();
   });
 
-  it('answers 401 in Flink\'s envelope without the secret or with a wrong one', async () => {
+  it("answers 401 in Flink's envelope without the secret or with a wrong one", async () => {
     await start({ secret, container: () => container });
     for (const auth of [undefined, 'Bearer wrong-secret-value', `Basic ${secretValue()}`, `Bearer ${secretValue()}x`]) {
       const r = await get('127.0.0.1', auth);
@@ -74,12 +81,19 @@ describe('GET /gateway/v1/tokens/bridge', () => {
   });
 
   const external = externalIPv4();
-  (external ? it : it.skip)(`answers 403 to a client that is not on loopback, even with the secret (via ${external ?? 'no external interface'})`, async () => {
-    await start({ secret, container: () => container });
-    const r = await get(external!, `Bearer ${secretValue()}`);
-    expect(r.status).toBe(403);
-    expect(r.body).toEqual({ errors: [`GW_TOKENS_BRIDGE_FORBIDDEN: The token bridge answers loopback clients only, and this request came from ${external}; run Flink's JobManager next to the gateway and point security.delegation.token.provider.gateway.url at http://127.0.0.1:<gateway port>.`] });
-  });
+  (external ? it : it.skip)(
+    `answers 403 to a client that is not on loopback, even with the secret (via ${external ?? 'no external interface'})`,
+    async () => {
+      await start({ secret, container: () => container });
+      const r = await get(external!, `Bearer ${secretValue()}`);
+      expect(r.status).toBe(403);
+      expect(r.body).toEqual({
+        errors: [
+          `GW_TOKENS_BRIDGE_FORBIDDEN: The token bridge answers loopback clients only, and this request came from ${external}; run Flink's JobManager next to the gateway and point security.delegation.token.provider.gateway.url at http://127.0.0.1:<gateway port>.`,
+        ],
+      });
+    },
+  );
 
   it('is 404 when the bridge is disabled', async () => {
     await start(undefined);
@@ -99,8 +113,10 @@ describe('GET /gateway/v1/tokens/bridge', () => {
   });
 
   it('recognises loopback peers, also IPv4-mapped', () => {
-    for (const a of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) expect({ a, loopback: isLoopbackAddress(a) }).toEqual({ a, loopback: true });
-    for (const a of ['10.0.0.1', '::ffff:10.0.0.1', '0.0.0.0', '::', '1127.0.0.1', undefined]) expect({ a, loopback: isLoopbackAddress(a) }).toEqual({ a, loopback: false });
+    for (const a of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1'])
+      expect({ a, loopback: isLoopbackAddress(a) }).toEqual({ a, loopback: true });
+    for (const a of ['10.0.0.1', '::ffff:10.0.0.1', '0.0.0.0', '::', '1127.0.0.1', undefined])
+      expect({ a, loopback: isLoopbackAddress(a) }).toEqual({ a, loopback: false });
   });
 });
 
@@ -132,7 +148,9 @@ describe('the bridge secret file (gateway.tokens.bridge-secret-file)', () => {
     const path = join(dir, 'secret');
     writeFileSync(path, 'first-secret-0123456789\n', { mode: 0o644 });
     const s = BridgeSecret.loadOrCreate(path, logs.log);
-    expect(logs.messages('warn')).toEqual(['the token bridge secret file is readable by group or others; restrict it to its owner (chmod 600)']);
+    expect(logs.messages('warn')).toEqual([
+      'the token bridge secret file is readable by group or others; restrict it to its owner (chmod 600)',
+    ]);
     expect(s.matches('first-secret-0123456789')).toBe(true);
     writeFileSync(path, 'second-secret-0123456789-longer\n');
     utimesSync(path, new Date(), new Date(Date.now() + 5000));

@@ -15,7 +15,7 @@ const JOB_B = 'b'.repeat(32);
 const decode = (b64: string) => JSON.parse(Buffer.from(b64, 'base64').toString('utf8')) as Record<string, unknown>;
 
 describe('BridgeReceiverSet: what the token bridge serves', () => {
-  it('creates one receiver per provider name and serves each provider\'s latest payload, base64', async () => {
+  it("creates one receiver per provider name and serves each provider's latest payload, base64", async () => {
     const set = new BridgeReceiverSet({ log: captureLogger().log });
     const [s3, oauth2] = set.receiversFor(['s3', 'oauth2']);
     expect([s3?.serviceName, oauth2?.serviceName]).toEqual(['s3', 'oauth2']);
@@ -87,7 +87,14 @@ describe('the manager tells a job listener about its registry', () => {
     const provider = new FakeProvider('p');
     const listener = new RecordingJobListener(() => `provider saw ${provider.registered.length}`);
     const { log } = captureLogger();
-    const manager = await createTokenManager({ config: tokenConfig(), providers: [provider], receivers: [{ serviceName: 'p', init: () => undefined, onNewTokensObtained: () => undefined }], log, clock, jobListener: listener });
+    const manager = await createTokenManager({
+      config: tokenConfig(),
+      providers: [provider],
+      receivers: [{ serviceName: 'p', init: () => undefined, onNewTokensObtained: () => undefined }],
+      log,
+      clock,
+      jobListener: listener,
+    });
     await manager.start();
     await flush();
     return { manager, provider, listener };
@@ -125,7 +132,12 @@ describe('the manager tells a job listener about its registry', () => {
       receivers: [{ serviceName: 'p', init: () => undefined, onNewTokensObtained: () => undefined }],
       log: logs.log,
       clock,
-      jobListener: { jobRegistering: () => Promise.reject(new Error('disk full')), jobUnregistered: () => { throw new Error('disk full'); } },
+      jobListener: {
+        jobRegistering: () => Promise.reject(new Error('disk full')),
+        jobUnregistered: () => {
+          throw new Error('disk full');
+        },
+      },
     });
     await manager.start();
     await manager.registerJob(JOB_A, {});

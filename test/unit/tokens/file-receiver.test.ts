@@ -6,7 +6,8 @@ import { bytes, captureLogger } from '../../helpers/token-fakes';
 
 const JOB_A = 'a'.repeat(32);
 const JOB_B = 'b'.repeat(32);
-const payload = (jobs: Record<string, unknown>, extra: Record<string, unknown> = {}) => bytes(JSON.stringify({ version: 1, ...extra, jobs }));
+const payload = (jobs: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+  bytes(JSON.stringify({ version: 1, ...extra, jobs }));
 
 describe('file receiver (gateway.tokens.file-receiver.dir)', () => {
   let root: string;

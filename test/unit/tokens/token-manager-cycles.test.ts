@@ -1,6 +1,15 @@
 import { DefaultTokenManager } from '../../../src/tokens/token-manager';
 import { ManualClock } from '../../helpers/manual-clock';
-import { bytes, captureLogger, deferred, type FakeProvider, type FakeReceiver, pairs, RecordingListener, tokenConfig } from '../../helpers/token-fakes';
+import {
+  bytes,
+  captureLogger,
+  deferred,
+  type FakeProvider,
+  type FakeReceiver,
+  pairs,
+  RecordingListener,
+  tokenConfig,
+} from '../../helpers/token-fakes';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -10,7 +19,14 @@ async function setup(names: string[], options: Record<string, string> = {}) {
   const clock = new ManualClock();
   const cap = captureLogger();
   const { providers, receivers } = pairs(...names);
-  const m = await DefaultTokenManager.create({ config: tokenConfig(options), providers, receivers, log: cap.log, clock, random: () => 0.5 });
+  const m = await DefaultTokenManager.create({
+    config: tokenConfig(options),
+    providers,
+    receivers,
+    log: cap.log,
+    clock,
+    random: () => 0.5,
+  });
   const listener = new RecordingListener();
   return { clock, cap, providers, receivers, m, listener };
 }
@@ -125,7 +141,9 @@ describe('token manager obtain cycles', () => {
     const { clock, providers, m, listener, cap } = await setup(['a']);
     await m.start(listener);
     expect(clock.pending()).toEqual([]);
-    expect(cap.messages('warn')).toContain('Tokens update task not started because either no tokens obtained or none of the tokens specified its renewal date');
+    expect(cap.messages('warn')).toContain(
+      'Tokens update task not started because either no tokens obtained or none of the tokens specified its renewal date',
+    );
     m.reobtainDelegationTokens();
     await clock.advance(0);
     expect(providers[0]!.obtains).toBe(2);
@@ -145,7 +163,7 @@ describe('token manager obtain cycles', () => {
     await m.close();
   });
 
-  it('row 11: a renewal beyond Node\'s 24.8-day timer limit is chained, never fired early', async () => {
+  it("row 11: a renewal beyond Node's 24.8-day timer limit is chained, never fired early", async () => {
     const { clock, providers, m } = await setup(['a']);
     validFor(clock, providers[0]!, 40 * DAY); // renewal after 30 days
     await m.start();
@@ -223,7 +241,13 @@ describe('token manager obtain cycles', () => {
     expect(JSON.stringify(cap.lines)).not.toMatch(/SECRET-TOKEN-VALUE|U0VDUkVULVRPS0VOLVZBTFVF/); // nor its base64
     expect(status).toMatchObject({
       enabled: true,
-      providers: [{ serviceName: 'a', lastObtainAt: new Date(clock.wallMs()).toISOString(), validUntil: new Date(clock.wallMs() + 100 * S).toISOString() }],
+      providers: [
+        {
+          serviceName: 'a',
+          lastObtainAt: new Date(clock.wallMs()).toISOString(),
+          validUntil: new Date(clock.wallMs() + 100 * S).toISOString(),
+        },
+      ],
       registeredJobs: ['0123456789abcdef0123456789abcdef'],
     });
     await m.close();

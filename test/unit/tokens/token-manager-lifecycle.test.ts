@@ -8,7 +8,14 @@ async function setup(names = ['a', 'b']) {
   const clock = new ManualClock();
   const cap = captureLogger();
   const { providers, receivers } = pairs(...names);
-  const m = await DefaultTokenManager.create({ config: tokenConfig({ 'security.delegation.tokens.reobtain.cooldown': '0 ms' }), providers, receivers, log: cap.log, clock, random: () => 0.5 });
+  const m = await DefaultTokenManager.create({
+    config: tokenConfig({ 'security.delegation.tokens.reobtain.cooldown': '0 ms' }),
+    providers,
+    receivers,
+    log: cap.log,
+    clock,
+    random: () => 0.5,
+  });
   return { clock, cap, providers, receivers, m };
 }
 

@@ -8,7 +8,13 @@ import { captureLogger, FakeProvider, FakeReceiver, pairs, tokenConfig } from '.
 describe('token manager start-up (loading providers and receivers)', () => {
   const create = (providers: FakeProvider[], receivers: FakeReceiver[], options: Record<string, string> = {}) => {
     const cap = captureLogger();
-    const promise = DefaultTokenManager.create({ config: tokenConfig(options), providers, receivers, log: cap.log, clock: new ManualClock() });
+    const promise = DefaultTokenManager.create({
+      config: tokenConfig(options),
+      providers,
+      receivers,
+      log: cap.log,
+      clock: new ManualClock(),
+    });
     return { promise, cap };
   };
 
@@ -24,7 +30,9 @@ describe('token manager start-up (loading providers and receivers)', () => {
 
   it('row 1: refuses duplicate receiver names too', async () => {
     const { providers } = pairs('a');
-    await expect(create(providers, [new FakeReceiver('a'), new FakeReceiver('a')]).promise).rejects.toThrow(/receiver with service name a has multiple implementations/);
+    await expect(create(providers, [new FakeReceiver('a'), new FakeReceiver('a')]).promise).rejects.toThrow(
+      /receiver with service name a has multiple implementations/,
+    );
     expect(providers[0]!.inits).toBe(0);
   });
 
@@ -57,19 +65,30 @@ describe('token manager start-up (loading providers and receivers)', () => {
     expect([providers[1]!.inits, receivers[1]!.inits]).toEqual([0, 0]);
     expect(cap.messages('info')).toContain('Delegation token provider is disabled so not loaded');
     // A disabled provider without its receiver is fine: the name sets are compared after the switch.
-    await expect(create([new FakeProvider('a'), new FakeProvider('x')], [new FakeReceiver('a')], { 'security.delegation.token.provider.x.enabled': 'false' }).promise).resolves.toBeDefined();
+    await expect(
+      create([new FakeProvider('a'), new FakeProvider('x')], [new FakeReceiver('a')], {
+        'security.delegation.token.provider.x.enabled': 'false',
+      }).promise,
+    ).resolves.toBeDefined();
   });
 
   it('row 3: a bad enabled value fails start-up like any other option', () => {
     expect(() => tokenConfig({ 'security.delegation.token.provider.b.enabled': 'yes' })).toThrow(ConfigError);
     expect(() => tokenConfig({ 'security.delegation.tokens.renewal.time-ratio': 'three quarters' })).toThrow(/not a number/);
-    expect(tokenConfig({ 'security.delegation.tokens.renewal.time-ratio': '0.5' }).value('security.delegation.tokens.renewal.time-ratio')).toBe(0.5);
+    expect(
+      tokenConfig({ 'security.delegation.tokens.renewal.time-ratio': '0.5' }).value('security.delegation.tokens.renewal.time-ratio'),
+    ).toBe(0.5);
   });
 
   it('row 4: with security.delegation.tokens.enabled false, the manager is a no-op and loads nothing', async () => {
     const { providers, receivers } = pairs('a');
     const cap = captureLogger();
-    const m = await createTokenManager({ config: tokenConfig({ 'security.delegation.tokens.enabled': 'false' }), providers, receivers, log: cap.log });
+    const m = await createTokenManager({
+      config: tokenConfig({ 'security.delegation.tokens.enabled': 'false' }),
+      providers,
+      receivers,
+      log: cap.log,
+    });
     expect(m).toBeInstanceOf(NoopTokenManager);
     await m.start();
     await m.registerJob('j1', { a: 'b' });
@@ -81,9 +100,9 @@ describe('token manager start-up (loading providers and receivers)', () => {
   });
 
   it('row 5: providers and receivers must have the same name sets, not just the same counts', async () => {
-    await expect(create([new FakeProvider('a'), new FakeProvider('b')], [new FakeReceiver('a'), new FakeReceiver('c')]).promise).rejects.toThrow(
-      /Missing receivers: b\. Missing providers: c/,
-    );
+    await expect(
+      create([new FakeProvider('a'), new FakeProvider('b')], [new FakeReceiver('a'), new FakeReceiver('c')]).promise,
+    ).rejects.toThrow(/Missing receivers: b\. Missing providers: c/);
     await expect(create([new FakeProvider('a')], []).promise).rejects.toThrow(/Missing receivers: a/);
     await expect(create([], [new FakeReceiver('z')]).promise).rejects.toThrow(/Missing providers: z/);
   });
@@ -97,8 +116,15 @@ describe('token manager start-up (loading providers and receivers)', () => {
 
   it('gives each provider its own view of the configuration, defaults included', async () => {
     const { providers, receivers } = pairs('oauth2');
-    const client = { 'security.delegation.token.provider.oauth2.client-id': 'gw', 'security.delegation.token.provider.oauth2.client-secret': 'shh' };
-    await create(providers, receivers, { 'security.delegation.token.provider.oauth2.token-endpoint': 'https://idp/token', ...client, 's3.endpoint': 'http://s3' }).promise;
+    const client = {
+      'security.delegation.token.provider.oauth2.client-id': 'gw',
+      'security.delegation.token.provider.oauth2.client-secret': 'shh',
+    };
+    await create(providers, receivers, {
+      'security.delegation.token.provider.oauth2.token-endpoint': 'https://idp/token',
+      ...client,
+      's3.endpoint': 'http://s3',
+    }).promise;
     const cfg = providers[0]!.config!;
     expect(cfg.get('token-endpoint')).toBe('https://idp/token');
     expect(cfg.get('enabled')).toBe('true');

@@ -87,7 +87,7 @@ describe('token manager job registration', () => {
     expect(cap.messages('error')).toContain('Failed to unregister job for provider');
   });
 
-  it('row 30: re-registration calls every provider again (idempotency is the provider\'s job)', async () => {
+  it("row 30: re-registration calls every provider again (idempotency is the provider's job)", async () => {
     const { m, providers } = await setup();
     await m.registerJob(J1, {});
     await m.registerJob(J1, {});

@@ -8,7 +8,14 @@ async function setup(options: Record<string, string> = {}) {
   const clock = new ManualClock();
   const cap = captureLogger();
   const { providers, receivers } = pairs('a');
-  const m = await DefaultTokenManager.create({ config: tokenConfig(options), providers, receivers, log: cap.log, clock, random: () => 0.5 });
+  const m = await DefaultTokenManager.create({
+    config: tokenConfig(options),
+    providers,
+    receivers,
+    log: cap.log,
+    clock,
+    random: () => 0.5,
+  });
   return { clock, cap, p: providers[0]!, m, listener: new RecordingListener() };
 }
 

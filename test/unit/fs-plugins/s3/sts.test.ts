@@ -49,7 +49,12 @@ test('a signed AssumeRole form POST; the credentials are parsed, entities decode
   };
   const c = client();
   const creds = await c.assumeRole('arn:aws:iam::1:role/r', 'flink-j', 900);
-  expect(creds).toEqual({ accessKeyId: 'ASIAJOB', secretAccessKey: 's&cret', sessionToken: 'tok+/=', expiration: Date.parse('2030-01-01T01:00:00Z') });
+  expect(creds).toEqual({
+    accessKeyId: 'ASIAJOB',
+    secretAccessKey: 's&cret',
+    sessionToken: 'tok+/=',
+    expiration: Date.parse('2030-01-01T01:00:00Z'),
+  });
   const req = seen[0]!;
   expect(Object.fromEntries(new URLSearchParams(req.body))).toEqual({
     Action: 'AssumeRole',
@@ -62,7 +67,9 @@ test('a signed AssumeRole form POST; the credentials are parsed, entities decode
   const date = String(req.headers['x-amz-date']);
   expect(date).toMatch(/^\d{8}T\d{6}Z$/);
   expect(req.headers['authorization']).toMatch(
-    new RegExp(`^AWS4-HMAC-SHA256 Credential=AKIACLUSTER/${date.slice(0, 8)}/eu-central-1/sts/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*, Signature=[0-9a-f]{64}$`),
+    new RegExp(
+      `^AWS4-HMAC-SHA256 Credential=AKIACLUSTER/${date.slice(0, 8)}/eu-central-1/sts/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*, Signature=[0-9a-f]{64}$`,
+    ),
   );
   await c.close();
 });
@@ -80,9 +87,14 @@ test('an error document becomes a message with the status, the AWS code and its 
 });
 
 test('a 200 without complete credentials is refused', async () => {
-  answer = { status: 200, body: '<GetSessionTokenResponse><GetSessionTokenResult><Credentials><AccessKeyId>A</AccessKeyId></Credentials></GetSessionTokenResult></GetSessionTokenResponse>' };
+  answer = {
+    status: 200,
+    body: '<GetSessionTokenResponse><GetSessionTokenResult><Credentials><AccessKeyId>A</AccessKeyId></Credentials></GetSessionTokenResult></GetSessionTokenResponse>',
+  };
   const c = client();
-  expect(await failure(() => c.getSessionToken(3600))).toBe(`STS GetSessionToken at ${origin.url}/ answered HTTP 200 without complete credentials`);
+  expect(await failure(() => c.getSessionToken(3600))).toBe(
+    `STS GetSessionToken at ${origin.url}/ answered HTTP 200 without complete credentials`,
+  );
   await c.close();
 });
 

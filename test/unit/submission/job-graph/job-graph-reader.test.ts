@@ -1,6 +1,22 @@
 import { readFirstObject } from '../../../../src/submission/job-graph/java-object-stream';
 import { readJobGraph } from '../../../../src/submission/job-graph/job-graph-reader';
-import { block, boxedInt, classDesc, enumConstant, HEADER, i32, i64, jobGraphStream, ref, SC, str, TC, u16, u8, utf } from '../../../helpers/java-stream-writer';
+import {
+  block,
+  boxedInt,
+  classDesc,
+  enumConstant,
+  HEADER,
+  i32,
+  i64,
+  jobGraphStream,
+  ref,
+  SC,
+  str,
+  TC,
+  u16,
+  u8,
+  utf,
+} from '../../../helpers/java-stream-writer';
 
 const IDS = { lower: 0x0123456789abcdefn, upper: -2n };
 const JOB_ID = '0123456789abcdef' + 'fffffffffffffffe';
@@ -30,7 +46,11 @@ describe('job graph reader', () => {
     );
     expect(graph).toEqual({
       jobId: JOB_ID,
-      configuration: { 'security.delegation.job.team-store.bucket': 'team-a', 'pipeline.max-parallelism': '64', 'execution.runtime-mode': 'STREAMING' },
+      configuration: {
+        'security.delegation.job.team-store.bucket': 'team-a',
+        'pipeline.max-parallelism': '64',
+        'execution.runtime-mode': 'STREAMING',
+      },
       skippedKeys: [],
       graphClass: 'org.apache.flink.runtime.jobgraph.JobGraph',
     });
@@ -43,13 +63,26 @@ describe('job graph reader', () => {
 
   it('a value of a type it does not turn into text leaves its key out, named, never guessed', () => {
     const odd = Buffer.concat([u8(TC.OBJECT), classDesc('com.example.UserType', SC.SERIALIZABLE, [{ type: 'I', name: 'x' }]), i32(1)]);
-    const graph = readJobGraph(jobGraphStream([['a', str('1')], ['b', odd]], IDS));
+    const graph = readJobGraph(
+      jobGraphStream(
+        [
+          ['a', str('1')],
+          ['b', odd],
+        ],
+        IDS,
+      ),
+    );
     expect(graph.configuration).toEqual({ a: '1' });
     expect(graph.skippedKeys).toEqual(['b']);
   });
 
   it('refuses what is not a job graph: another class, a string, no magic, another version', () => {
-    const map = Buffer.concat([HEADER, u8(TC.OBJECT), classDesc('java.util.Date', SC.SERIALIZABLE, [{ type: 'J', name: 'fastTime' }]), i64(0n)]);
+    const map = Buffer.concat([
+      HEADER,
+      u8(TC.OBJECT),
+      classDesc('java.util.Date', SC.SERIALIZABLE, [{ type: 'J', name: 'fastTime' }]),
+      i64(0n),
+    ]);
     expect(unreadable(map)).toContain('java.util.Date, not a Flink JobGraph');
     expect(unreadable(Buffer.concat([HEADER, str('hello')]))).toContain('not a Flink JobGraph');
     expect(unreadable(Buffer.from('PK\x03\x04 a jar'))).toContain('not a Java serialisation stream');
@@ -58,16 +91,27 @@ describe('job graph reader', () => {
   });
 
   it('refuses a proxy where the graph, or its configuration, should be', () => {
-    const proxy = Buffer.concat([u8(TC.PROXYCLASSDESC), i32(1), utf('org.apache.flink.runtime.jobgraph.JobGraph'), u8(TC.ENDBLOCKDATA), classDesc('java.lang.reflect.Proxy', SC.SERIALIZABLE, [])]);
+    const proxy = Buffer.concat([
+      u8(TC.PROXYCLASSDESC),
+      i32(1),
+      utf('org.apache.flink.runtime.jobgraph.JobGraph'),
+      u8(TC.ENDBLOCKDATA),
+      classDesc('java.lang.reflect.Proxy', SC.SERIALIZABLE, []),
+    ]);
     expect(unreadable(Buffer.concat([HEADER, u8(TC.OBJECT), proxy]))).toMatch(/java\.lang\.reflect\.Proxy|<proxy/);
-    const graphDesc = classDesc('org.apache.flink.runtime.jobgraph.JobGraph', SC.SERIALIZABLE, [{ type: 'L', name: 'jobConfiguration', className: str('Lorg/apache/flink/configuration/Configuration;') }, { type: 'L', name: 'jobID', className: str('Lorg/apache/flink/api/common/JobID;') }]);
+    const graphDesc = classDesc('org.apache.flink.runtime.jobgraph.JobGraph', SC.SERIALIZABLE, [
+      { type: 'L', name: 'jobConfiguration', className: str('Lorg/apache/flink/configuration/Configuration;') },
+      { type: 'L', name: 'jobID', className: str('Lorg/apache/flink/api/common/JobID;') },
+    ]);
     const inner = Buffer.concat([HEADER, u8(TC.OBJECT), graphDesc, u8(TC.OBJECT), proxy, u8(TC.NULL)]);
     expect(unreadable(inner)).toContain('jobConfiguration is a <proxy org.apache.flink.runtime.jobgraph.JobGraph>');
   });
 
   it('refuses enum and class-descriptor tricks', () => {
     // An enum constant whose class is not flagged an enum.
-    expect(unreadable(jobGraphStream([['k', enumConstant('com.example.NotAnEnum', 'X', SC.SERIALIZABLE)]], IDS))).toContain('which is not an enum');
+    expect(unreadable(jobGraphStream([['k', enumConstant('com.example.NotAnEnum', 'X', SC.SERIALIZABLE)]], IDS))).toContain(
+      'which is not an enum',
+    );
     // A plain object of an enum class.
     const enumObject = Buffer.concat([u8(TC.OBJECT), classDesc('com.example.E', SC.SERIALIZABLE | SC.ENUM, [])]);
     expect(unreadable(jobGraphStream([['k', enumObject]], IDS))).toContain('enum class com.example.E written as a plain object');
@@ -75,7 +119,17 @@ describe('job graph reader', () => {
     const unnamed = Buffer.concat([u8(TC.ENUM), classDesc('com.example.E', SC.SERIALIZABLE | SC.ENUM, []), u8(TC.NULL)]);
     expect(unreadable(jobGraphStream([['k', unnamed]], IDS))).toContain('constant name of enum com.example.E is not a string');
     // A descriptor whose superclass is itself (a reference to its own handle, 0).
-    const loop = Buffer.concat([HEADER, u8(TC.OBJECT), u8(TC.CLASSDESC), utf('a.Loop'), i64(1n), u8(SC.SERIALIZABLE), u16(0), u8(TC.ENDBLOCKDATA), ref(0)]);
+    const loop = Buffer.concat([
+      HEADER,
+      u8(TC.OBJECT),
+      u8(TC.CLASSDESC),
+      utf('a.Loop'),
+      i64(1n),
+      u8(SC.SERIALIZABLE),
+      u16(0),
+      u8(TC.ENDBLOCKDATA),
+      ref(0),
+    ]);
     expect(unreadable(loop)).toContain('superclass chain of a.Loop loops');
     // A reference to a string where a descriptor must be.
     expect(unreadable(Buffer.concat([HEADER, str('x'), u8(TC.OBJECT), ref(0)]))).toMatch(/not a Flink JobGraph/);
@@ -83,12 +137,18 @@ describe('job graph reader', () => {
     const strAsDesc = Buffer.concat([HEADER, u8(TC.ARRAY), u8(TC.REFERENCE), i32(0x7e0000)]);
     expect(unreadable(strAsDesc)).toContain('does not exist');
     // Both Serializable and Externalizable; an unknown field type; old-protocol Externalizable data.
-    expect(unreadable(Buffer.concat([HEADER, u8(TC.OBJECT), classDesc('a.Both', SC.SERIALIZABLE | SC.EXTERNALIZABLE, [])]))).toContain('both Serializable and Externalizable');
-    expect(unreadable(Buffer.concat([HEADER, u8(TC.OBJECT), classDesc('a.Bad', SC.SERIALIZABLE, [{ type: 'Q', name: 'q' }])]))).toContain("unknown type code 'Q'");
+    expect(unreadable(Buffer.concat([HEADER, u8(TC.OBJECT), classDesc('a.Both', SC.SERIALIZABLE | SC.EXTERNALIZABLE, [])]))).toContain(
+      'both Serializable and Externalizable',
+    );
+    expect(unreadable(Buffer.concat([HEADER, u8(TC.OBJECT), classDesc('a.Bad', SC.SERIALIZABLE, [{ type: 'Q', name: 'q' }])]))).toContain(
+      "unknown type code 'Q'",
+    );
     expect(unreadable(Buffer.concat([HEADER, u8(TC.OBJECT), classDesc('a.Ext', SC.EXTERNALIZABLE, [])]))).toContain('old protocol');
     // An object of an array class, an array of a non-array class.
     expect(unreadable(Buffer.concat([HEADER, u8(TC.OBJECT), classDesc('[B', SC.SERIALIZABLE, [])]))).toContain('array class [B');
-    expect(unreadable(Buffer.concat([HEADER, u8(TC.ARRAY), classDesc('a.NotArray', SC.SERIALIZABLE, []), i32(0)]))).toContain('not an array class');
+    expect(unreadable(Buffer.concat([HEADER, u8(TC.ARRAY), classDesc('a.NotArray', SC.SERIALIZABLE, []), i32(0)]))).toContain(
+      'not an array class',
+    );
   });
 
   it('refuses unknown type codes, exceptions, resets inside objects and block data where a value belongs', () => {
@@ -96,8 +156,12 @@ describe('job graph reader', () => {
     expect(unreadable(jobGraphStream([['k', u8(0x6f)]], IDS))).toContain('unknown type code 0x6f');
     expect(unreadable(Buffer.concat([HEADER, u8(TC.EXCEPTION)]))).toContain('exception');
     expect(unreadable(jobGraphStream([['k', u8(TC.RESET)]], IDS))).toContain('reset inside an object');
-    const graphDesc = classDesc('org.apache.flink.runtime.jobgraph.JobGraph', SC.SERIALIZABLE, [{ type: 'L', name: 'jobConfiguration', className: str('Lorg/apache/flink/configuration/Configuration;') }]);
-    expect(unreadable(Buffer.concat([HEADER, u8(TC.OBJECT), graphDesc, block(Buffer.from('x'))]))).toContain('block data where an object was expected');
+    const graphDesc = classDesc('org.apache.flink.runtime.jobgraph.JobGraph', SC.SERIALIZABLE, [
+      { type: 'L', name: 'jobConfiguration', className: str('Lorg/apache/flink/configuration/Configuration;') },
+    ]);
+    expect(unreadable(Buffer.concat([HEADER, u8(TC.OBJECT), graphDesc, block(Buffer.from('x'))]))).toContain(
+      'block data where an object was expected',
+    );
     expect(unreadable(Buffer.concat([HEADER, block(Buffer.from('x'))]))).toContain('starts with block data');
   });
 
@@ -120,14 +184,32 @@ describe('job graph reader', () => {
     // 10 000 nested Object[] arrays: the depth limit ends it, without a stack overflow.
     const open = Buffer.concat([u8(TC.ARRAY), classDesc('[Ljava.lang.Object;', SC.SERIALIZABLE, []), i32(1)]);
     // Handle 0 is the array class's descriptor, which every level refers to.
-    const nested = Buffer.concat([HEADER, open, ...Array.from({ length: 10_000 }, () => Buffer.concat([u8(TC.ARRAY), ref(0), i32(1)])), u8(TC.NULL)]);
+    const nested = Buffer.concat([
+      HEADER,
+      open,
+      ...Array.from({ length: 10_000 }, () => Buffer.concat([u8(TC.ARRAY), ref(0), i32(1)])),
+      u8(TC.NULL),
+    ]);
     expect(unreadable(nested)).toContain('nesting deeper than 64');
-    const many = Buffer.concat([HEADER, u8(TC.ARRAY), classDesc('[Ljava.lang.Object;', SC.SERIALIZABLE, []), i32(3_000), ...Array.from({ length: 3_000 }, () => Buffer.concat([u8(TC.STRING), u16(0)]))]);
+    const many = Buffer.concat([
+      HEADER,
+      u8(TC.ARRAY),
+      classDesc('[Ljava.lang.Object;', SC.SERIALIZABLE, []),
+      i32(3_000),
+      ...Array.from({ length: 3_000 }, () => Buffer.concat([u8(TC.STRING), u16(0)])),
+    ]);
     expect(() => readJobGraph(many, { maxHandles: 2_000 })).toThrow('more than 2000 objects');
   });
 
   it('every truncation and thousands of seeded byte flips of a good graph end in a result or a 400', () => {
-    const good = jobGraphStream([['a', str('x')], ['b', boxedInt(7)], ['c', enumConstant('e.E', 'V')]], IDS);
+    const good = jobGraphStream(
+      [
+        ['a', str('x')],
+        ['b', boxedInt(7)],
+        ['c', enumConstant('e.E', 'V')],
+      ],
+      IDS,
+    );
     for (let n = 0; n < good.length - 3; n++) unreadable(good.subarray(0, n));
     let seed = 42;
     const random = () => {

@@ -37,7 +37,11 @@ test('every option is declared under its provider prefix, secrets are sensitive,
   for (const p of builtInTokenProviders) {
     for (const def of p.options) expect(def.key.startsWith(`security.delegation.token.provider.${p.serviceName}.`)).toBe(true);
   }
-  const sensitive = registry.all().filter((d) => d.sensitive).map((d) => d.key).sort();
+  const sensitive = registry
+    .all()
+    .filter((d) => d.sensitive)
+    .map((d) => d.key)
+    .sort();
   expect(sensitive).toEqual([`${AZ}account-key`, `${OA}client-secret`, `${S3}access-key`, `${S3}secret-key`]);
   expect(new Set(builtInTokenProviders.map((p) => p.serviceName))).toEqual(new Set(['azure-blob', 's3', 'oauth2']));
   expect(registry.toMarkdown()).toContain('## Delegation tokens: oauth2');
@@ -51,9 +55,15 @@ test('unconfigured providers are inactive; a job asking them for something is re
     p.registerJob!('j', {});
     expect(p.delegationTokensRequired()).toBe(false);
   }
-  expect(thrown(() => az.registerJob('j', { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'c' })).message).toContain(`set ${AZ}account-name and ${AZ}account-key`);
-  expect(thrown(() => s3.registerJob('j', { [S3_JOB_ROLE_ARN_KEY]: 'arn:aws:iam::1:role/r' })).message).toContain(`set ${S3}access-key and ${S3}secret-key`);
-  expect(thrown(() => oa.registerJob('j', { [OAUTH2_JOB_SCOPE_KEY]: 'x' })).message).toContain(`set ${OA}token-endpoint, ${OA}client-id and ${OA}client-secret`);
+  expect(thrown(() => az.registerJob('j', { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'c' })).message).toContain(
+    `set ${AZ}account-name and ${AZ}account-key`,
+  );
+  expect(thrown(() => s3.registerJob('j', { [S3_JOB_ROLE_ARN_KEY]: 'arn:aws:iam::1:role/r' })).message).toContain(
+    `set ${S3}access-key and ${S3}secret-key`,
+  );
+  expect(thrown(() => oa.registerJob('j', { [OAUTH2_JOB_SCOPE_KEY]: 'x' })).message).toContain(
+    `set ${OA}token-endpoint, ${OA}client-id and ${OA}client-secret`,
+  );
 });
 
 test('a half-configured provider fails init with GW_CONFIG_INVALID naming the missing keys', () => {
@@ -78,7 +88,12 @@ test('bad values are all reported at once, and a sensitive value is never echoed
   );
   expect(e.message).toContain(`${AZ}sas-lifetime (from configuration): 5 s is below the minimum 60000`);
   const two = thrown(() =>
-    init(new S3DelegationTokenProvider(), 's3', { [`${S3}access-key`]: 'a', [`${S3}secret-key`]: 'b', [`${S3}duration`]: '1 min', [`${S3}timeout`]: 'soon' }),
+    init(new S3DelegationTokenProvider(), 's3', {
+      [`${S3}access-key`]: 'a',
+      [`${S3}secret-key`]: 'b',
+      [`${S3}duration`]: '1 min',
+      [`${S3}timeout`]: 'soon',
+    }),
   );
   expect(two.message).toContain('(2 problems)');
   expect(two.message).toContain(`${S3}duration (from configuration): 1 min is below the minimum 900000`);
@@ -89,7 +104,11 @@ test('bad values are all reported at once, and a sensitive value is never echoed
   expect(badKey.message).toContain(`${AZ}account-key (from configuration): is not a base64 account key (value not shown)`);
   expect(badKey.message).not.toContain('not base64 !!');
   const perms = thrown(() =>
-    init(new AzureBlobDelegationTokenProvider(), 'azure-blob', { [`${AZ}account-name`]: 'acct', [`${AZ}account-key`]: KEY, [`${AZ}permissions`]: 'rq' }),
+    init(new AzureBlobDelegationTokenProvider(), 'azure-blob', {
+      [`${AZ}account-name`]: 'acct',
+      [`${AZ}account-key`]: KEY,
+      [`${AZ}permissions`]: 'rq',
+    }),
   );
   expect(perms.message).toContain(`${AZ}permissions (from configuration): Invalid permission q`);
 });
@@ -122,16 +141,24 @@ test('auth: user-delegation needs an account name and https, refuses an account 
 
 test('endpoints must be https, except for loopback hosts', () => {
   const base = { [`${OA}client-id`]: 'id', [`${OA}client-secret`]: 'secret' };
-  const e = thrown(() => init(new OAuth2DelegationTokenProvider(), 'oauth2', { ...base, [`${OA}token-endpoint`]: 'http://idp.example.com/token' }));
+  const e = thrown(() =>
+    init(new OAuth2DelegationTokenProvider(), 'oauth2', { ...base, [`${OA}token-endpoint`]: 'http://idp.example.com/token' }),
+  );
   expect(e.message).toContain('must use https:// (plain http is allowed only for loopback hosts, not idp.example.com)');
-  const userinfo = thrown(() => init(new OAuth2DelegationTokenProvider(), 'oauth2', { ...base, [`${OA}token-endpoint`]: 'https://u:p@idp.example.com/token' }));
+  const userinfo = thrown(() =>
+    init(new OAuth2DelegationTokenProvider(), 'oauth2', { ...base, [`${OA}token-endpoint`]: 'https://u:p@idp.example.com/token' }),
+  );
   expect(userinfo.message).toContain('must not carry user info');
   expect(userinfo.message).not.toContain('u:p');
   for (const ok of ['https://idp.example.com/token', 'http://127.0.0.1:8080/token', 'http://localhost/token']) {
     expect(() => init(new OAuth2DelegationTokenProvider(), 'oauth2', { ...base, [`${OA}token-endpoint`]: ok })).not.toThrow();
   }
   const s3 = thrown(() =>
-    init(new S3DelegationTokenProvider(), 's3', { [`${S3}access-key`]: 'a', [`${S3}secret-key`]: 'b', [`${S3}endpoint`]: 'http://minio:9000' }),
+    init(new S3DelegationTokenProvider(), 's3', {
+      [`${S3}access-key`]: 'a',
+      [`${S3}secret-key`]: 'b',
+      [`${S3}endpoint`]: 'http://minio:9000',
+    }),
   );
   expect(s3.message).toContain(`${S3}endpoint`);
 });
@@ -139,10 +166,9 @@ test('endpoints must be https, except for loopback hosts', () => {
 test('re-registration with the same request does not re-obtain; a changed request does; a refused change keeps the old one', async () => {
   let calls = 0;
   const p = new AzureBlobDelegationTokenProvider({ now: () => Date.parse('2030-01-01T00:00:00Z') });
-  p.init(
-    providerConfig('azure-blob', { [`${AZ}account-name`]: 'acct', [`${AZ}account-key`]: KEY, [`${AZ}allowed-containers`]: 'a;b' }),
-    { reobtainDelegationTokens: () => void calls++ },
-  );
+  p.init(providerConfig('azure-blob', { [`${AZ}account-name`]: 'acct', [`${AZ}account-key`]: KEY, [`${AZ}allowed-containers`]: 'a;b' }), {
+    reobtainDelegationTokens: () => void calls++,
+  });
   p.registerJob('j', { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'a;b' });
   p.registerJob('j', { [AZURE_BLOB_JOB_CONTAINERS_KEY]: 'b, a' });
   expect(calls).toBe(1);
