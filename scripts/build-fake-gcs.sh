@@ -23,26 +23,9 @@ if up_to_date; then
   exit 0
 fi
 
-if ! command -v go >/dev/null 2>&1; then
-  echo "fake-gcs build: Go 1.$GO_MIN_MINOR+ is missing (it builds the test GCS emulator); install it from https://go.dev/dl/ (or: sudo apt-get install -y golang-go, if your distribution's is 1.$GO_MIN_MINOR or later)" >&2
-  exit 1
-fi
-go_minor="$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')"
-if [ -z "$go_minor" ] || [ "$go_minor" -lt "$GO_MIN_MINOR" ]; then
-  echo "fake-gcs build: $(go env GOVERSION) is too old to build fake-gcs-server v$FAKE_GCS_VERSION; install Go 1.$GO_MIN_MINOR+ from https://go.dev/dl/" >&2
-  exit 1
-fi
-
-mkdir -p "$cache"
-# One builder at a time (two test runs on a fresh machine would otherwise both build it).
-exec 9>"$cache/.lock"
-if command -v flock >/dev/null 2>&1; then
-  flock 9
-  if up_to_date; then
-    echo "fake-gcs build: $cache is up to date (built by another run)"
-    exit 0
-  fi
-fi
+. "$(dirname "$0")/lib/go-build.sh"
+require_go "fake-gcs build" "$GO_MIN_MINOR" "the test GCS emulator, fake-gcs-server v$FAKE_GCS_VERSION"
+lock_build "fake-gcs build" "$cache" up_to_date
 
 echo "fake-gcs build: building fake-gcs-server v$FAKE_GCS_VERSION from the Go module proxy (first run only)"
 # The toolchain that is installed builds it; no toolchain download behind the user's back.

@@ -21,31 +21,16 @@ cache="${XDG_CACHE_HOME:-$HOME/.cache}/flink-jar-gateway/kube/v$KUBE_VERSION"
 stamp_file="$cache/.stamp"
 stamp="kube-apiserver v$KUBE_VERSION etcd v$ETCD_VERSION build 1"
 
-if [ -x "$cache/kube-apiserver" ] && [ -x "$cache/etcd" ] && [ "$(cat "$stamp_file" 2>/dev/null)" = "$stamp" ]; then
+up_to_date() { [ -x "$cache/kube-apiserver" ] && [ -x "$cache/etcd" ] && [ "$(cat "$stamp_file" 2>/dev/null)" = "$stamp" ]; }
+
+if up_to_date; then
   echo "kube build: $cache is up to date"
   exit 0
 fi
 
-if ! command -v go >/dev/null 2>&1; then
-  echo "kube build: Go 1.$GO_MIN_MINOR+ is missing (it builds the test kube-apiserver and etcd); install it from https://go.dev/dl/ (or: sudo apt-get install -y golang-go, if your distribution's is 1.$GO_MIN_MINOR or later)" >&2
-  exit 1
-fi
-go_minor="$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')"
-if [ -z "$go_minor" ] || [ "$go_minor" -lt "$GO_MIN_MINOR" ]; then
-  echo "kube build: $(go env GOVERSION) is too old to build kube-apiserver v$KUBE_VERSION; install Go 1.$GO_MIN_MINOR+ from https://go.dev/dl/" >&2
-  exit 1
-fi
-
-mkdir -p "$cache"
-# One builder at a time (two test runs on a fresh machine would otherwise both spend the quarter hour).
-exec 9>"$cache/.lock"
-if command -v flock >/dev/null 2>&1; then
-  flock 9
-  if [ -x "$cache/kube-apiserver" ] && [ -x "$cache/etcd" ] && [ "$(cat "$stamp_file" 2>/dev/null)" = "$stamp" ]; then
-    echo "kube build: $cache is up to date (built by another run)"
-    exit 0
-  fi
-fi
+. "$(dirname "$0")/lib/go-build.sh"
+require_go "kube build" "$GO_MIN_MINOR" "the test kube-apiserver v$KUBE_VERSION and etcd"
+lock_build "kube build" "$cache" up_to_date
 
 work="$cache/.build"
 mkdir -p "$work/apiserver" "$work/etcd"
