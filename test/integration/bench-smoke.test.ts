@@ -15,6 +15,7 @@ const EXPECTED = [
   'fetch.azure-sas',
   'fetch.s3-native',
   'fetch.azure-native',
+  'fetch.gcs',
   'fetch.s3-native.pinned',
   'fetch.azure-native.pinned',
   'engine.http',

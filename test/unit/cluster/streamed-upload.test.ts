@@ -15,13 +15,20 @@ const MiB = 1024 * 1024;
 interface Received {
   bytes: Buffer;
   ended: boolean;
+  /** The request is over for the server, whole or cut off. */
+  closed: boolean;
+}
+
+/** Waits for a condition the test's own servers make true; the test's timeout bounds it. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await sleep(10);
 }
 
 /** A real HTTP server standing in for the JobManager's upload handler. */
 async function server(answer: (req: http.IncomingMessage, res: http.ServerResponse, got: Received) => void) {
   const received: Received[] = [];
   const s = http.createServer((req, res) => {
-    const got: Received = { bytes: Buffer.alloc(0), ended: false };
+    const got: Received = { bytes: Buffer.alloc(0), ended: false, closed: false };
     received.push(got);
     const parts: Buffer[] = [];
     req.on('data', (b: Buffer) => parts.push(b));
@@ -30,6 +37,9 @@ async function server(answer: (req: http.IncomingMessage, res: http.ServerRespon
       got.bytes = Buffer.concat(parts);
     });
     req.on('error', () => undefined);
+    req.on('close', () => {
+      got.closed = true;
+    });
     answer(req, res, got);
   });
   await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
@@ -76,10 +86,10 @@ describe('streamedPost (the JobManager upload)', () => {
       const body = new Readable({ read() {} });
       body.push(randomBytes(64 * 1024));
       const sent = streamedPost(agent, jm.url, 'application/octet-stream', body);
-      await sleep(50);
+      await until(() => jm.received.length === 1);
       body.destroy(new Error('the store checksum did not match'));
       await expect(sent).rejects.toThrow('the store checksum did not match');
-      await sleep(50);
+      await until(() => jm.received[0]!.closed);
       expect(jm.received).toHaveLength(1);
       expect(jm.received[0]!.ended).toBe(false);
     });
