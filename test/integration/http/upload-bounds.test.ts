@@ -77,7 +77,14 @@ describe('upload bounds on a real socket (fake JobManager)', () => {
 
   it('a chunked body far over gateway.upload.max-size → 413 with connection: close for a client that reads the answer, nothing kept', async () => {
     const before = jm.jars.size;
-    const r = await chunkedUpload(Number(new URL(gw.url).port), 512 * MiB, true);
+    // The gateway answers once it has read a bounded amount more and then closes; bytes the client
+    // sent meanwhile make that close a TCP reset, which can drop the answer before a client on a
+    // loaded machine reads it. Each attempt must end closed with nothing kept; one of a few must read the 413.
+    let r = await chunkedUpload(Number(new URL(gw.url).port), 512 * MiB, true);
+    for (let attempt = 1; attempt < 5 && r.head === ''; attempt++) {
+      expect(r.closed).toBe(true);
+      r = await chunkedUpload(Number(new URL(gw.url).port), 512 * MiB, true);
+    }
     expect(r.head).toMatch(/^HTTP\/1\.1 413 /);
     expect(r.head.toLowerCase()).toContain('connection: close');
     expect(r.closed).toBe(true);
