@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { slabFileStream, slabPool } from '../../../src/download/slab-pool';
+import { eventually } from '../../helpers/eventually';
 import { pooledChunks } from '../../helpers/slabs';
 import { streamedPost, uploadAgent } from '../../../src/cluster/streamed-upload';
 
@@ -17,11 +18,6 @@ interface Received {
   ended: boolean;
   /** The request is over for the server, whole or cut off. */
   closed: boolean;
-}
-
-/** Waits for a condition the test's own servers make true; the test's timeout bounds it. */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await sleep(10);
 }
 
 /** A real HTTP server standing in for the JobManager's upload handler. */
@@ -86,10 +82,10 @@ describe('streamedPost (the JobManager upload)', () => {
       const body = new Readable({ read() {} });
       body.push(randomBytes(64 * 1024));
       const sent = streamedPost(agent, jm.url, 'application/octet-stream', body);
-      await until(() => jm.received.length === 1);
+      await eventually(() => jm.received.length === 1, 'the JobManager to have the request', 20_000, 10);
       body.destroy(new Error('the store checksum did not match'));
       await expect(sent).rejects.toThrow('the store checksum did not match');
-      await until(() => jm.received[0]!.closed);
+      await eventually(() => jm.received[0]!.closed, 'the request to be over for the JobManager', 20_000, 10);
       expect(jm.received).toHaveLength(1);
       expect(jm.received[0]!.ended).toBe(false);
     });
