@@ -4,6 +4,19 @@ import { join } from 'node:path';
 import { projectRoot } from '../../src/project-root';
 import { runProcess } from './run-process';
 
+/** What Flink's default configuration gives its JVMs on Java 17 (env.java.opts.all of its config.yaml). */
+export const FLINK_JAVA17_OPENS = [
+  'java.util',
+  'java.lang',
+  'java.lang.reflect',
+  'java.io',
+  'java.net',
+  'java.nio',
+  'java.text',
+  'java.time',
+  'java.util.concurrent',
+].map((p) => `--add-opens=java.base/${p}=ALL-UNNAMED`);
+
 /** test/java-client: Flink's own Java client replaying the operator's REST sequence (its README). */
 const moduleDir = join(projectRoot(__dirname), 'test', 'java-client');
 
@@ -102,20 +115,12 @@ export async function runFlinkCli(
       .map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`)
       .join(''),
   );
-  // What Flink's bin/flink adds on Java 17 (env.java.opts.all of Flink's default config.yaml).
-  const opens = [
-    'java.util',
-    'java.lang',
-    'java.lang.reflect',
-    'java.io',
-    'java.net',
-    'java.nio',
-    'java.text',
-    'java.time',
-    'java.util.concurrent',
-  ].map((p) => `--add-opens=java.base/${p}=ALL-UNNAMED`);
-  return runProcess('java', [...opens, '-cp', `${dir}/compat.jar:${dir}/lib/*`, 'org.apache.flink.client.cli.CliFrontend', ...args], {
-    env: { ...process.env, FLINK_CONF_DIR: confDir },
-    timeoutMs: 180_000,
-  });
+  return runProcess(
+    'java',
+    [...FLINK_JAVA17_OPENS, '-cp', `${dir}/compat.jar:${dir}/lib/*`, 'org.apache.flink.client.cli.CliFrontend', ...args],
+    {
+      env: { ...process.env, FLINK_CONF_DIR: confDir },
+      timeoutMs: 180_000,
+    },
+  );
 }

@@ -5,22 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StandaloneCluster } from '../../src/cluster/standalone-cluster';
 import { distributionHome } from './flink-dist';
+import { FLINK_JAVA17_OPENS } from './java-client';
 import { runProcess } from './run-process';
 
-/** What Flink's default configuration gives its JVMs on Java 17 (env.java.opts.all). */
-const OPENS = [
-  'java.util',
-  'java.lang',
-  'java.lang.reflect',
-  'java.io',
-  'java.net',
-  'java.nio',
-  'java.text',
-  'java.time',
-  'java.util.concurrent',
-]
-  .map((p) => `--add-opens=java.base/${p}=ALL-UNNAMED`)
-  .join(' ');
+/** Flink's Java 17 opens, as one `env.java.opts.all` value. */
+const OPENS = FLINK_JAVA17_OPENS.join(' ');
 
 export interface CapturedSubmission {
   /** The whole multipart body of POST /v1/jobs as Flink's client sent it. */
