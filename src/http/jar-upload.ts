@@ -35,7 +35,8 @@ type Feed = PassThrough & { headers: IncomingHttpHeaders; body?: Record<string, 
  * multer reads a feed the gateway pipes the request into, not the request itself: on an error multer
  * drains its input to the end before it reports, which for an oversized body means reading all of
  * it. The gateway instead cuts the feed at the first failure and reads at most `DRAIN_LIMIT` more of
- * the request before answering, then closes the connection.
+ * the request before answering; the connection then closes once the client stops sending (the
+ * request context's lingering close, itself bounded).
  */
 export interface UploadJarOptions {
   cluster: JobManagerClient;

@@ -21,17 +21,37 @@ export async function readJsonObject(
   if (Number(req.headers['content-length'] ?? 0) > limitBytes) throw tooLarge();
   const release = budget?.acquire();
   try {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > limitBytes) throw tooLarge();
-      chunks.push(chunk);
-    }
-    return parseObject(Buffer.concat(chunks).toString('utf8'), typeName);
+    return parseObject((await readUpTo(req, limitBytes, tooLarge)).toString('utf8'), typeName);
   } finally {
     release?.();
   }
+}
+
+/**
+ * The body, or `tooLarge()` once it passes `limit`. The request is left paused, not destroyed
+ * (as a `for await` over it would): destroying it closes the connection before the answer is
+ * written; the request context then drops the rest of it after the answer, bounded.
+ */
+function readUpTo(req: Request, limit: number, tooLarge: () => GatewayError): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (result: Error | Buffer) => {
+      req.off('data', onData).off('end', onEnd).off('error', done).off('close', onClose);
+      if (result instanceof Buffer) resolve(result);
+      else reject(result);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      req.pause();
+      done(tooLarge());
+    };
+    const onEnd = () => done(Buffer.concat(chunks));
+    const onClose = () =>
+      done(new GatewayError('GW_REQUEST_MALFORMED', { type: 'request body', reason: 'the client closed the connection' }));
+    req.on('data', onData).on('end', onEnd).on('error', done).on('close', onClose);
+  });
 }
 
 /**

@@ -22,17 +22,22 @@ export function requestContext(logger: Logger) {
     res.setHeader('x-request-id', reqId);
     const started = performance.now();
     // A response sent before its request's body was read to the end (a refusal, a GET whose body is
-    // ignored): the connection is not used again.
-    const socket = req.socket;
-    res.once('finish', () => {
-      if (req.complete) return;
-      if (String(res.getHeader('connection') ?? '').toLowerCase() === 'close') {
-        // The handler already read what it meant to (an oversized upload's bounded drain).
-        socket.end();
-        setTimeout(() => socket.destroy(), 1000).unref();
-        return;
-      }
+    // ignored): the connection is not used again, and it is closed only once the client has stopped
+    // sending (below). Node's server closes a `connection: close` answer's socket through
+    // `destroySoon` as soon as the answer is written: with request bytes still unread, that close is a
+    // reset, which takes the answer with it when the client has not read it yet.
+    const socket = req.socket as Request['socket'] & { destroySoon?: () => void };
+    let dropping = false;
+    const drop = () => {
+      if (dropping) return;
+      dropping = true;
       dropRestOfBody(req, socket);
+    };
+    res.once('prefinish', () => {
+      if (!req.complete) socket.destroySoon = drop;
+    });
+    res.once('finish', () => {
+      if (!req.complete) drop();
     });
     res.on('close', () => {
       const path = req.originalUrl.split('?')[0];
@@ -55,13 +60,14 @@ export function requestContext(logger: Logger) {
 }
 
 /**
- * Ends the connection after the answer (its FIN follows at once, so a keep-alive client sends no
- * further request on it) but lets the rest of the body be read and dropped (Node's server drops
- * what its parser reads for a request whose response finished); cuts the connection past
- * `UNREAD_BODY_BYTES` more bytes or after `UNREAD_BODY_MS`. A client that is still sending when the
- * connection is reset loses the answer it has not read yet: Flink's RestClient (the CLI's
- * `POST /v1/jobs`) then reports "Channel became inactive" instead of the refusal, and so does any
- * client that reads only after it has written.
+ * A lingering close: ends the connection after the answer (its FIN follows at once, so a keep-alive
+ * client sends no further request on it) but reads and drops the rest of the body (Node's server
+ * drops what its parser reads for a request whose response finished) until the client closes;
+ * cuts the connection past `UNREAD_BODY_BYTES` more bytes or after `UNREAD_BODY_MS`. Closing while
+ * the client is still sending resets the connection, and a client loses the answer it has not read
+ * yet: Flink's RestClient (the CLI's `POST /v1/jobs`) then reports "Channel became inactive" instead
+ * of the refusal, and so does any client that reads only after it has written, or reads late on a
+ * busy machine. Only a client that sends on past the bound loses it.
  */
 function dropRestOfBody(req: Request, socket: Request['socket']): void {
   socket.end();

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { JsonBudget } from '../../../src/http/json-body';
 import { startGateway, type TestGateway } from '../../helpers/gateway';
+import { writeThenRead } from '../../helpers/late-reader';
 import { startOrigin, type Origin } from '../../helpers/origin';
 
 /**
@@ -65,6 +66,19 @@ describe('run and plan bodies are bounded', () => {
       ),
     );
     expect(chunked).toEqual([413, 413]);
+    expect(reached).toBe(0);
+  });
+
+  it('a client that reads only after it has written 5 MiB (over the 1 MB limit) still reads the 413', async () => {
+    // The body is not torn down at the limit: the answer is written first, and the rest of the body
+    // is read and dropped until the client closes, so no reset throws the answer away.
+    const head = await writeThenRead(
+      Number(new URL(gw.url).port),
+      'POST /v1/jars/x.jar/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json',
+      '{"entryClass":"a.B","programArgs":"',
+      5 * 1024 ** 2,
+    );
+    expect(head).toMatch(/^HTTP\/1\.1 413 /);
     expect(reached).toBe(0);
   });
 
