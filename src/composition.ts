@@ -15,7 +15,7 @@ import { type Configuration, OptionsRegistry } from './config/registry';
 import { watchSecretsDir } from './config/secrets-dir';
 import { createHa } from './ha/create-ha';
 import { haOptions, haRules } from './ha/ha-options';
-import type { RejectedRecord } from './ha/zookeeper-store';
+import type { RejectedRecord } from './ha/shared-store';
 import { createHttp } from './http/create-http';
 import { httpRules } from './http/http-rules';
 import { drainServer } from './http/listener';

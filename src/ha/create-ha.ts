@@ -15,9 +15,9 @@ import { KubernetesLeaderFollower } from './kubernetes-leader';
 import { isForbidden, KubernetesSession } from './kubernetes-session';
 import { KubernetesJobClaims, KubernetesRegistrationStore } from './kubernetes-store';
 import { RecordSeal } from './record-seal';
-import type { FollowLeader, SharedRegistrationStore } from './shared-store';
+import type { FollowLeader, RejectedRecord, SharedRegistrationStore } from './shared-store';
 import { digestFromSecret, ZooKeeperSession } from './zookeeper';
-import { type RejectedRecord, ZooKeeperJobClaims, ZooKeeperRegistrationStore } from './zookeeper-store';
+import { ZooKeeperJobClaims, ZooKeeperRegistrationStore } from './zookeeper-store';
 
 /**
  * How long the replicas' shared store keeps a job-id claim: only a bound on the store's size. A claim

@@ -1,13 +1,12 @@
-import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { type Clock, systemClock, type TimerHandle } from '../clock';
 import { GatewayError } from '../errors/gateway-error';
 import type { Claim, ClaimResult } from '../submission/job-claims';
 import { parseStoredRegistration, type StoredRegistration } from '../submission/registration-store';
 import { type ConfigMap, type KubernetesClient, kubeError, type Watch } from './kubernetes-client';
 import { flinkClusterLabels, type KubernetesHaSettings } from './kubernetes-settings';
 import type { SealFailure } from './record-seal';
-import type { SharedJobClaims, SharedRegistrationStore } from './shared-store';
+import { type MirrorOptions, RegistrationMirror } from './registration-mirror';
+import { isClaimOf, RECORD_KIND, type RejectedRecord, type SharedJobClaims } from './shared-store';
 
 /**
  * Seals a record for a place and opens what was read from one (src/ha/record-seal.ts's RecordSeal,
@@ -17,9 +16,6 @@ export interface RecordSealer {
   seal(kind: string, where: string, body: string): string;
   open(kind: string, where: string, data: string): { ok: true; body: string } | { ok: false; reason: SealFailure };
 }
-
-/** Told of each record read that did not open or parse (the metric flink_gateway_ha_records_rejected_total). */
-export type RejectedRecord = (kind: string, reason: SealFailure | 'malformed') => void;
 
 /** The label that tells the gateway's ConfigMaps apart (and which kind each is). */
 export const GATEWAY_RECORD_LABEL = 'flink-jar-gateway/record';
@@ -52,7 +48,6 @@ function selectorOf(clusterId: string, kind: 'registration' | 'claim'): string {
 }
 
 const JOB_ID = /^[0-9a-f]{32}$/;
-const RETRY_MS = 1_000;
 const WATCH_SECONDS = 300;
 
 /** A failure of the API server as the client sees it: 503 with Retry-After, nothing ran. */
@@ -84,9 +79,9 @@ class Records {
     return kubernetesRecordPlace(this.settings.namespace, this.name(jobId), this.kind);
   }
 
-  /** The kind a record is sealed as: the same strings as the ZooKeeper store's (RECORD_KIND). */
+  /** The kind a record is sealed as: the same strings on every engine. */
   get sealKind(): string {
-    return this.kind === 'claim' ? 'job-claim' : 'registration';
+    return RECORD_KIND[this.kind];
   }
 
   configMap(jobId: string, body: string, resourceVersion?: string): ConfigMap {
@@ -108,17 +103,19 @@ class Records {
   }
 
   /**
-   * The record's JSON, if it opens under the replicas' secret (sealed for this kind and this place)
-   * and parses; anything else is logged, counted and treated as absent.
+   * The record, if it opens under the replicas' secret (sealed for this kind and this place) and
+   * `parse` reads it as a record of this job; anything else is logged, counted and treated as absent.
    */
-  open(jobId: string, cm: ConfigMap): unknown {
+  open<T>(jobId: string, cm: ConfigMap, parse: (jobId: string, value: unknown) => T | undefined): T | undefined {
     const opened = this.sealer.open(this.sealKind, this.where(jobId), cm.data?.[this.kind] ?? '');
     if (!opened.ok) return this.rejected(jobId, cm, opened.reason);
+    let value: T | undefined;
     try {
-      return JSON.parse(opened.body) as unknown;
+      value = parse(jobId, JSON.parse(opened.body) as unknown);
     } catch {
-      return this.rejected(jobId, cm, 'malformed');
+      value = undefined;
     }
+    return value ?? this.rejected(jobId, cm, 'malformed');
   }
 
   private rejected(jobId: string, cm: ConfigMap, reason: SealFailure | 'malformed'): undefined {
@@ -131,12 +128,19 @@ class Records {
   }
 }
 
-export interface KubernetesStoreOptions {
+/** A registration of the job `jobId`, or undefined. */
+const registrationOf = (jobId: string, value: unknown): StoredRegistration | undefined => {
+  const rec = parseStoredRegistration(value);
+  return rec?.jobId === jobId ? rec : undefined;
+};
+
+/** A claim of the job `jobId`, or undefined. */
+const claimOf = (jobId: string, value: unknown): Claim | undefined => (isClaimOf(jobId, value) ? value : undefined);
+
+/** `retryMs` also paces listing again after a broken watch. */
+export interface KubernetesStoreOptions extends MirrorOptions {
   sealer: RecordSealer;
   onRejected?: RejectedRecord;
-  clock?: Clock;
-  /** How long after a failed read or a broken watch to read again; default 1 s. */
-  retryMs?: number;
 }
 
 /**
@@ -148,32 +152,19 @@ export interface KubernetesStoreOptions {
  * read again and retried); a rolled-back attempt removes the record only if it is the one that
  * attempt wrote, with the version it was read at as the delete's precondition.
  */
-export class KubernetesRegistrationStore
-  extends EventEmitter<{ added: [StoredRegistration]; updated: [StoredRegistration]; removed: [string] }>
-  implements SharedRegistrationStore
-{
-  readonly shared = true;
-  private readonly jobs = new Map<string, StoredRegistration>();
+export class KubernetesRegistrationStore extends RegistrationMirror {
   private readonly records: Records;
-  private readonly clock: Clock;
-  private readonly retryMs: number;
-  private syncing: Promise<void> | undefined;
-  private again = false;
   private resourceVersion = '';
   private watch: Watch | undefined;
-  private retry: TimerHandle | undefined;
-  private stopped = false;
 
   constructor(
     private readonly client: KubernetesClient,
     private readonly settings: KubernetesHaSettings,
-    private readonly log: Logger,
+    log: Logger,
     opts: KubernetesStoreOptions,
   ) {
-    super();
+    super(log, opts);
     this.records = new Records(settings, 'registration', opts.sealer, log, opts.onRejected);
-    this.clock = opts.clock ?? systemClock;
-    this.retryMs = opts.retryMs ?? RETRY_MS;
   }
 
   get where(): string {
@@ -182,14 +173,6 @@ export class KubernetesRegistrationStore
 
   async init(): Promise<void> {
     await this.sync();
-  }
-
-  list(): StoredRegistration[] {
-    return [...this.jobs.values()];
-  }
-
-  get(jobId: string): StoredRegistration | undefined {
-    return this.jobs.get(jobId);
   }
 
   async put(reg: StoredRegistration): Promise<void> {
@@ -218,7 +201,7 @@ export class KubernetesRegistrationStore
     } catch (err) {
       throw unavailable(this.settings, 'job registration', err);
     }
-    this.jobs.set(reg.jobId, reg);
+    this.stored(reg);
   }
 
   async remove(jobId: string, attempt?: string): Promise<void> {
@@ -226,17 +209,17 @@ export class KubernetesRegistrationStore
     try {
       if (attempt === undefined) {
         await this.client.deleteConfigMap(namespace, this.records.name(jobId));
-        this.jobs.delete(jobId);
+        this.dropped(jobId);
         return;
       }
       // Compare and delete: a retry on another replica may have replaced the record meanwhile.
       const cm = await this.client.getConfigMap(namespace, this.records.name(jobId));
       if (!cm) return;
-      const stored = parseStoredRegistration(this.records.open(jobId, cm));
-      if (stored?.attempt !== attempt) return;
+      // Only a record this attempt can prove is its own is removed: a forged one is left alone.
+      if (this.records.open(jobId, cm, registrationOf)?.attempt !== attempt) return;
       try {
         await this.client.deleteConfigMap(namespace, this.records.name(jobId), cm.metadata.resourceVersion);
-        this.jobs.delete(jobId);
+        this.dropped(jobId);
       } catch (err) {
         if (kubeError(err)?.status !== 409) throw err;
       }
@@ -245,53 +228,14 @@ export class KubernetesRegistrationStore
     }
   }
 
-  async flush(): Promise<void> {
-    await this.syncing;
-  }
-
-  /** Lists every registration again (and follows them from there); rejects when it cannot, and tries again shortly. */
-  sync(): Promise<void> {
-    if (this.syncing) {
-      this.again = true;
-      return this.syncing;
-    }
-    this.syncing = (async () => {
-      do {
-        this.again = false;
-        try {
-          await this.readAll();
-        } catch (err) {
-          this.retryLater();
-          throw err;
-        }
-      } while (this.again);
-    })().finally(() => {
-      this.syncing = undefined;
-    });
-    return this.syncing;
-  }
-
-  stop(): void {
-    this.stopped = true;
-    this.retry?.cancel();
+  override stop(): void {
+    super.stop();
     this.watch?.stop();
   }
 
-  private retryLater(): void {
-    if (this.retry || this.stopped) return;
-    this.retry = this.clock.setTimer(() => {
-      this.retry = undefined;
-      void this.sync().catch((err: unknown) =>
-        this.log.warn(
-          { err: (err as Error).message, retryInMs: this.retryMs },
-          'cannot read the shared job registrations; reading them again shortly',
-        ),
-      );
-    }, this.retryMs);
-  }
-
-  private async readAll(): Promise<void> {
-    if (this.stopped) return;
+  /** Lists every registration (a full read each time) and follows them from there. */
+  protected async readAll(): Promise<void> {
+    if (this.isStopped) return;
     const { items, resourceVersion } = await this.client.listConfigMaps(
       this.settings.namespace,
       selectorOf(this.settings.clusterId, 'registration'),
@@ -303,12 +247,7 @@ export class KubernetesRegistrationStore
       seen.add(jobId);
       this.apply(jobId, cm);
     }
-    for (const jobId of [...this.jobs.keys()]) {
-      if (!seen.has(jobId)) {
-        this.jobs.delete(jobId);
-        this.emit('removed', jobId);
-      }
-    }
+    this.keepOnly(seen);
     this.resourceVersion = resourceVersion;
     this.follow();
   }
@@ -316,7 +255,7 @@ export class KubernetesRegistrationStore
   /** (Re)starts the watch from the last version seen; a watch is never left unfollowed. */
   private follow(): void {
     this.watch?.stop();
-    if (this.stopped) return;
+    if (this.isStopped) return;
     const watch = this.client.watchConfigMaps(
       this.settings.namespace,
       {
@@ -329,19 +268,18 @@ export class KubernetesRegistrationStore
         if (e.type === 'BOOKMARK') return;
         const jobId = this.records.jobIdOf(e.object);
         if (!jobId) return;
-        if (e.type === 'DELETED') {
-          if (this.jobs.delete(jobId)) this.emit('removed', jobId);
-        } else this.apply(jobId, e.object);
+        if (e.type === 'DELETED') this.gone(jobId);
+        else this.apply(jobId, e.object);
       },
     );
     this.watch = watch;
     watch.done.then(
       // Ended by the server after its timeout: go on from the last version seen.
       () => {
-        if (this.watch === watch && !this.stopped) this.follow();
+        if (this.watch === watch && !this.isStopped) this.follow();
       },
       (err: unknown) => {
-        if (this.watch !== watch || this.stopped) return;
+        if (this.watch !== watch || this.isStopped) return;
         this.watch = undefined;
         // 410 Gone: that version is compacted away; anything else: the server is out of reach. List again.
         if (kubeError(err)?.status !== 410)
@@ -355,12 +293,8 @@ export class KubernetesRegistrationStore
   }
 
   private apply(jobId: string, cm: ConfigMap): void {
-    const rec = parseStoredRegistration(this.records.open(jobId, cm));
-    if (!rec || rec.jobId !== jobId) return;
-    const before = this.jobs.get(jobId);
-    if (before && JSON.stringify(before) === JSON.stringify(rec)) return;
-    this.jobs.set(jobId, rec);
-    this.emit(before ? 'updated' : 'added', rec);
+    const rec = this.records.open(jobId, cm, registrationOf);
+    if (rec) this.found(rec);
   }
 }
 
@@ -408,8 +342,8 @@ export class KubernetesJobClaims implements SharedJobClaims {
       }
       const cm = await this.client.getConfigMap(namespace, this.records.name(jobId));
       if (!cm) continue; // released meanwhile
-      const existing = this.records.open(jobId, cm) as Partial<Claim> | undefined;
-      if (existing && typeof existing.at === 'number' && existing.at >= now - this.opts.retentionMs) {
+      const existing = this.records.open(jobId, cm, claimOf);
+      if (existing && existing.at >= now - this.opts.retentionMs) {
         return existing.principal === principal && existing.fingerprint === fingerprint ? 'retry' : 'conflict';
       }
       // Expired (or unreadable): replace it, unless another replica changed it first.
@@ -437,8 +371,8 @@ export class KubernetesJobClaims implements SharedJobClaims {
     for (const cm of items) {
       const jobId = this.records.jobIdOf(cm);
       if (!jobId) continue;
-      const at = (this.records.open(jobId, cm) as Partial<Claim> | undefined)?.at;
-      if (typeof at === 'number' && at >= cutoff) continue;
+      const at = this.records.open(jobId, cm, claimOf)?.at;
+      if (at !== undefined && at >= cutoff) continue;
       try {
         if (await this.client.deleteConfigMap(this.settings.namespace, cm.metadata.name, cm.metadata.resourceVersion)) removed++;
       } catch (err) {

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
-import type { JobClaimBook } from '../submission/job-claims';
+import type { Claim, JobClaimBook } from '../submission/job-claims';
 import type { RegistrationStore, StoredRegistration } from '../submission/registration-store';
 import type { JobManagerIdentity, LeaderState } from './flink-leader';
+import type { SealFailure } from './record-seal';
 
 /**
  * The job registrations every replica of an HA cluster shares (ADR 0012), on whichever engine the
@@ -43,3 +44,22 @@ export interface LeaderFollowing {
 
 /** Makes the follower once the gateway knows who its JobManager is. */
 export type FollowLeader = (self: JobManagerIdentity, log: Logger) => LeaderFollowing;
+
+/** The kinds of record the gateway keeps, as sealed (part of what the MAC covers): the same strings on every engine. */
+export const RECORD_KIND = { registration: 'registration', claim: 'job-claim' } as const;
+
+/** A shared record that did not open or parse: told to the metrics (flink_gateway_ha_records_rejected_total); the store logs it. */
+export type RejectedRecord = (kind: string, reason: SealFailure | 'malformed') => void;
+
+/** Whether a record's JSON is a claim of the job `jobId` (a claim stored under another job's name binds nothing). */
+export function isClaimOf(jobId: string, value: unknown): value is Claim {
+  const c = value as Partial<Claim> | null;
+  return (
+    !!c &&
+    typeof c === 'object' &&
+    c.jobId === jobId &&
+    typeof c.principal === 'string' &&
+    typeof c.fingerprint === 'string' &&
+    typeof c.at === 'number'
+  );
+}

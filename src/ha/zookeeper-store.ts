@@ -1,10 +1,10 @@
-import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { type Clock, systemClock, type TimerHandle } from '../clock';
 import { ConfigError } from '../config/registry';
 import type { Claim, ClaimResult, JobClaimBook } from '../submission/job-claims';
-import { parseStoredRegistration, type RegistrationStore, type StoredRegistration } from '../submission/registration-store';
-import type { RecordSeal, SealFailure } from './record-seal';
+import { parseStoredRegistration, type StoredRegistration } from '../submission/registration-store';
+import type { RecordSeal } from './record-seal';
+import { type MirrorOptions, RegistrationMirror } from './registration-mirror';
+import { isClaimOf, RECORD_KIND, type RejectedRecord } from './shared-store';
 import { type AclEntry, BAD_VERSION, NO_AUTH, NODE_EXISTS, NO_NODE, OPEN_ACL, sameAcl, type ZooKeeperSession, zkCode } from './zookeeper';
 
 /**
@@ -15,12 +15,6 @@ import { type AclEntry, BAD_VERSION, NO_AUTH, NODE_EXISTS, NO_NODE, OPEN_ACL, sa
 export function gatewayRoot(namespace: string): string {
   return `${namespace}/flink-jar-gateway`;
 }
-
-/** The kinds of record the gateway keeps in ZooKeeper, as sealed (part of what the MAC covers). */
-export const RECORD_KIND = { registration: 'registration', claim: 'job-claim' } as const;
-
-/** A shared record that did not open: told to the metrics (the store logs it). */
-export type RejectedRecord = (kind: string, reason: SealFailure | 'malformed') => void;
 
 /** What the stores need of a session to create their nodes closed (a fake in unit tests). */
 export type NodeSession = Pick<ZooKeeperSession, 'settings' | 'acl' | 'mkdirp' | 'create' | 'getACL' | 'setACL'>;
@@ -130,19 +124,6 @@ const isRegistrationOf = (jobId: string, value: unknown): boolean => {
   }
 };
 
-const isClaimOf = (jobId: string, value: unknown): boolean => {
-  const c = value as Partial<Claim> | null;
-  return (
-    !!c &&
-    typeof c === 'object' &&
-    c.jobId === jobId &&
-    typeof c.principal === 'string' &&
-    typeof c.fingerprint === 'string' &&
-    typeof c.at === 'number'
-  );
-};
-const RESYNC_RETRY_MS = 1_000;
-
 /** What the registration store needs of a ZooKeeper session (a fake in unit tests). */
 export interface RegistrationSession
   extends NodeSession,
@@ -150,17 +131,13 @@ export interface RegistrationSession
   on(event: 'up', listener: () => void): unknown;
 }
 
-export interface ZooKeeperRegistrationStoreOptions {
+export interface ZooKeeperRegistrationStoreOptions extends MirrorOptions {
   /** Seals every record written and opens every record read (the replicas' shared secret). */
   seal: RecordSeal;
   /** Counts a record that did not open (the metrics). */
   onRejected?: RejectedRecord;
   /** Seal, at init, the registrations an older gateway left unsealed (adoptUnsealed). */
   adoptUnsealed?: boolean;
-  /** Timers for re-reading after a failed read (injected in tests). */
-  clock?: Clock;
-  /** How long after a failed read to read again; default 1 s. */
-  retryMs?: number;
 }
 
 /**
@@ -168,28 +145,17 @@ export interface ZooKeeperRegistrationStoreOptions {
  * per job, `<namespace>/flink-jar-gateway/registrations/<jobId>`, holding the same redacted JSON
  * the file store keeps. Every replica keeps a mirror, followed through ZooKeeper watches, so
  * `list` and `get` answer from memory and a conflict check sees what other replicas registered;
- * `added`, `updated` and `removed` tell the leading replica's gateway what to register or drop.
- * Writes go to ZooKeeper first and are awaited: a run is submitted only after its registration
- * is stored where the next leader will find it. A read that fails (a call timed out under load)
- * may have left the list or a node without a watch, and then nothing would tell this replica of
- * their changes: it is read again shortly, until it succeeds or the session is lost (whose `up`
- * reads everything again).
+ * `added`, `updated` and `removed` tell the leading replica's gateway what to register or drop
+ * (the mirror: registration-mirror.ts). Writes go to ZooKeeper first and are awaited: a run is
+ * submitted only after its registration is stored where the next leader will find it. A read that
+ * fails (a call timed out under load) may have left the list or a node without a watch, and then
+ * nothing would tell this replica of their changes: it is read again shortly, until it succeeds or
+ * the session is lost (whose `up` reads everything again).
  */
-export class ZooKeeperRegistrationStore
-  extends EventEmitter<{ added: [StoredRegistration]; updated: [StoredRegistration]; removed: [string] }>
-  implements RegistrationStore
-{
-  readonly shared = true;
-  private readonly jobs = new Map<string, StoredRegistration>();
+export class ZooKeeperRegistrationStore extends RegistrationMirror {
   private readonly dir: string;
-  private syncing: Promise<void> | undefined;
-  private again = false;
-  private fullAgain = false;
   /** Nodes with a live data watch of this session (a list change does not re-read them). */
   private readonly watched = new Set<string>();
-  private retry: TimerHandle | undefined;
-  private readonly clock: Clock;
-  private readonly retryMs: number;
   private readonly seal: RecordSeal;
   private readonly onRejected: RejectedRecord | undefined;
   private ready: Promise<void> | undefined;
@@ -197,15 +163,13 @@ export class ZooKeeperRegistrationStore
 
   constructor(
     private readonly session: RegistrationSession,
-    private readonly log: Logger,
+    log: Logger,
     opts: ZooKeeperRegistrationStoreOptions,
   ) {
-    super();
+    super(log, opts);
     this.adopt = opts.adoptUnsealed ?? false;
     this.seal = opts.seal;
     this.onRejected = opts.onRejected;
-    this.clock = opts.clock ?? systemClock;
-    this.retryMs = opts.retryMs ?? RESYNC_RETRY_MS;
     this.dir = `${gatewayRoot(session.settings.namespace)}/registrations`;
     // A new session (after expiry) has none of the old watches: read every node again.
     session.on(
@@ -241,14 +205,6 @@ export class ZooKeeperRegistrationStore
     return this.ready;
   }
 
-  list(): StoredRegistration[] {
-    return [...this.jobs.values()];
-  }
-
-  get(jobId: string): StoredRegistration | undefined {
-    return this.jobs.get(jobId);
-  }
-
   async put(reg: StoredRegistration): Promise<void> {
     await this.ensureNodes();
     const path = `${this.dir}/${reg.jobId}`;
@@ -264,7 +220,7 @@ export class ZooKeeperRegistrationStore
         await this.session.setData(path, data);
       }
     }
-    this.jobs.set(reg.jobId, reg);
+    this.stored(reg);
     // A node this replica wrote is watched too: another replica may change or remove it.
     if (!this.watched.has(reg.jobId)) await this.readOne(reg.jobId);
   }
@@ -273,7 +229,7 @@ export class ZooKeeperRegistrationStore
     const path = `${this.dir}/${jobId}`;
     if (attempt === undefined) {
       await this.session.remove(path);
-      this.jobs.delete(jobId);
+      this.dropped(jobId);
       return;
     }
     // Compare and delete: a retry on another replica may have replaced the record meanwhile.
@@ -283,73 +239,23 @@ export class ZooKeeperRegistrationStore
     if (this.open(jobId, node.data)?.attempt !== attempt) return;
     try {
       await this.session.remove(path, node.version);
-      this.jobs.delete(jobId);
+      this.dropped(jobId);
     } catch (err) {
       if (zkCode(err) !== BAD_VERSION) throw err;
     }
-  }
-
-  async flush(): Promise<void> {
-    await this.syncing;
   }
 
   /**
    * Re-reads the list (re-arming its watch) and reads the nodes not watched yet; `full` reads every
    * node again (a new session, whose data watches are gone). A watched node is not re-read on a
    * list change: each read would add one more watcher of that node.
-   * Runs once more if asked again meanwhile; a failed read is retried (`retryLater`) and rejects.
    */
-  sync(full = false): Promise<void> {
-    this.fullAgain ||= full;
-    if (this.syncing) {
-      this.again = true;
-      return this.syncing;
-    }
-    this.syncing = (async () => {
-      do {
-        this.again = false;
-        const all = this.fullAgain;
-        this.fullAgain = false;
-        try {
-          await this.readAll(all);
-        } catch (err) {
-          // A full read stays full: the nodes it no longer counts as watched are read by the retry.
-          this.fullAgain ||= all;
-          this.retryLater();
-          throw err;
-        }
-      } while (this.again);
-    })().finally(() => {
-      this.syncing = undefined;
-    });
-    return this.syncing;
-  }
-
-  /** Reads again after `retryMs` (one pending retry at a time). */
-  private retryLater(): void {
-    if (this.retry) return;
-    this.retry = this.clock.setTimer(() => {
-      this.retry = undefined;
-      void this.sync().catch((err: unknown) =>
-        this.log.warn(
-          { err: (err as Error).message, retryInMs: this.retryMs },
-          'cannot read the shared job registrations; reading them again shortly',
-        ),
-      );
-    }, this.retryMs);
-  }
-
-  private async readAll(full: boolean): Promise<void> {
+  protected async readAll(full: boolean): Promise<void> {
     if (!this.session.isConnected) return;
     const onList = () =>
       void this.sync().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot read the shared job registrations'));
     const children = new Set((await this.session.getChildren(this.dir, onList)).filter((c) => JOB_ID.test(c)));
-    for (const jobId of [...this.jobs.keys()]) {
-      if (!children.has(jobId)) {
-        this.jobs.delete(jobId);
-        this.emit('removed', jobId);
-      }
-    }
+    this.keepOnly(children);
     if (full) this.watched.clear();
     for (const jobId of children) if (!this.watched.has(jobId)) await this.readOne(jobId);
   }
@@ -369,16 +275,9 @@ export class ZooKeeperRegistrationStore
     };
     const node = await this.session.getData(`${this.dir}/${jobId}`, onData);
     if (node) this.watched.add(jobId);
-    if (!node) {
-      if (this.jobs.delete(jobId)) this.emit('removed', jobId);
-      return;
-    }
+    if (!node) return this.gone(jobId);
     const rec = this.open(jobId, node.data);
-    if (!rec) return;
-    const before = this.jobs.get(jobId);
-    if (before && JSON.stringify(before) === JSON.stringify(rec)) return;
-    this.jobs.set(jobId, rec);
-    this.emit(before ? 'updated' : 'added', rec);
+    if (rec) this.found(rec);
   }
 
   /**
@@ -509,7 +408,7 @@ export class ZooKeeperJobClaims implements JobClaimBook {
   private open(jobId: string, data: Buffer): Claim | undefined {
     const path = `${this.dir}/${jobId}`;
     const opened = this.opts.seal.openJson(RECORD_KIND.claim, path, data);
-    if (opened.ok && isClaimOf(jobId, opened.value)) return opened.value as Claim;
+    if (opened.ok && isClaimOf(jobId, opened.value)) return opened.value;
     const reason = opened.ok ? 'malformed' : opened.reason;
     this.opts.log.error(
       { jobId, path, reason },

@@ -12,7 +12,7 @@ import { REQUIRED_CONFIGMAP_VERBS } from '../../src/ha/kubernetes-session';
 import { clusterConfigMapName } from '../../src/ha/kubernetes-settings';
 import { gatewayConfigMapName, kubernetesRecordPlace, labelsOf } from '../../src/ha/kubernetes-store';
 import { RecordSeal } from '../../src/ha/record-seal';
-import { RECORD_KIND } from '../../src/ha/zookeeper-store';
+import { RECORD_KIND } from '../../src/ha/shared-store';
 import { eventually } from '../helpers/eventually';
 import { json, newJobId, uploadFile } from '../helpers/flink';
 import { TEST_JOB_JAR } from '../helpers/flink-dist';

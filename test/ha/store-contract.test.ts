@@ -11,9 +11,9 @@ import {
   labelsOf,
 } from '../../src/ha/kubernetes-store';
 import { RecordSeal } from '../../src/ha/record-seal';
-import type { SharedJobClaims, SharedRegistrationStore } from '../../src/ha/shared-store';
+import { RECORD_KIND, type RejectedRecord, type SharedJobClaims, type SharedRegistrationStore } from '../../src/ha/shared-store';
 import { digestFromSecret, ZooKeeperSession } from '../../src/ha/zookeeper';
-import { gatewayRoot, RECORD_KIND, ZooKeeperJobClaims, ZooKeeperRegistrationStore } from '../../src/ha/zookeeper-store';
+import { gatewayRoot, ZooKeeperJobClaims, ZooKeeperRegistrationStore } from '../../src/ha/zookeeper-store';
 import type { StoredRegistration } from '../../src/submission/registration-store';
 import { eventually } from '../helpers/eventually';
 import { newJobId } from '../helpers/flink';
@@ -28,7 +28,7 @@ const seal = new RecordSeal(SECRET);
 
 /** One engine as the contract sees it: replicas of the store and claims, and raw access for planting records. */
 interface Engine {
-  store(): Promise<SharedRegistrationStore & { stop?(): void }>;
+  store(onRejected?: RejectedRecord): Promise<SharedRegistrationStore & { stop?(): void }>;
   claims(wallClock?: () => number): SharedJobClaims;
   /** Writes a registration's raw data as someone other than a gateway would (any text). */
   writeRaw(jobId: string, text: string): Promise<void>;
@@ -54,8 +54,8 @@ async function zookeeperEngine(): Promise<Engine> {
   const admin = await session();
   await admin.mkdirp(`${gatewayRoot(namespace)}/claims`);
   return {
-    async store() {
-      const store = new ZooKeeperRegistrationStore(await session(), log, { seal });
+    async store(onRejected) {
+      const store = new ZooKeeperRegistrationStore(await session(), log, { seal, ...(onRejected ? { onRejected } : {}) });
       await store.init();
       return store;
     },
@@ -96,8 +96,8 @@ async function kubernetesEngine(): Promise<Engine> {
   };
   const admin = kube.client('admin');
   return {
-    async store() {
-      const store = new KubernetesRegistrationStore(client(), settings, log, { sealer: seal });
+    async store(onRejected) {
+      const store = new KubernetesRegistrationStore(client(), settings, log, { sealer: seal, ...(onRejected ? { onRejected } : {}) });
       stores.push(store);
       await store.init();
       return store;
@@ -183,10 +183,10 @@ describe.each([
     expect(d.get(jobId)).toBeUndefined();
   }, 60_000);
 
-  it('a new replica lists what is stored; a record that does not verify under the shared secret is ignored, the others are read', async () => {
+  it('a new replica lists what is stored; a record that does not verify, or is not a registration of its job, is ignored and counted; the others are read', async () => {
     const a = await engine.store();
     const good = newJobId();
-    const [unsealed, forged, moved, garbled] = [newJobId(), newJobId(), newJobId(), newJobId()];
+    const [unsealed, forged, moved, garbled, misnamed] = [newJobId(), newJobId(), newJobId(), newJobId(), newJobId()];
     await a.put(registration(good));
     const body = (jobId: string) => JSON.stringify(registration(jobId));
     await engine.writeRaw(unsealed, body(unsealed));
@@ -197,9 +197,26 @@ describe.each([
     // A valid record of another job, copied to this job's place.
     await engine.writeRaw(moved, seal.seal(RECORD_KIND.registration, engine.placeOf(good), body(moved)));
     await engine.writeRaw(garbled, '{"jobId": "not this one"');
-    const b = await engine.store();
+    // Sealed by a replica for this very place, but naming another job.
+    await engine.writeRaw(misnamed, seal.seal(RECORD_KIND.registration, engine.placeOf(misnamed), body(good)));
+    const rejected: string[] = [];
+    const b = await engine.store((kind, reason) => rejected.push(`${kind} ${reason}`));
     expect(b.get(good)).toMatchObject({ jobId: good, principal: 'token:team-a' });
-    expect([unsealed, forged, moved, garbled].map((j) => b.get(j))).toEqual([undefined, undefined, undefined, undefined]);
+    expect([unsealed, forged, moved, garbled, misnamed].map((j) => b.get(j))).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    // Each counted once, with why (the metric's reason label): the earlier cases left only good records.
+    expect(rejected.sort()).toEqual([
+      'registration bad-mac', // forged
+      'registration bad-mac', // moved
+      'registration malformed', // misnamed
+      'registration unsealed', // unsealed
+      'registration unsealed', // garbled
+    ]);
   }, 60_000);
 
   it('a claim is new once; the same request again is a retry and anything else a conflict, on any replica; a release frees it', async () => {

@@ -15,7 +15,8 @@ import {
   ZooKeeperSession,
   zkCode,
 } from '../../src/ha/zookeeper';
-import { gatewayRoot, RECORD_KIND, ZooKeeperJobClaims, ZooKeeperRegistrationStore } from '../../src/ha/zookeeper-store';
+import { RECORD_KIND } from '../../src/ha/shared-store';
+import { gatewayRoot, ZooKeeperJobClaims, ZooKeeperRegistrationStore } from '../../src/ha/zookeeper-store';
 import type { StoredRegistration } from '../../src/submission/registration-store';
 import { distributionHome } from '../helpers/flink-dist';
 import { eventually } from '../helpers/eventually';

@@ -1,7 +1,8 @@
 import { HaCoordinator } from '../../../src/ha/ha-coordinator';
 import { FlinkLeaderFollower, leaderPath } from '../../../src/ha/flink-leader';
 import { RecordSeal } from '../../../src/ha/record-seal';
-import { gatewayRoot, RECORD_KIND, ZooKeeperRegistrationStore } from '../../../src/ha/zookeeper-store';
+import { RECORD_KIND } from '../../../src/ha/shared-store';
+import { gatewayRoot, ZooKeeperRegistrationStore } from '../../../src/ha/zookeeper-store';
 import type { StoredRegistration } from '../../../src/submission/registration-store';
 import { FakeZooKeeper } from '../../helpers/fake-zookeeper';
 import { leaderRecordBytes } from '../../helpers/flink-ha-records';
