@@ -2,22 +2,18 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
-import { artifactRules } from './artifacts/artifact-rules';
 import { createArtifacts } from './artifacts/create-artifacts';
 import type { FetchProgress } from './artifacts/fetch-progress';
 import { artifactOptions, caBundleOf } from './artifacts/options';
 import { AuditLog } from './audit/audit-log';
-import { clusterRules } from './cluster/cluster-rules';
 import { createCluster } from './cluster/create-cluster';
 import type { JobManagerClient } from './cluster/jobmanager-client';
 import { coreOptions } from './config/options';
-import { type Configuration, OptionsRegistry } from './config/registry';
-import { watchSecretsDir } from './config/secrets-dir';
+import type { Configuration } from './config/registry';
+import { followSecretsDir } from './config/secrets-dir';
 import { createHa } from './ha/create-ha';
-import { haOptions, haRules } from './ha/ha-options';
 import type { RejectedRecord } from './ha/shared-store';
 import { createHttp } from './http/create-http';
-import { httpRules } from './http/http-rules';
 import { drainServer } from './http/listener';
 import { Metrics } from './metrics';
 import type { FsPluginDefinition } from './plugin-kit/fs-plugin';
@@ -25,34 +21,14 @@ import type { TokenManager } from './plugin-kit/token-spi';
 import { createSubmission } from './submission/create-submission';
 import type { JobRegistrations } from './submission/job-registrations';
 import { createTokens } from './tokens/create-tokens';
-import { tokenProvidersOf } from './tokens/providers';
 import { builtInTokenServices as tokenServicesOf, type TokenServices, tokenStoreDir } from './tokens/token-delivery';
-import { tokenOptions, tokenRules } from './tokens/token-options';
-import { v8Options } from './v8-tuning';
 
+export { createRegistry } from './all-options';
 export type { TokenServices } from './tokens/token-delivery';
 
 /** The built-in token providers (the plugins' own and oauth2), trusting the plugins' CA bundle too. */
 export function builtInTokenServices(config: Configuration, logger: Logger, plugins: readonly FsPluginDefinition[]): TokenServices {
   return tokenServicesOf(logger, plugins, caBundleOf(config));
-}
-
-/** Every option and cross-option rule the gateway knows: each feature's, and each plugin's own (with its token provider's). */
-export function createRegistry(plugins: readonly FsPluginDefinition[] = []): OptionsRegistry {
-  const providers = tokenProvidersOf(plugins);
-  const options = [coreOptions, artifactOptions, tokenOptions, haOptions, v8Options].flatMap((o) => Object.values(o));
-  return new OptionsRegistry(
-    [...options, ...plugins.flatMap((p) => p.options), ...providers.flatMap((p) => p.options)],
-    [
-      ...httpRules,
-      ...clusterRules,
-      ...artifactRules,
-      ...tokenRules,
-      ...haRules,
-      ...plugins.flatMap((p) => p.rules ?? []),
-      ...providers.flatMap((p) => p.rules ?? []),
-    ],
-  );
 }
 
 export interface Gateway {
@@ -136,7 +112,9 @@ export async function compose(
       metrics,
       haStatus: ha.status,
     });
-    watchSecrets(config, reload, resources, [artifacts.reloadCredentials, (current) => http.reloadSecrets(current)]);
+    const secrets = [config.getOptional(coreOptions.secretsDir), config.get(coreOptions.secretsPollInterval)] as const;
+    const unfollow = followSecretsDir(...secrets, reload, [artifacts.reloadCredentials, (current) => http.reloadSecrets(current)]);
+    if (unfollow) resources.defer(unfollow);
     await ha.start({ registrations, tokens: tokens.tokens, cluster: cluster.cluster, watcher: submission.watcher });
     const owned = resources.move();
     return {
@@ -159,25 +137,4 @@ export async function compose(
       .catch((cleanup: unknown) => logger.warn({ err: (cleanup as Error).message }, 'cleaning up after a failed start-up failed'));
     throw err;
   }
-}
-
-/**
- * gateway.secrets.dir: on a change, each listener gets the reloaded configuration (read once per
- * change, on first use; a reload that fails is each listener's to report or ignore).
- */
-function watchSecrets(
-  config: Configuration,
-  reload: (() => Configuration) | undefined,
-  resources: AsyncDisposableStack,
-  listeners: ((current: () => Configuration, dir: string) => void)[],
-): void {
-  const dir = config.getOptional(coreOptions.secretsDir);
-  if (!dir || !reload) return;
-  resources.defer(
-    watchSecretsDir(dir, config.get(coreOptions.secretsPollInterval), () => {
-      let next: Configuration | undefined;
-      const current = () => (next ??= reload());
-      for (const listener of listeners) listener(current, dir);
-    }),
-  );
 }

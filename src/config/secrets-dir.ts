@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RawEntry } from './registry';
+import type { Configuration, RawEntry } from './registry';
 import { ConfigError } from './registry';
 
 export const SECRETS_DIR_KEY = 'gateway.secrets.dir';
@@ -60,4 +60,23 @@ export function watchSecretsDir(dir: string, intervalMs: number, onChange: () =>
   }, intervalMs);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/**
+ * gateway.secrets.dir followed: on a change, each listener gets the reloaded configuration (read
+ * once per change, on first use; a reload that fails is each listener's to report or ignore).
+ * Returns how to stop, or undefined when there is no directory or nothing to reload it with.
+ */
+export function followSecretsDir(
+  dir: string | undefined,
+  intervalMs: number,
+  reload: (() => Configuration) | undefined,
+  listeners: ((current: () => Configuration, dir: string) => void)[],
+): (() => void) | undefined {
+  if (!dir || !reload) return undefined;
+  return watchSecretsDir(dir, intervalMs, () => {
+    let next: Configuration | undefined;
+    const current = () => (next ??= reload());
+    for (const listener of listeners) listener(current, dir);
+  });
 }
