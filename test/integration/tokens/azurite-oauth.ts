@@ -1,17 +1,11 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { TokenCredential } from '@azure/identity';
-import { projectRoot } from '../../../src/project-root';
-import type { AzuriteAccount } from '../../servers/azurite';
-import { type ChildServer, startChildServer } from '../../servers/child-server';
+import { type AzuriteAccount, startAzurite } from '../../servers/azurite';
+import { makeSelfSignedCert } from '../../servers/tls';
 
 /**
  * Azurite's Blob service over HTTPS with OAuth (`--oauth basic`), which is what `Get User
- * Delegation Key` needs. test/servers/azurite.ts starts plain http only, hence this variant: a
- * throw-away self-signed certificate for 127.0.0.1 (openssl), the same child-process handling.
+ * Delegation Key` needs: test/servers/azurite.ts's OAuth mode with a throw-away self-signed
+ * certificate for 127.0.0.1, and that certificate to trust.
  */
 export interface AzuriteOAuth {
   /** https://127.0.0.1:<port> */
@@ -22,62 +16,10 @@ export interface AzuriteOAuth {
   stop(): Promise<void>;
 }
 
-const READY = /listens on (https:\/\/\S+)/;
-
 export async function startAzuriteOAuth(accounts: AzuriteAccount[]): Promise<AzuriteOAuth> {
-  const dir = await mkdtemp(join(tmpdir(), 'azurite-oauth-'));
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  await promisify(execFile)('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-    '-keyout',
-    key,
-    '-out',
-    cert,
-  ]);
-  const main = join(projectRoot(__dirname), 'node_modules', 'azurite', 'dist', 'src', 'blob', 'main.js');
-  const args = [
-    main,
-    '--blobHost',
-    '127.0.0.1',
-    '--blobPort',
-    '0',
-    '--location',
-    join(dir, 'data'),
-    '--disableTelemetry',
-    '--silent',
-    '--skipApiVersionCheck',
-    '--oauth',
-    'basic',
-    '--cert',
-    cert,
-    '--key',
-    key,
-  ];
-  const env = { ...process.env, AZURITE_ACCOUNTS: accounts.map((a) => `${a.name}:${a.key}`).join(';') };
-  let server: ChildServer | undefined;
-  const stop = async () => {
-    await server?.stop();
-    await rm(dir, { recursive: true, force: true });
-  };
-  try {
-    server = await startChildServer('Azurite (OAuth)', process.execPath, args, { env, ready: READY });
-    const url = server.match[1]!;
-    return { url, blobUrl: (account) => `${url}/${account}`, ca: await readFile(cert, 'utf8'), stop };
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+  const tls = makeSelfSignedCert('127.0.0.1');
+  const { url, blobUrl, stop } = await startAzurite({ accounts, oauth: { tls } });
+  return { url, blobUrl, ca: tls.cert, stop };
 }
 
 /**
