@@ -1,8 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { FLINK_CONF_VOLUME, type K8sObject, loadManifests, ofKind, onlyOne, operatorFlinkConfig } from './manifests';
+import { issueCert, makeTestCa } from '../servers/tls';
 
 /** The gateway sidecar of examples/kubernetes as a local process's arguments, environment and files. */
 export interface ExampleSidecar {
@@ -104,34 +104,25 @@ export function kubernetesExample(dir: string, opts: ExampleSidecarOptions = {})
   };
 }
 
-/** tls.crt/tls.key (server, for localhost and 127.0.0.1), ca.crt, and operator.crt/.key (client CN=flink-operator), with openssl. */
+/**
+ * tls.crt/tls.key (for localhost and 127.0.0.1 and the Service's name), ca.crt, and operator.crt/.key
+ * (client CN=flink-operator): the files cert-manager's Secrets hold, with the names they have there.
+ */
 export function makeTls(dir: string): void {
   if (existsSync(join(dir, 'ca.crt'))) return;
-  const ossl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  ossl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=flink-rest-ca');
-  for (const [name, subj, ext] of [
-    ['tls', '/CN=team-a-session-rest.team-a', 'subjectAltName=DNS:team-a-session-rest.team-a,DNS:localhost,IP:127.0.0.1'],
-    ['operator', '/CN=flink-operator', 'extendedKeyUsage=clientAuth'],
+  const ca = makeTestCa(dir, 'flink-rest');
+  const serving = issueCert(dir, ca, 'tls', {
+    cn: 'team-a-session-rest.team-a',
+    use: 'server+client',
+    altNames: 'DNS:team-a-session-rest.team-a,DNS:localhost,IP:127.0.0.1',
+  });
+  const operator = issueCert(dir, ca, 'operator', { cn: 'flink-operator', use: 'client' });
+  for (const [files, name] of [
+    [ca, 'ca'],
+    [serving, 'tls'],
+    [operator, 'operator'],
   ] as const) {
-    ossl('req', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj);
-    writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
-    ossl(
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      'ca.crt',
-      '-CAkey',
-      'ca.key',
-      '-CAcreateserial',
-      '-out',
-      `${name}.crt`,
-      '-days',
-      '2',
-      '-extfile',
-      `${name}.ext`,
-    );
+    renameSync(files.cert, join(dir, `${name}.crt`));
+    renameSync(files.key, join(dir, `${name}.key`));
   }
 }

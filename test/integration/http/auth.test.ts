@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { startOrigin, type Origin } from '../../helpers/origin';
 import { startGatewayProcess } from '../../helpers/gateway-process';
 import { PROCESS_TIMEOUT_MS, runProcess } from '../../helpers/run-process';
 import { captureLogger as captureLog } from '../../helpers/token-fakes';
+import { issueCert, makeTestCa } from '../../servers/tls';
 
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 const bin = join(projectRoot(__dirname), 'bin', 'flink-jar-gateway.js');
@@ -119,81 +119,27 @@ describe('exposure rule and mutual TLS (the CLI)', () => {
 
   it("serves HTTPS and takes the client certificate's CN as the principal", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gw-mtls-'));
-    const ossl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-    ossl(
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      'ca.key',
-      '-out',
-      'ca.pem',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=test-ca',
-    );
-    for (const [name, subj, ext] of [
-      ['server', '/CN=localhost', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
-      ['client', '/CN=flink-operator', 'extendedKeyUsage=clientAuth'],
-    ] as const) {
-      ossl(
-        'req',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        `${name}.key`,
-        '-out',
-        `${name}.csr`,
-        '-subj',
-        subj,
-      );
-      writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
-      ossl(
-        'x509',
-        '-req',
-        '-in',
-        `${name}.csr`,
-        '-CA',
-        'ca.pem',
-        '-CAkey',
-        'ca.key',
-        '-CAcreateserial',
-        '-out',
-        `${name}.pem`,
-        '-days',
-        '2',
-        '-extfile',
-        `${name}.ext`,
-      );
-    }
+    const ca = makeTestCa(dir, 'test');
+    const server = issueCert(dir, ca, 'server', { cn: 'localhost', use: 'server' });
+    const client = issueCert(dir, ca, 'client', { cn: 'flink-operator', use: 'client' });
     const jm = await startOrigin((_req, res) => res.end('{}'));
     const gw = await startGatewayProcess([
       `-Dgateway.cluster.rest-url=${jm.url}`,
       '-Drest.port=0',
-      `-Dgateway.tls.cert=${join(dir, 'server.pem')}`,
-      `-Dgateway.tls.key=${join(dir, 'server.key')}`,
-      `-Dgateway.tls.client-ca=${join(dir, 'ca.pem')}`,
+      `-Dgateway.tls.cert=${server.cert}`,
+      `-Dgateway.tls.key=${server.key}`,
+      `-Dgateway.tls.client-ca=${ca.cert}`,
       '-Dgateway.log.level=debug',
     ]);
     const url = gw.url;
     try {
       expect(url).toMatch(/^https:/);
-      const ca = readFileSync(join(dir, 'ca.pem'), 'utf8');
-      const withCert = new Agent({
-        connect: { ca, cert: readFileSync(join(dir, 'client.pem')), key: readFileSync(join(dir, 'client.key')) },
-      });
+      const caPem = readFileSync(ca.cert, 'utf8');
+      const withCert = new Agent({ connect: { ca: caPem, cert: readFileSync(client.cert), key: readFileSync(client.key) } });
       const ok = await request(`${url}/v1/overview`, { dispatcher: withCert });
       expect(ok.statusCode).toBe(200);
       await ok.body.dump();
-      const noCert = new Agent({ connect: { ca } });
+      const noCert = new Agent({ connect: { ca: caPem } });
       const refused = await request(`${url}/v1/overview`, { dispatcher: noCert });
       expect(refused.statusCode).toBe(401);
       await refused.body.dump();
