@@ -112,8 +112,7 @@ export async function compose(
       metrics,
       haStatus: ha.status,
     });
-    const secrets = [config.getOptional(coreOptions.secretsDir), config.get(coreOptions.secretsPollInterval)] as const;
-    const unfollow = followSecretsDir(...secrets, reload, [artifacts.reloadCredentials, (current) => http.reloadSecrets(current)]);
+    const unfollow = followSecretsDir(config, reload, [artifacts.reloadCredentials, (current) => http.reloadSecrets(current)]);
     if (unfollow) resources.defer(unfollow);
     await ha.start({ registrations, tokens: tokens.tokens, cluster: cluster.cluster, watcher: submission.watcher });
     const owned = resources.move();

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Configuration, RawEntry } from './registry';
+import { coreOptions } from './options';
 import { ConfigError } from './registry';
 
 export const SECRETS_DIR_KEY = 'gateway.secrets.dir';
@@ -63,18 +64,19 @@ export function watchSecretsDir(dir: string, intervalMs: number, onChange: () =>
 }
 
 /**
- * gateway.secrets.dir followed: on a change, each listener gets the reloaded configuration (read
- * once per change, on first use; a reload that fails is each listener's to report or ignore).
- * Returns how to stop, or undefined when there is no directory or nothing to reload it with.
+ * gateway.secrets.dir followed (every `gateway.secrets.poll-interval`): on a change, each listener
+ * gets the reloaded configuration (read once per change, on first use; a reload that fails is each
+ * listener's to report or ignore). Returns how to stop, or undefined when no directory is set or
+ * there is nothing to reload it with.
  */
 export function followSecretsDir(
-  dir: string | undefined,
-  intervalMs: number,
+  config: Configuration,
   reload: (() => Configuration) | undefined,
   listeners: ((current: () => Configuration, dir: string) => void)[],
 ): (() => void) | undefined {
+  const dir = config.getOptional(coreOptions.secretsDir);
   if (!dir || !reload) return undefined;
-  return watchSecretsDir(dir, intervalMs, () => {
+  return watchSecretsDir(dir, config.get(coreOptions.secretsPollInterval), () => {
     let next: Configuration | undefined;
     const current = () => (next ??= reload());
     for (const listener of listeners) listener(current, dir);
